@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tbfrag.h - the fragment layout inside one ring chunk.
+ *
+ * A chunk of format 00 is laid out as
+ *
+ *   [0, 4)            state word (owned by tbring.h, accessed atomically)
+ *   [4, 6)            target BufferID, little-endian
+ *   [6, payload)      fragment payloads, growing up
+ *   [payload, dir)    free
+ *   [dir, chunk_size) size directory, growing down: fragment i's size is at
+ *                     [chunk_size - (i + 1) * w, chunk_size - i * w)
+ *
+ * The entry width w is 1 byte for 256-byte chunks and 2 bytes
+ * (little-endian, written bytewise) for every larger chunk.  A chunk holds
+ * at most 255 fragments.
+ *
+ * Everything here is pure byte logic: no atomics, no allocation, no
+ * threads.  The writer keeps its cursors in a private struct tb_frag_cursor;
+ * the reader reconstructs the boundaries from the fragment count in the
+ * state word and validates a private copy of the directory before trusting
+ * any size (seed section 6.4).
+ */
+#ifndef TBFRAG_H
+#define TBFRAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TB_CHUNK_MIN		256u
+#define TB_CHUNK_MAX		32768u
+#define TB_FRAG_MAX		255u	/* fragments per chunk */
+#define TB_FRAG_BID_OFF		4u	/* target BufferID, format 00 */
+#define TB_FRAG_PAYLOAD_OFF	6u	/* first payload byte, format 00 */
+
+/* Size-entry width for a ring of @chunk_size bytes: 1 or 2. */
+static inline unsigned tb_frag_width(uint32_t chunk_size)
+{
+	return chunk_size == TB_CHUNK_MIN ? 1u : 2u;
+}
+
+/* Largest single fragment a chunk can hold (one entry, nothing else). */
+static inline uint32_t tb_frag_max_size(uint32_t chunk_size)
+{
+	return chunk_size - TB_FRAG_PAYLOAD_OFF - tb_frag_width(chunk_size);
+}
+
+/* Bytewise little-endian helpers: no alignment or endianness assumed. */
+static inline void tb_frag_put_le(uint8_t *p, unsigned w, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	if (w == 2)
+		p[1] = (uint8_t)(v >> 8);
+}
+
+static inline uint32_t tb_frag_get_le(const uint8_t *p, unsigned w)
+{
+	return w == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 : p[0];
+}
+
+static inline void tb_frag_set_bid(uint8_t *chunk, uint16_t bid)
+{
+	tb_frag_put_le(chunk + TB_FRAG_BID_OFF, 2, bid);
+}
+
+static inline uint16_t tb_frag_bid(const uint8_t *chunk)
+{
+	return (uint16_t)tb_frag_get_le(chunk + TB_FRAG_BID_OFF, 2);
+}
+
+/* Offset of fragment @i's size entry inside a chunk. */
+static inline uint32_t tb_frag_entry_off(uint32_t chunk_size, unsigned w,
+					 unsigned i)
+{
+	return chunk_size - (uint32_t)(i + 1) * w;
+}
+
+/*
+ * The writer's private view of the chunk it owns.  @payload and @dir are
+ * the two cursors of seed section 6: the next payload byte and the lowest
+ * directory byte in use.  @nfrags counts closed fragments.
+ */
+struct tb_frag_cursor {
+	uint8_t *chunk;
+	uint32_t chunk_size;
+	uint32_t payload;
+	uint32_t dir;
+	uint32_t nfrags;
+	uint32_t width;
+	uint32_t open;		/* 1 while a fragment is open */
+};
+
+/* Starts writing an empty chunk. */
+static inline void tb_frag_cursor_init(struct tb_frag_cursor *c,
+				       uint8_t *chunk, uint32_t chunk_size)
+{
+	c->chunk = chunk;
+	c->chunk_size = chunk_size;
+	c->payload = TB_FRAG_PAYLOAD_OFF;
+	c->dir = chunk_size;
+	c->nfrags = 0;
+	c->width = tb_frag_width(chunk_size);
+	c->open = 0;
+}
+
+/*
+ * Bytes a fragment opened now could hold, or -1 when no fragment may be
+ * opened (255 fragments, or not even room for the size entry).  0 is a
+ * legal answer: an empty fragment still fits.
+ */
+static inline int32_t tb_frag_room(const struct tb_frag_cursor *c)
+{
+	if (c->nfrags >= TB_FRAG_MAX || c->dir - c->payload < c->width)
+		return -1;
+	return (int32_t)(c->dir - c->width - c->payload);
+}
+
+/*
+ * Opens a fragment (seed section 6.2): on success hands out the range
+ * [*begin, *end) the encoder may fill, and returns 0.  Fails with -1 at 255
+ * fragments or when the directory entry would not fit.  The entry's bytes
+ * are reserved before the range is handed out, so payload and directory
+ * never overlap.
+ */
+static inline int tb_frag_open(struct tb_frag_cursor *c, uint8_t **begin,
+			       uint8_t **end)
+{
+	if (c->open || tb_frag_room(c) < 0)
+		return -1;
+	c->open = 1;
+	*begin = c->chunk + c->payload;
+	*end = c->chunk + c->dir - c->width;
+	return 0;
+}
+
+/*
+ * Closes the open fragment after the encoder wrote @size bytes: writes the
+ * size entry, then moves both cursors.  Returns -1 (and changes nothing)
+ * when no fragment is open or @size exceeds the range handed out.
+ * Publication through the state word is the caller's (tbring.h) job.
+ */
+static inline int tb_frag_close(struct tb_frag_cursor *c, uint32_t size)
+{
+	if (!c->open || size > c->dir - c->width - c->payload)
+		return -1;
+	tb_frag_put_le(c->chunk + c->dir - c->width, c->width, size);
+	c->dir -= c->width;
+	c->payload += size;
+	c->nfrags++;
+	c->open = 0;
+	return 0;
+}
+
+/* Open, copy @len bytes, close: one whole fragment.  0 or -1. */
+static inline int tb_frag_append(struct tb_frag_cursor *c, const void *src,
+				 uint32_t len)
+{
+	uint8_t *b, *e;
+
+	if (tb_frag_open(c, &b, &e) || len > (uint32_t)(e - b)) {
+		c->open = 0;
+		return -1;
+	}
+	if (len)
+		memcpy(b, src, len);
+	return tb_frag_close(c, len);
+}
+
+/*
+ * Reader side (seed section 6.4).  @n fragments at entry width @w in a
+ * chunk of @chunk_size bytes: the directory is [chunk_size - n * w,
+ * chunk_size).  First check that it can exist at all ...
+ */
+static inline int tb_frag_dir_fits(uint32_t chunk_size, unsigned n,
+				   unsigned w)
+{
+	return (uint32_t)n * w <= chunk_size - TB_FRAG_PAYLOAD_OFF;
+}
+
+/*
+ * ... then parse a private copy @dir of exactly those n * w bytes (in
+ * memory order, so fragment 0's entry is the last one).  Sizes are stored
+ * in payload order into @sizes.  Returns the total payload bytes, or -1
+ * when the running total passes the space the directory leaves free.  The
+ * addition is checked at every step, so no total can wrap.
+ */
+static inline int32_t tb_frag_parse_dir(const uint8_t *dir, unsigned n,
+					unsigned w, uint32_t chunk_size,
+					uint16_t *sizes)
+{
+	uint32_t limit = chunk_size - TB_FRAG_PAYLOAD_OFF - (uint32_t)n * w;
+	uint32_t total = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t size = tb_frag_get_le(dir + (n - 1 - i) * w, w);
+
+		if (size > limit - total)
+			return -1;
+		total += size;
+		sizes[i] = (uint16_t)size;
+	}
+	return (int32_t)total;
+}
+
+#endif /* TBFRAG_H */

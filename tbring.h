@@ -1,0 +1,1506 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tbring.h - a producer-local shared-memory ring of fixed-size chunks:
+ * many writers, one reader, each chunk arbitrated by one 32-bit state word.
+ *
+ * This implements the chunk ABI and state protocol of "Tracing v2: Shared
+ * Ring Buffer Chunk ABI and State Protocol" (the seed, section numbers
+ * below refer to it), on Concurrency Kit's ck_pr atomics.
+ *
+ * Threading contract
+ *   - Any number of writers, in any number of processes, each with its own
+ *     struct tb_writer used by one thread at a time.
+ *   - Exactly one reader per ring (struct tb_reader), one thread.
+ *   - The mapping holds only offsets and sizes, never pointers: every
+ *     process may map it at a different address.  struct tb_ring is each
+ *     process's private view of it; the geometry is captured once, at
+ *     init or attach, and never re-read from shared memory.
+ *   - Memory is the caller's: tb_ring_size() says how much the mapping
+ *     needs, and writer and reader each take a chunk_size scratch buffer.
+ *     Nothing here allocates.
+ *   - The reader trusts nothing in the mapping: a hostile or crashed
+ *     writer can cost the reader this ring (TB_EPROTO, latched) but never
+ *     a crash, an out-of-bounds access or an endless loop.
+ *
+ * Limits
+ *   - chunk_size: a power of two in [256, 32768]; num_chunks: a power of
+ *     two in [2, 2^30]; tb_ring_size() fails (0) if the mapping would not
+ *     fit in a size_t.
+ *   - FIFO identity (seed section 9).  A writer suspended between reserve
+ *     and claim can be fooled once (chunk index, wrap count) repeats, i.e.
+ *     after min(num_chunks * 2^29, 2^32) reservations.  The seed states
+ *     that period, but the bound is one ring tighter: resolving position p
+ *     already stamps the free word of p + num_chunks, so the stale claim
+ *     can succeed after period - num_chunks further reservations
+ *     (2^30 - 2 for two chunks, 2^32 - num_chunks from eight chunks on).
+ *   - Counters in the control header are 32-bit and wrap.
+ *
+ * Where the seed is loose, this file decides (and the tests pin it):
+ *   - The next free tag is always computed from the position being
+ *     resolved, never derived from the word found in the chunk.
+ *   - A free word whose tag does not match the position is a protocol
+ *     error (the flowchart has no branch for it; the text does).
+ *   - Owed data loss goes on the next chunk the writer claims or carries;
+ *     a writer that owes data loss never keeps a reusable chunk, so "set it
+ *     on the next publication" holds.
+ *   - A relocating writer that finds the ring full follows its own full
+ *     policy: under TB_STALL it waits like any other claim.
+ *   - read_pos is published once per drain pass (batched), not per
+ *     position; the seed's per-position store is equivalent but slower.
+ *   - A writer that abandons an open fragment in a chunk holding no other
+ *     fragment publishes Complete with zero fragments, which the reader
+ *     resolves as a hole.
+ */
+#ifndef TBRING_H
+#define TBRING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <ck_pr.h>
+
+#include "tbfrag.h"
+
+/* ------------------------------------------------------------------------
+ * Results.  Writer errors are negative, reader outcomes positive.
+ */
+enum tb_result {
+	TB_OK = 0,
+	TB_FULL = -1,		/* ring full (after waiting, under TB_STALL) */
+	TB_NO_CHUNK = -2,	/* claim budget spent on holes; never waits */
+	TB_TOO_LARGE = -3,	/* the request can never fit one chunk */
+	TB_DROPPED = -4,	/* a scraped suffix found no replacement */
+	TB_EPROTO = -5,		/* the shared words broke the protocol */
+	TB_EINVAL = -6,		/* bad argument, geometry or header */
+	TB_NODATA = 1,		/* reader: nothing reserved */
+	TB_EMITTED = 2,		/* reader: a chunk's fragments were taken */
+	TB_SKIPPED = 3,		/* reader: the position was a hole */
+	TB_RETRY_LATER = 4,	/* reader: lost every race this pass */
+	TB_PENDING = 5,		/* reader, lazy: a writer still holds it */
+};
+
+static inline const char *tb_strerror(int result)
+{
+	switch (result) {
+	case TB_OK: return "ok";
+	case TB_FULL: return "ring full";
+	case TB_NO_CHUNK: return "no chunk available (holes)";
+	case TB_TOO_LARGE: return "larger than a chunk";
+	case TB_DROPPED: return "relocated suffix dropped";
+	case TB_EPROTO: return "protocol error";
+	case TB_EINVAL: return "invalid argument";
+	case TB_NODATA: return "no data";
+	case TB_EMITTED: return "emitted";
+	case TB_SKIPPED: return "skipped";
+	case TB_RETRY_LATER: return "retry later";
+	case TB_PENDING: return "pending";
+	}
+	return "unknown result";
+}
+
+/* ------------------------------------------------------------------------
+ * The state word (seed section 3.2).  Decode the state first; the other 29
+ * bits mean different things in different states.
+ */
+enum tb_state {
+	TB_FREE = 0,		/* FreeForWrap(wrap_count) */
+	TB_ACQUIRED = 1,	/* a writer owns it; n fragments published */
+	TB_COMPLETE = 2,	/* n fragments published, nobody writing */
+	TB_REWRITE = 3,		/* RewriteRequested: reader took n */
+	TB_ACKED = 4,		/* Acknowledged: old writer is done */
+	/* 5, 6, 7: reserved, a protocol error wherever they appear */
+};
+
+#define TB_STATE_SHIFT		29
+#define TB_FORMAT_SHIFT		27
+#define TB_NFRAGS_SHIFT		16
+#define TB_LOW_MASK		0x1fffffffu	/* all but the state */
+#define TB_WRAP_MASK		0x1fffffffu
+#define TB_F_CONT_PREV		(1u << 26)	/* first frag continues */
+#define TB_F_CONT_NEXT		(1u << 25)	/* last frag continues */
+#define TB_F_DATA_LOSS		(1u << 24)	/* writer lost data before */
+#define TB_F_MASK		(7u << 24)
+#define TB_WORD_ACKED		((uint32_t)TB_ACKED << TB_STATE_SHIFT)
+#define TB_FORMAT_TARGET	0u		/* format 00: BufferID */
+
+static inline uint32_t tb_state_free(uint32_t wrap)
+{
+	return wrap & TB_WRAP_MASK;
+}
+
+/* A data-bearing word; @flags are the TB_F_* bits in place. */
+static inline uint32_t tb_state_data(unsigned state, unsigned format,
+				     uint32_t flags, unsigned nfrags,
+				     uint16_t writer)
+{
+	return (uint32_t)state << TB_STATE_SHIFT |
+	       (uint32_t)(format & 3u) << TB_FORMAT_SHIFT |
+	       (flags & TB_F_MASK) |
+	       (uint32_t)(nfrags & 0xffu) << TB_NFRAGS_SHIFT | writer;
+}
+
+static inline unsigned tb_state_of(uint32_t word)
+{
+	return word >> TB_STATE_SHIFT;
+}
+
+static inline bool tb_state_is_data(unsigned state)
+{
+	return state >= TB_ACQUIRED && state <= TB_REWRITE;
+}
+
+static inline uint32_t tb_state_wrap(uint32_t word)
+{
+	return word & TB_WRAP_MASK;
+}
+
+static inline unsigned tb_state_format(uint32_t word)
+{
+	return word >> TB_FORMAT_SHIFT & 3u;
+}
+
+static inline uint32_t tb_state_flags(uint32_t word)
+{
+	return word & TB_F_MASK;
+}
+
+static inline unsigned tb_state_nfrags(uint32_t word)
+{
+	return word >> TB_NFRAGS_SHIFT & 0xffu;
+}
+
+static inline uint16_t tb_state_writer(uint32_t word)
+{
+	return (uint16_t)word;
+}
+
+/* Same word in another state: only bits 31..29 change. */
+static inline uint32_t tb_state_with(uint32_t word, unsigned state)
+{
+	return (word & TB_LOW_MASK) | (uint32_t)state << TB_STATE_SHIFT;
+}
+
+/* ------------------------------------------------------------------------
+ * Logical positions (seed section 4): uint32 tickets, compared only by
+ * unsigned distance, so the 2^32 rollover needs no special case.
+ */
+static inline uint32_t tb_pos_distance(uint32_t write_pos, uint32_t read_pos)
+{
+	return write_pos - read_pos;
+}
+
+static inline uint32_t tb_pos_index(uint32_t pos, uint32_t num_chunks)
+{
+	return pos & (num_chunks - 1);
+}
+
+static inline uint32_t tb_pos_wrap(uint32_t pos, unsigned chunk_bits)
+{
+	return pos >> chunk_bits & TB_WRAP_MASK;
+}
+
+/* The tag the reader stamps after resolving @pos: from the position. */
+static inline uint32_t tb_pos_next_wrap(uint32_t pos, unsigned chunk_bits)
+{
+	return tb_pos_wrap(pos + (1u << chunk_bits), chunk_bits);
+}
+
+/* ------------------------------------------------------------------------
+ * Atomics.  Every shared word is touched only through these helpers.  The
+ * default build uses ck_pr plus explicit fences, because a ck CAS is a full
+ * barrier on x86 but relaxed on ARM.  TB_ATOMIC_BUILTINS=1 (automatic
+ * under ThreadSanitizer, which cannot see ck's inline assembly) maps them
+ * to __atomic builtins with the same orders, for TSan and model checkers.
+ */
+#define TB_RLX	0
+#define TB_ACQ	1
+#define TB_REL	2
+#define TB_AR	3	/* acquire + release */
+
+#ifdef __has_feature
+#define __tb_has_feature(x) __has_feature(x)
+#else
+#define __tb_has_feature(x) 0
+#endif
+#if !defined(TB_ATOMIC_BUILTINS)
+#if defined(__SANITIZE_THREAD__) || __tb_has_feature(thread_sanitizer)
+#define TB_ATOMIC_BUILTINS 1
+#else
+#define TB_ATOMIC_BUILTINS 0
+#endif
+#endif
+
+#if TB_ATOMIC_BUILTINS
+static inline int __tb_mo(int mo)
+{
+	static const int map[] = { __ATOMIC_RELAXED, __ATOMIC_ACQUIRE,
+				   __ATOMIC_RELEASE, __ATOMIC_ACQ_REL };
+	return map[mo];
+}
+#endif
+
+static inline uint32_t __tb_load(const uint32_t *p, int mo)
+{
+#if TB_ATOMIC_BUILTINS
+	return __atomic_load_n(p, mo & TB_ACQ ? __ATOMIC_ACQUIRE :
+						__ATOMIC_RELAXED);
+#else
+	uint32_t v = ck_pr_load_32(p);
+
+	if (mo & TB_ACQ)
+		ck_pr_fence_acquire();
+	return v;
+#endif
+}
+
+static inline void __tb_store(uint32_t *p, uint32_t v, int mo)
+{
+#if TB_ATOMIC_BUILTINS
+	__atomic_store_n(p, v, mo & TB_REL ? __ATOMIC_RELEASE :
+					     __ATOMIC_RELAXED);
+#else
+	if (mo & TB_REL)
+		ck_pr_fence_release();
+	ck_pr_store_32(p, v);
+#endif
+}
+
+/*
+ * Strong CAS of *@p from *@seen to @want with @ok ordering on success and
+ * @fail on failure; on failure *@seen receives the word found.  With ck,
+ * a release-on-success can only be a fence before the CAS, which also runs
+ * when it fails (that publishes nothing, it only costs the fence).  The
+ * builtins reject a failure order stronger than the success order, so
+ * there release/acquire becomes acq_rel/acquire: stronger, never weaker.
+ */
+static inline bool __tb_cas(uint32_t *p, uint32_t *seen, uint32_t want,
+			    int ok, int fail)
+{
+#if TB_ATOMIC_BUILTINS
+	return __atomic_compare_exchange_n(p, seen, want, false,
+					   __tb_mo(ok | (fail & TB_ACQ)),
+					   __tb_mo(fail & TB_ACQ));
+#else
+	uint32_t found;
+	bool done;
+
+	if (ok & TB_REL)
+		ck_pr_fence_release();
+	done = ck_pr_cas_32_value(p, *seen, want, &found);
+	if (done ? ok & TB_ACQ : fail & TB_ACQ)
+		ck_pr_fence_acquire();
+	*seen = found;
+	return done;
+#endif
+}
+
+/* Relaxed add, for statistics and the waiter hints. */
+static inline void __tb_add(uint32_t *p, uint32_t v)
+{
+#if TB_ATOMIC_BUILTINS
+	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+#else
+	ck_pr_add_32(p, v);
+#endif
+}
+
+/*
+ * The futex handshakes are Dekker patterns (store my flag, then load the
+ * other side's word) and need store->load ordering, which no acquire or
+ * release gives: this is the only sequentially consistent fence here.
+ */
+static inline void __tb_fence_sc(void)
+{
+#if TB_ATOMIC_BUILTINS
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#else
+	ck_pr_fence_memory();
+#endif
+}
+
+/*
+ * The same store->load order right after a CAS.  On a TSO machine a locked
+ * RMW already is a full barrier, so only the compiler must be held back.
+ */
+static inline void __tb_fence_after_cas(void)
+{
+#if !TB_ATOMIC_BUILTINS && defined(CK_MD_TSO)
+	ck_pr_barrier();
+#else
+	__tb_fence_sc();
+#endif
+}
+
+/* ------------------------------------------------------------------------
+ * Futex (Linux).  Shared (not private) futexes: the words live in memory
+ * mapped by several processes.  Elsewhere waits are unavailable: a stalled
+ * writer gets TB_FULL and a waiting reader returns at once.
+ */
+#if defined(__linux__) && !defined(TB_NO_FUTEX) && \
+	!(defined(__x86_64__) && defined(__ILP32__))
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
+#if defined(SYS_futex) && defined(FUTEX_WAIT)
+#define TB_HAVE_FUTEX 1
+/* Hidden by glibc under strict -std=c99; the signature is the same. */
+long syscall(long number, ...);
+
+/* The kernel's timespec for SYS_futex (struct timespec needs POSIX). */
+struct __tb_timespec {
+	long tv_sec;
+	long tv_nsec;
+};
+
+/* Waits while *@word == @val: 1 woken or changed, 0 timed out, -1 error. */
+static inline int __tb_futex_wait(uint32_t *word, uint32_t val,
+				  uint32_t timeout_ms)
+{
+	struct __tb_timespec ts;
+	int saved = errno, ret;
+
+	ts.tv_sec = (long)(timeout_ms / 1000);
+	ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+	ret = syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, NULL, 0) == 0 ?
+		      1 : errno == ETIMEDOUT ? 0 :
+		      errno == EAGAIN || errno == EINTR ? 1 : -1;
+	errno = saved;
+	return ret;
+}
+
+static inline void __tb_futex_wake(uint32_t *word)
+{
+	int saved = errno;
+
+	syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	errno = saved;
+}
+#else
+#define TB_HAVE_FUTEX 0
+static inline int __tb_futex_wait(uint32_t *word, uint32_t val,
+				  uint32_t timeout_ms)
+{
+	(void)word, (void)val, (void)timeout_ms;
+	return -1;
+}
+
+static inline void __tb_futex_wake(uint32_t *word)
+{
+	(void)word;
+}
+#endif
+
+/* ------------------------------------------------------------------------
+ * The control header (ours; the seed leaves it open).  512 bytes, one
+ * concern per 64-byte line; chunk 0 starts right after it.  All fields are
+ * 32-bit words accessed atomically; the reader treats every one of them
+ * as untrusted.
+ */
+#define TB_RING_MAGIC		0x31524254u	/* "TBR1" */
+#define TB_RING_VERSION		1u
+#define TB_RING_HDR_SIZE	512u
+#define TB_COUNT_MAX_LOG2	30u
+
+enum tb_wstat {			/* writer-side counters, all writers */
+	TB_WS_FULL,		/* TB_FULL results */
+	TB_WS_NO_CHUNK,		/* TB_NO_CHUNK results */
+	TB_WS_HOLES,		/* claims lost: positions burned */
+	TB_WS_RELOCATIONS,	/* scrapes acknowledged by a writer */
+	TB_WS_DROPPED_FRAGS,	/* fragments dropped in relocation */
+	TB_WS_STALLS,		/* waits on a full ring */
+	TB_WS_MAX
+};
+
+enum tb_rstat {			/* reader-side counters */
+	TB_RS_EMITTED,		/* chunks emitted */
+	TB_RS_HOLES,		/* positions resolved without data */
+	TB_RS_SCRAPES,		/* prefixes taken from a held chunk */
+	TB_RS_MALFORMED,	/* directories that failed validation */
+	TB_RS_UNKNOWN_FORMAT,	/* chunks of a format other than 00 */
+	TB_RS_RETRY_LATER,	/* positions left after losing every race */
+	TB_RS_MAX
+};
+
+struct tb_ring_hdr {
+	/* line 0: identity and geometry, written once by tb_ring_init() */
+	uint32_t magic;
+	uint32_t version;
+	uint32_t hdr_size;
+	uint32_t chunk_log2;
+	uint32_t count_log2;
+	uint32_t pad0[11];
+	/* line 1: the writers' cursor */
+	uint32_t write_pos;
+	uint32_t pad1[15];
+	/* line 2: the reader's cursor, also the stalled writers' futex */
+	uint32_t read_pos;
+	uint32_t waiters;	/* hint: writers waiting on read_pos */
+	uint32_t pad2[14];
+	/* line 3: the doorbell writers ring and the reader waits on */
+	uint32_t doorbell;
+	uint32_t sleeping;	/* hint: the reader waits on doorbell */
+	uint32_t pad3[14];
+	/* line 4: writer counters (enum tb_wstat) */
+	uint32_t wstat[16];
+	/* line 5: reader counters (enum tb_rstat), stored once per drain */
+	uint32_t rstat[16];
+	/* lines 6-7: reserved, zero */
+	uint32_t pad6[32];
+};
+
+/* C99 has no _Static_assert: a negative array size fails the build. */
+typedef char __tb_hdr_size_check[sizeof(struct tb_ring_hdr) ==
+				 TB_RING_HDR_SIZE ? 1 : -1];
+
+/* One process's view of a ring: private, never stored in the mapping. */
+struct tb_ring {
+	struct tb_ring_hdr *hdr;
+	uint8_t *chunks;
+	uint32_t chunk_size;
+	uint32_t num_chunks;
+	uint32_t chunk_bits;
+	uint32_t width;		/* size-entry width, tb_frag_width() */
+};
+
+static inline unsigned __tb_log2(uint32_t v)
+{
+	unsigned n = 0;
+
+	while (v >>= 1)
+		n++;
+	return n;
+}
+
+static inline bool __tb_pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
+{
+	return v >= lo && v <= hi && !(v & (v - 1));
+}
+
+/* Bytes a ring of this geometry needs, or 0 if the geometry is illegal. */
+static inline size_t tb_ring_size(uint32_t chunk_size, uint32_t num_chunks)
+{
+	if (!__tb_pow2_in(chunk_size, TB_CHUNK_MIN, TB_CHUNK_MAX) ||
+	    !__tb_pow2_in(num_chunks, 2, 1u << TB_COUNT_MAX_LOG2))
+		return 0;
+	if ((SIZE_MAX - TB_RING_HDR_SIZE) / chunk_size < num_chunks)
+		return 0;
+	return TB_RING_HDR_SIZE + (size_t)chunk_size * num_chunks;
+}
+
+static inline uint8_t *tb_ring_chunk(const struct tb_ring *r, uint32_t pos)
+{
+	return r->chunks +
+	       (size_t)tb_pos_index(pos, r->num_chunks) * r->chunk_size;
+}
+
+/* The state word of the chunk @pos maps to: bytes 0..3, naturally aligned. */
+static inline uint32_t *tb_ring_word(const struct tb_ring *r, uint32_t pos)
+{
+	return (uint32_t *)(void *)tb_ring_chunk(r, pos);
+}
+
+static inline uint32_t tb_ring_wrap(const struct tb_ring *r, uint32_t pos)
+{
+	return tb_pos_wrap(pos, r->chunk_bits);
+}
+
+static inline uint32_t tb_ring_next_wrap(const struct tb_ring *r,
+					 uint32_t pos)
+{
+	return tb_pos_next_wrap(pos, r->chunk_bits);
+}
+
+static inline void __tb_ring_view(struct tb_ring *r, void *mem,
+				  uint32_t chunk_log2, uint32_t count_log2)
+{
+	r->hdr = (struct tb_ring_hdr *)mem;
+	r->chunks = (uint8_t *)mem + TB_RING_HDR_SIZE;
+	r->chunk_size = 1u << chunk_log2;
+	r->num_chunks = 1u << count_log2;
+	r->chunk_bits = count_log2;
+	r->width = tb_frag_width(r->chunk_size);
+}
+
+/*
+ * Validates an existing header as untrusted input and captures the
+ * geometry once.  @mem must be at least 4-byte aligned.
+ */
+static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
+{
+	struct tb_ring_hdr *h = (struct tb_ring_hdr *)mem;
+	uint32_t cl, nl;
+	size_t need;
+
+	if (!mem || len < TB_RING_HDR_SIZE || (uintptr_t)mem % 4)
+		return TB_EINVAL;
+	/* acquire: pairs with the release store of magic in init */
+	if (__tb_load(&h->magic, TB_ACQ) != TB_RING_MAGIC ||
+	    __tb_load(&h->version, TB_RLX) != TB_RING_VERSION ||
+	    __tb_load(&h->hdr_size, TB_RLX) != TB_RING_HDR_SIZE)
+		return TB_EINVAL;
+	cl = __tb_load(&h->chunk_log2, TB_RLX);
+	nl = __tb_load(&h->count_log2, TB_RLX);
+	if (cl < 8 || cl > 15 || nl < 1 || nl > TB_COUNT_MAX_LOG2)
+		return TB_EINVAL;
+	need = tb_ring_size(1u << cl, 1u << nl);
+	if (!need || len < need)
+		return TB_EINVAL;
+	__tb_ring_view(r, mem, cl, nl);
+	return TB_OK;
+}
+
+/*
+ * Lays out a ring at position @start.  With @start == 0 the chunk area is
+ * not touched: it must be zero-filled (a fresh mapping is), because
+ * FreeForWrap(0) is the zero word.  Any other @start stamps every chunk
+ * with the free tag of the first position >= @start that maps to it; that
+ * exists for tests and for rings that must start near the 2^32 rollover.
+ */
+static inline int tb_ring_init_at(struct tb_ring *r, void *mem, size_t len,
+				  uint32_t chunk_size, uint32_t num_chunks,
+				  uint32_t start)
+{
+	size_t need = tb_ring_size(chunk_size, num_chunks);
+	struct tb_ring_hdr *h = (struct tb_ring_hdr *)mem;
+	uint32_t i;
+
+	if (!need || !mem || len < need || (uintptr_t)mem % 4)
+		return TB_EINVAL;
+	memset(h, 0, sizeof(*h));
+	__tb_ring_view(r, mem, __tb_log2(chunk_size), __tb_log2(num_chunks));
+	h->version = TB_RING_VERSION;
+	h->hdr_size = TB_RING_HDR_SIZE;
+	h->chunk_log2 = __tb_log2(chunk_size);
+	h->count_log2 = r->chunk_bits;
+	h->write_pos = start;
+	h->read_pos = start;
+	for (i = 0; start && i < num_chunks; i++) {
+		uint32_t pos = start + ((i - start) & (num_chunks - 1));
+
+		__tb_store(tb_ring_word(r, pos), tb_state_free(
+				   tb_ring_wrap(r, pos)), TB_RLX);
+	}
+	/* release: pairs with the acquire load of magic in attach */
+	__tb_store(&h->magic, TB_RING_MAGIC, TB_REL);
+	return TB_OK;
+}
+
+static inline int tb_ring_init(struct tb_ring *r, void *mem, size_t len,
+			       uint32_t chunk_size, uint32_t num_chunks)
+{
+	return tb_ring_init_at(r, mem, len, chunk_size, num_chunks, 0);
+}
+
+/* Counters, read as untrusted statistics (relaxed loads). */
+struct tb_ring_stats {
+	uint32_t write_pos;
+	uint32_t read_pos;
+	uint32_t wstat[TB_WS_MAX];
+	uint32_t rstat[TB_RS_MAX];
+};
+
+static inline void tb_ring_stats(const struct tb_ring *r,
+				 struct tb_ring_stats *s)
+{
+	int i;
+
+	s->write_pos = __tb_load(&r->hdr->write_pos, TB_RLX);
+	s->read_pos = __tb_load(&r->hdr->read_pos, TB_RLX);
+	for (i = 0; i < TB_WS_MAX; i++)
+		s->wstat[i] = __tb_load(&r->hdr->wstat[i], TB_RLX);
+	for (i = 0; i < TB_RS_MAX; i++)
+		s->rstat[i] = __tb_load(&r->hdr->rstat[i], TB_RLX);
+}
+
+/* ------------------------------------------------------------------------
+ * Protocol steps (seed sections 4.3, 5.1, 5.2, 8).  One function per
+ * transition, each one CAS against the exact word its caller observed.
+ * On failure *@seen receives the word found, for redispatch; a step
+ * called with a word in the wrong state fails without touching memory.
+ */
+
+/*
+ * Reserve a logical position: TB_OK with *@pos, or TB_FULL with the
+ * sampled read_pos in *@read_sample (write_pos untouched).  A lost
+ * write_pos CAS reserves nothing and is retried at no cost.
+ */
+static inline int tb_ring_reserve(const struct tb_ring *r, uint32_t *pos,
+				  uint32_t *read_sample)
+{
+	struct tb_ring_hdr *h = r->hdr;
+	uint32_t rd, wr;
+
+	/* relaxed: a stale write_pos only makes the CAS below fail */
+	wr = __tb_load(&h->write_pos, TB_RLX);
+	for (;;) {
+		/*
+		 * acquire: pairs with the reader's release store of read_pos;
+		 * capacity shows only after its chunk transitions.
+		 */
+		rd = __tb_load(&h->read_pos, TB_ACQ);
+		if (tb_pos_distance(wr, rd) >= r->num_chunks) {
+			*read_sample = rd;
+			return TB_FULL;
+		}
+		/* relaxed/relaxed: a ticket, it transfers no ownership */
+		if (__tb_cas(&h->write_pos, &wr, wr + 1, TB_RLX, TB_RLX)) {
+			*pos = wr;
+			return TB_OK;
+		}
+	}
+}
+
+/*
+ * Claim the chunk for reserved @pos: FreeForWrap(wrap(pos)) -> @acquired.
+ * One attempt only; the word found on failure is discarded, never retried.
+ */
+static inline bool tb_ring_claim(const struct tb_ring *r, uint32_t pos,
+				 uint32_t acquired)
+{
+	uint32_t seen = tb_state_free(tb_ring_wrap(r, pos));
+
+	/*
+	 * acquire on success: pairs with the reader's release into this
+	 * free word; its copy of the old payload is over before we write.
+	 * relaxed on failure: the position is a hole, nothing is read.
+	 */
+	return __tb_cas(tb_ring_word(r, pos), &seen, acquired, TB_ACQ, TB_RLX);
+}
+
+/*
+ * Publish: Acquired(n) -> @want, which is Complete or (with a fragment
+ * still open) Acquired with a larger count.
+ */
+static inline bool tb_ring_publish(const struct tb_ring *r, uint32_t pos,
+				   uint32_t *seen, uint32_t want)
+{
+	if (tb_state_of(*seen) != TB_ACQUIRED)
+		return false;
+	/*
+	 * release: pairs with the reader's acquire load of the state; the
+	 * payload, size entries and BufferID are visible before the count.
+	 * acquire on failure: pairs with the reader's release in
+	 * mark_rewrite, so its copy is over before we relocate.
+	 */
+	return __tb_cas(tb_ring_word(r, pos), seen, want, TB_REL, TB_ACQ);
+}
+
+/* Reuse: Complete(n) -> Acquired(n), every other field unchanged. */
+static inline bool tb_ring_reuse(const struct tb_ring *r, uint32_t pos,
+				 uint32_t *seen)
+{
+	if (tb_state_of(*seen) != TB_COMPLETE)
+		return false;
+	/*
+	 * relaxed/relaxed: this RMW continues the release sequence of our
+	 * own earlier publication; the next publish releases again.
+	 */
+	return __tb_cas(tb_ring_word(r, pos), seen,
+			tb_state_with(*seen, TB_ACQUIRED), TB_RLX, TB_RLX);
+}
+
+/* Reader: Acquired(n) -> RewriteRequested(n), after copying the prefix. */
+static inline bool tb_ring_mark_rewrite(const struct tb_ring *r, uint32_t pos,
+					uint32_t *seen)
+{
+	if (tb_state_of(*seen) != TB_ACQUIRED)
+		return false;
+	/*
+	 * release: pairs with the writer's acquire on its failed publish;
+	 * our copy of the prefix is over before it relocates.  acquire on
+	 * failure: pairs with the writer's release of a new publication.
+	 */
+	return __tb_cas(tb_ring_word(r, pos), seen,
+			tb_state_with(*seen, TB_REWRITE), TB_REL, TB_ACQ);
+}
+
+/* Writer: RewriteRequested -> Acknowledged, after copying its suffix. */
+static inline bool tb_ring_acknowledge(const struct tb_ring *r, uint32_t pos,
+				       uint32_t *seen)
+{
+	if (tb_state_of(*seen) != TB_REWRITE)
+		return false;
+	/*
+	 * release: pairs with the reader's acq_rel reclaim; every access of
+	 * ours under the old ownership is over.  relaxed on failure.
+	 */
+	return __tb_cas(tb_ring_word(r, pos), seen, TB_WORD_ACKED, TB_REL,
+			TB_RLX);
+}
+
+/* Reader: FreeForWrap(wrap(pos)) -> FreeForWrap(next_wrap(pos)). */
+static inline bool tb_ring_advance(const struct tb_ring *r, uint32_t pos,
+				   uint32_t *seen)
+{
+	if (*seen != tb_state_free(tb_ring_wrap(r, pos)))
+		return false;
+	/*
+	 * release: hands the chunk to the next traversal, pairs with that
+	 * writer's acquire claim.  acquire on failure: pairs with nothing
+	 * released yet (a fresh claim), but lets us redispatch safely.
+	 */
+	return __tb_cas(tb_ring_word(r, pos), seen,
+			tb_state_free(tb_ring_next_wrap(r, pos)), TB_REL,
+			TB_ACQ);
+}
+
+/* Reader: Complete(n) -> FreeForWrap(next_wrap(pos)), after copying. */
+static inline bool tb_ring_reclaim_complete(const struct tb_ring *r,
+					    uint32_t pos, uint32_t *seen)
+{
+	if (tb_state_of(*seen) != TB_COMPLETE)
+		return false;
+	/*
+	 * release: our copy is over before the next claim (its acquire).
+	 * acquire on failure: pairs with the writer's reuse+publication.
+	 */
+	return __tb_cas(tb_ring_word(r, pos), seen,
+			tb_state_free(tb_ring_next_wrap(r, pos)), TB_REL,
+			TB_ACQ);
+}
+
+/* Reader: Acknowledged -> FreeForWrap(next_wrap(pos)). */
+static inline bool tb_ring_reclaim_acked(const struct tb_ring *r,
+					 uint32_t pos, uint32_t *seen)
+{
+	if (*seen != TB_WORD_ACKED)
+		return false;
+	/*
+	 * acq_rel: acquire pairs with the writer's release acknowledge
+	 * (its last accesses), release with the next writer's claim.
+	 */
+	return __tb_cas(tb_ring_word(r, pos), seen,
+			tb_state_free(tb_ring_next_wrap(r, pos)), TB_AR,
+			TB_RLX);
+}
+
+/* Reader: the state word at @pos, acquire (pairs with every release). */
+static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
+					  uint32_t pos)
+{
+	return __tb_load(tb_ring_word(r, pos), TB_ACQ);
+}
+
+/*
+ * Writers ring the doorbell after a publication or a burned position.
+ * The reader sets "sleeping" before it waits; one fence on each side
+ * (Dekker) guarantees that either the reader sees our change or we see
+ * it sleeping.  The common case costs a fence and one shared load.
+ */
+static inline void tb_ring_notify(const struct tb_ring *r)
+{
+	__tb_fence_after_cas();	/* pairs with the fence in tb_reader_wait */
+	if (__tb_load(&r->hdr->sleeping, TB_RLX)) {
+		__tb_add(&r->hdr->doorbell, 1);
+		__tb_futex_wake(&r->hdr->doorbell);
+	}
+}
+
+/*
+ * Publishes read_pos (release: pairs with the writers' acquire load in
+ * reserve; the chunk transitions come first) and wakes stalled writers.
+ */
+static inline void tb_ring_publish_read_pos(const struct tb_ring *r,
+					    uint32_t read_pos)
+{
+	__tb_store(&r->hdr->read_pos, read_pos, TB_REL);
+	__tb_fence_sc();	/* pairs with the fence in __tb_writer_stall */
+	if (__tb_load(&r->hdr->waiters, TB_RLX))
+		__tb_futex_wake(&r->hdr->read_pos);
+}
+
+/* ------------------------------------------------------------------------
+ * Writer (seed sections 5.4, 6, 7): one per thread.
+ */
+enum tb_full_policy {
+	TB_DROP,	/* a full ring fails at once with TB_FULL */
+	TB_STALL,	/* wait for the reader, TB_FULL after stall_ms idle */
+};
+
+#define TB_CLAIM_BUDGET		4	/* lost claims per acquisition */
+#define TB_RELOCATE_ROUNDS	8	/* scrapes of one suffix in a row */
+#define TB_STALL_MS		1000	/* default stall_ms */
+#define TB_SPLIT_MIN		16	/* write_packet: smallest split */
+
+enum { TB_OWN_NONE, TB_OWN_ACQUIRED, TB_OWN_CACHED };
+
+/* flags for tb_writer_open() and tb_writer_close() */
+#define TB_OPEN_CONT_PREV	1u	/* continues this writer's packet */
+#define TB_CLOSE_CONT_NEXT	1u	/* the packet goes on in next chunk */
+
+struct tb_span {		/* the open fragment's writable range */
+	uint8_t *begin;
+	uint8_t *end;
+};
+
+struct tb_writer {
+	const struct tb_ring *ring;
+	uint8_t *scratch;	/* chunk_size bytes, for relocation */
+	uint16_t id;
+	uint16_t bid;		/* target BufferID, format 00 */
+	uint8_t policy;
+	uint8_t own;		/* TB_OWN_* */
+	uint8_t loss_owed;	/* next claimed chunk carries data loss */
+	uint8_t cont_next;	/* last closed fragment continues */
+	uint8_t relocated;	/* held chunk is a replacement: no reuse */
+	uint32_t stall_ms;
+	uint32_t pos;		/* position of the held chunk */
+	uint32_t word;		/* its state word as we last set it */
+	uint32_t pub_off;	/* payload end of the published prefix */
+	struct tb_frag_cursor cur;
+	/* this writer's counters (the ring header has the totals) */
+	uint32_t holes;
+	uint32_t relocations;
+	uint32_t dropped_frags;
+};
+
+static inline int tb_writer_init(struct tb_writer *w, const struct tb_ring *r,
+				 uint16_t id, uint16_t bid,
+				 enum tb_full_policy policy, void *scratch)
+{
+	if (!r || !scratch || (policy != TB_DROP && policy != TB_STALL))
+		return TB_EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->ring = r;
+	w->scratch = (uint8_t *)scratch;
+	w->id = id;
+	w->bid = bid;
+	w->policy = (uint8_t)policy;
+	w->stall_ms = TB_STALL_MS;
+	return TB_OK;
+}
+
+static inline void __tb_wstat(const struct tb_writer *w, enum tb_wstat s,
+			      uint32_t n)
+{
+	__tb_add(&w->ring->hdr->wstat[s], n);	/* relaxed: statistics */
+}
+
+/* Bytes a fragment opened now in the held chunk could take, or -1. */
+static inline int32_t tb_writer_room(const struct tb_writer *w)
+{
+	return w->own == TB_OWN_NONE ? -1 : tb_frag_room(&w->cur);
+}
+
+/*
+ * The next chunk this writer claims says "data loss".  Drops a cached
+ * chunk, so the flag cannot be owed while a reusable chunk is kept.
+ */
+static inline void tb_writer_record_loss(struct tb_writer *w)
+{
+	w->loss_owed = 1;
+	if (w->own == TB_OWN_CACHED)
+		w->own = TB_OWN_NONE;
+}
+
+/*
+ * Waits for read_pos to leave @sample: true if it may have moved, false
+ * after stall_ms without a change or where futexes are unavailable.
+ */
+static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
+{
+	struct tb_ring_hdr *h = w->ring->hdr;
+	int ret;
+
+	if (!TB_HAVE_FUTEX)
+		return false;
+	__tb_wstat(w, TB_WS_STALLS, 1);
+	__tb_add(&h->waiters, 1);
+	__tb_fence_sc();	/* pairs with tb_ring_publish_read_pos() */
+	ret = __tb_load(&h->read_pos, TB_RLX) != sample ? 1 :
+		__tb_futex_wait(&h->read_pos, sample, w->stall_ms);
+	__tb_add(&h->waiters, (uint32_t)-1);
+	return ret > 0;
+}
+
+/*
+ * Reserve and claim a fresh chunk whose word carries @flags (and owed data
+ * loss).  Lost claims burn positions: they ring the doorbell and spend the
+ * budget.  Once anything burned, a full ring is TB_NO_CHUNK, never a wait.
+ */
+static inline int __tb_writer_claim(struct tb_writer *w, uint32_t flags)
+{
+	const struct tb_ring *r = w->ring;
+	unsigned burned = 0;
+	uint32_t pos, sample, word;
+
+	for (;;) {
+		if (tb_ring_reserve(r, &pos, &sample) == TB_FULL) {
+			if (burned)
+				break;
+			if (w->policy == TB_STALL &&
+			    __tb_writer_stall(w, sample))
+				continue;
+			__tb_wstat(w, TB_WS_FULL, 1);
+			return TB_FULL;
+		}
+		word = tb_state_data(TB_ACQUIRED, TB_FORMAT_TARGET,
+				     flags | (w->loss_owed ? TB_F_DATA_LOSS : 0),
+				     0, w->id);
+		if (tb_ring_claim(r, pos, word)) {
+			uint8_t *chunk = tb_ring_chunk(r, pos);
+
+			tb_frag_set_bid(chunk, w->bid);
+			tb_frag_cursor_init(&w->cur, chunk, r->chunk_size);
+			w->own = TB_OWN_ACQUIRED;
+			w->pos = pos;
+			w->word = word;
+			w->pub_off = TB_FRAG_PAYLOAD_OFF;
+			w->loss_owed = 0;
+			w->cont_next = 0;
+			w->relocated = 0;
+			return TB_OK;
+		}
+		w->holes++;
+		__tb_wstat(w, TB_WS_HOLES, 1);
+		tb_ring_notify(r);
+		if (++burned == TB_CLAIM_BUDGET)
+			break;
+	}
+	__tb_wstat(w, TB_WS_NO_CHUNK, 1);
+	return TB_NO_CHUNK;
+}
+
+/* Loses what the held chunk has not published: owes data loss. */
+static inline void __tb_writer_drop(struct tb_writer *w, uint32_t frags)
+{
+	w->dropped_frags += frags;
+	__tb_wstat(w, TB_WS_DROPPED_FRAGS, frags);
+	w->own = TB_OWN_NONE;
+	w->cur.open = 0;
+	w->cont_next = 0;
+	w->loss_owed = 1;
+}
+
+/*
+ * The reader scraped our chunk: @seen must be our own word turned
+ * RewriteRequested.  Seed section 7, in this order: copy the unpublished
+ * suffix - closed fragments and the first @used bytes of an open
+ * fragment - to scratch; acknowledge (after that the reader may
+ * reuse the chunk); only then claim a replacement and restore the suffix
+ * there.  TB_OK with nothing held when there was nothing to move.
+ */
+static inline int __tb_writer_relocate(struct tb_writer *w, uint32_t seen,
+				       uint32_t used)
+{
+	const struct tb_ring *r = w->ring;
+	uint32_t cs = r->chunk_size;
+	uint32_t k = w->cur.nfrags - tb_state_nfrags(w->word);
+	uint32_t dlen = k * r->width;
+	uint32_t len = w->cur.payload - w->pub_off;
+	uint32_t carry, open = w->cur.open;
+	int ret;
+
+	if (seen != tb_state_with(w->word, TB_REWRITE)) {
+		/* not our word: touch nothing, the suffix is lost */
+		__tb_writer_drop(w, k + w->cur.open);
+		return TB_EPROTO;
+	}
+	if (open)
+		len += used;
+	/* scratch mirrors a chunk: payload at 6, directory at the end */
+	memcpy(w->scratch + TB_FRAG_PAYLOAD_OFF, w->cur.chunk + w->pub_off,
+	       len);
+	memcpy(w->scratch + cs - dlen, w->cur.chunk + w->cur.dir, dlen);
+	if (!tb_ring_acknowledge(r, w->pos, &seen)) {
+		__tb_writer_drop(w, k + w->cur.open);
+		return TB_EPROTO;
+	}
+	w->relocations++;
+	__tb_wstat(w, TB_WS_RELOCATIONS, 1);
+	w->own = TB_OWN_NONE;
+	if (!k && !open)
+		return TB_OK;
+	/*
+	 * Seed 7.1: a non-empty prefix taken keeps "continues from
+	 * previous" and "data loss"; if nothing was taken they travel with
+	 * the suffix.  "Continues on next" stays pending in cont_next.
+	 */
+	carry = tb_state_nfrags(seen) ? 0 :
+		tb_state_flags(seen) & (TB_F_CONT_PREV | TB_F_DATA_LOSS);
+	if (carry & TB_F_DATA_LOSS)
+		w->loss_owed = 1;
+	ret = __tb_writer_claim(w, carry & TB_F_CONT_PREV);
+	if (ret) {
+		__tb_writer_drop(w, k + open);
+		return TB_DROPPED;
+	}
+	memcpy(w->cur.chunk + TB_FRAG_PAYLOAD_OFF,
+	       w->scratch + TB_FRAG_PAYLOAD_OFF, len);
+	memcpy(w->cur.chunk + cs - dlen, w->scratch + cs - dlen, dlen);
+	w->cur.payload = TB_FRAG_PAYLOAD_OFF + len - (open ? used : 0);
+	w->cur.dir = cs - dlen;
+	w->cur.nfrags = k;
+	w->cur.open = open;
+	w->relocated = 1;
+	return TB_OK;
+}
+
+/*
+ * Gives the held Acquired chunk back with only what it already published:
+ * Complete with the published count, or Acknowledged if the reader has
+ * just scraped it.  Never leaves a chunk pinned.
+ */
+static inline void __tb_writer_abandon(struct tb_writer *w)
+{
+	uint32_t seen = w->word;
+
+	if (!tb_ring_publish(w->ring, w->pos, &seen,
+			     tb_state_with(w->word, TB_COMPLETE)) &&
+	    seen == tb_state_with(w->word, TB_REWRITE))
+		tb_ring_acknowledge(w->ring, w->pos, &seen);
+	tb_ring_notify(w->ring);
+}
+
+/* The held chunk may be kept for the next fragment after publication. */
+static inline bool __tb_writer_cacheable(const struct tb_writer *w)
+{
+	return !w->cont_next && !w->relocated && !w->loss_owed &&
+	       tb_frag_room(&w->cur) > 0;
+}
+
+/*
+ * Publishes every closed fragment: Complete, or Acquired with the new
+ * count while a fragment is open.  A failed CAS means a scrape: relocate
+ * (with the first @used bytes of an open fragment) and publish again in
+ * the replacement, at most TB_RELOCATE_ROUNDS times.
+ */
+static inline int __tb_writer_publish(struct tb_writer *w, uint32_t used)
+{
+	const struct tb_ring *r = w->ring;
+	unsigned round;
+
+	for (round = 0; round < TB_RELOCATE_ROUNDS; round++) {
+		uint32_t seen = w->word, want;
+		int ret;
+
+		if (w->cur.open && w->cur.nfrags == tb_state_nfrags(w->word))
+			return TB_OK;	/* nothing new; stay Acquired */
+		want = tb_state_data(w->cur.open ? TB_ACQUIRED : TB_COMPLETE,
+				     tb_state_format(w->word),
+				     tb_state_flags(w->word) |
+				     (w->cont_next && !w->cur.open ?
+				      TB_F_CONT_NEXT : 0),
+				     w->cur.nfrags, w->id);
+		if (tb_ring_publish(r, w->pos, &seen, want)) {
+			w->word = want;
+			w->pub_off = w->cur.payload;
+			if (!w->cur.open)
+				w->own = __tb_writer_cacheable(w) ?
+					 TB_OWN_CACHED : TB_OWN_NONE;
+			tb_ring_notify(r);
+			return TB_OK;
+		}
+		ret = __tb_writer_relocate(w, seen, used);
+		if (ret || w->own == TB_OWN_NONE)
+			return ret;
+		if (!w->cur.nfrags)
+			return TB_OK;	/* only the open fragment moved */
+	}
+	__tb_writer_abandon(w);
+	__tb_writer_drop(w, w->cur.nfrags - tb_state_nfrags(w->word) +
+			 w->cur.open);
+	return TB_DROPPED;
+}
+
+/*
+ * Opens a fragment of at least @min bytes, in the cached chunk when it has
+ * room (and @flags has no TB_OPEN_CONT_PREV: a continuation always starts
+ * a chunk), else in a freshly claimed one.  The encoder may fill
+ * [span->begin, span->end).
+ */
+static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
+				 unsigned flags, struct tb_span *span)
+{
+	bool cont = flags & TB_OPEN_CONT_PREV;
+	int ret;
+
+	if (w->own == TB_OWN_ACQUIRED)
+		return TB_EINVAL;	/* a fragment is already open */
+	if (min > tb_frag_max_size(w->ring->chunk_size))
+		return TB_TOO_LARGE;
+	if (w->own == TB_OWN_CACHED) {
+		uint32_t seen = w->word;
+
+		if (!cont && tb_frag_room(&w->cur) >= (int32_t)min &&
+		    tb_ring_reuse(w->ring, w->pos, &seen)) {
+			w->word = tb_state_with(w->word, TB_ACQUIRED);
+			w->own = TB_OWN_ACQUIRED;
+		} else {
+			w->own = TB_OWN_NONE;	/* forget it, no CAS */
+		}
+	}
+	if (w->own == TB_OWN_NONE) {
+		ret = __tb_writer_claim(w, cont ? TB_F_CONT_PREV : 0);
+		if (ret)
+			return ret;
+	}
+	/* cannot fail: room was checked, or the chunk is fresh */
+	return tb_frag_open(&w->cur, &span->begin, &span->end) ? TB_EINVAL :
+								  TB_OK;
+}
+
+/*
+ * Closes the open fragment at @size bytes and publishes it.  With
+ * TB_CLOSE_CONT_NEXT the packet goes on in this writer's next chunk: the
+ * chunk is published with "continues on next" and never reused.
+ * TB_DROPPED: the reader scraped the chunk and the fragment found no
+ * replacement; data loss is owed.
+ */
+static inline int tb_writer_close(struct tb_writer *w, uint32_t size,
+				  unsigned flags)
+{
+	if (w->own != TB_OWN_ACQUIRED || tb_frag_close(&w->cur, size))
+		return TB_EINVAL;
+	if (flags & TB_CLOSE_CONT_NEXT)
+		w->cont_next = 1;
+	return __tb_writer_publish(w, 0);
+}
+
+/*
+ * For a long-lived open fragment: checks (one acquire load) whether the
+ * reader scraped the chunk, and if so relocates the fragment - its first
+ * @used bytes - to a replacement now, so the scraped chunk is released
+ * without waiting for the close (seed section 6.5).  Afterwards the
+ * fragment's bytes are at span->begin whether it moved or not: rebase
+ * the encoder's write pointer to span->begin + @used.  TB_DROPPED: no
+ * replacement, the fragment is lost and must not be written any more.
+ */
+static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
+				 struct tb_span *span)
+{
+	uint32_t seen;
+	int ret = TB_OK;
+
+	if (w->own != TB_OWN_ACQUIRED || !w->cur.open ||
+	    used > w->cur.dir - w->cur.width - w->cur.payload)
+		return TB_EINVAL;
+	/* acquire: pairs with the reader's release in mark_rewrite */
+	seen = __tb_load(tb_ring_word(w->ring, w->pos), TB_ACQ);
+	if (seen != w->word) {
+		ret = __tb_writer_relocate(w, seen, used);
+		if (!ret && w->cur.nfrags)
+			ret = __tb_writer_publish(w, used);
+		if (!ret && w->own == TB_OWN_NONE)
+			ret = TB_DROPPED;	/* cannot happen: kept open */
+		if (ret)
+			return ret;
+	}
+	span->begin = w->cur.chunk + w->cur.payload;
+	span->end = w->cur.chunk + w->cur.dir - w->cur.width;
+	return TB_OK;
+}
+
+/*
+ * Lets go of the held chunk: an open fragment is abandoned (counted as
+ * dropped, data loss owed), closed fragments are published, a cached
+ * chunk is forgotten.  Call before the writer goes away.
+ */
+static inline int tb_writer_release(struct tb_writer *w)
+{
+	int ret = TB_OK;
+
+	if (w->own == TB_OWN_ACQUIRED) {
+		if (w->cur.open) {
+			w->cur.open = 0;
+			w->dropped_frags++;
+			__tb_wstat(w, TB_WS_DROPPED_FRAGS, 1);
+			w->loss_owed = 1;
+		}
+		ret = __tb_writer_publish(w, 0);
+	}
+	w->own = TB_OWN_NONE;
+	return ret;
+}
+
+/*
+ * Writes one whole packet, split over as many chunks as it needs with the
+ * continuation flags.  Anything but TB_OK means the packet is lost (a
+ * prefix may have been published; the reader discards it when the next
+ * chunk does not continue it) and data loss is owed.
+ */
+static inline int tb_writer_write_packet(struct tb_writer *w,
+					 const void *data, size_t len)
+{
+	const uint8_t *p = (const uint8_t *)data;
+	unsigned cont = 0;
+
+	for (;;) {
+		struct tb_span s;
+		uint32_t min = len < TB_SPLIT_MIN ? (uint32_t)len :
+						    TB_SPLIT_MIN;
+		uint32_t n;
+		bool more;
+		int ret = tb_writer_open(w, min, cont, &s);
+
+		if (ret) {
+			tb_writer_record_loss(w);
+			return ret;
+		}
+		n = len < (size_t)(s.end - s.begin) ? (uint32_t)len :
+						      (uint32_t)(s.end - s.begin);
+		if (n)
+			memcpy(s.begin, p, n);
+		more = n < len;
+		ret = tb_writer_close(w, n, more ? TB_CLOSE_CONT_NEXT : 0);
+		if (ret)
+			return ret;
+		if (!more)
+			return TB_OK;
+		p += n;
+		len -= n;
+		cont = TB_OPEN_CONT_PREV;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Reader (seed sections 5.3, 6.4, 7): one per ring.
+ */
+#define TB_READ_BUDGET		8	/* CAS losses per position */
+
+enum tb_read_mode {
+	TB_READ_LAZY,	/* stop before a chunk a writer holds */
+	TB_READ_SCRAPE,	/* take published prefixes of held chunks */
+};
+
+/* What the reader emits; every pointer is into the reader's scratch. */
+struct tb_chunk_view {
+	uint32_t pos;
+	uint16_t writer;
+	uint16_t bid;
+	uint32_t flags;		/* TB_F_* as in the word */
+	uint32_t nfrags;
+	uint32_t scraped;	/* taken from a chunk its writer held */
+	const uint8_t *payload;	/* fragments back to back */
+	const uint16_t *sizes;	/* nfrags sizes, payload order */
+};
+
+typedef void (*tb_chunk_fn)(void *ctx, const struct tb_chunk_view *v);
+
+struct tb_reader {
+	const struct tb_ring *ring;
+	uint8_t *scratch;	/* chunk_size bytes */
+	uint32_t pos;		/* private cursor: next position */
+	uint32_t stopped;	/* a protocol error latched */
+	uint32_t wait_pos;	/* write_pos when the last drain stopped */
+	uint32_t wait_word;	/* the word it stopped at */
+	/* test seam: runs between the copy and the arbitrating CAS */
+	void (*hook)(void *ctx, uint32_t pos, uint32_t word);
+	void *hook_ctx;
+	uint32_t stat[TB_RS_MAX];
+	uint16_t sizes[TB_FRAG_MAX];
+};
+
+static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
+				 void *scratch)
+{
+	if (!r || !scratch)
+		return TB_EINVAL;
+	memset(rd, 0, sizeof(*rd));
+	rd->ring = r;
+	rd->scratch = (uint8_t *)scratch;
+	rd->pos = __tb_load(&r->hdr->read_pos, TB_RLX);
+	return TB_OK;
+}
+
+/*
+ * Copies the @word's published fragments of chunk @pos into scratch and
+ * validates them there (seed 6.4).  1: usable; 0: nothing published;
+ * -1: malformed directory; -2: unknown format (never read).
+ */
+static inline int __tb_reader_copy(struct tb_reader *rd, uint32_t pos,
+				   uint32_t word, struct tb_chunk_view *v)
+{
+	const struct tb_ring *r = rd->ring;
+	const uint8_t *chunk = tb_ring_chunk(r, pos);
+	unsigned n = tb_state_nfrags(word), w = r->width;
+	uint32_t cs = r->chunk_size, dlen = n * w;
+	int32_t total;
+
+	if (!n)
+		return 0;
+	if (tb_state_format(word) != TB_FORMAT_TARGET)
+		return -2;
+	if (!tb_frag_dir_fits(cs, n, w))
+		return -1;
+	memcpy(rd->scratch + cs - dlen, chunk + cs - dlen, dlen);
+	total = tb_frag_parse_dir(rd->scratch + cs - dlen, n, w, cs,
+				  rd->sizes);
+	if (total < 0)
+		return -1;
+	memcpy(rd->scratch, chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
+	v->pos = pos;
+	v->writer = tb_state_writer(word);
+	v->bid = tb_frag_bid(chunk);
+	v->flags = tb_state_flags(word);
+	v->nfrags = n;
+	v->scraped = tb_state_of(word) == TB_ACQUIRED;
+	v->payload = rd->scratch;
+	v->sizes = rd->sizes;
+	return 1;
+}
+
+static inline int __tb_reader_stop(struct tb_reader *rd)
+{
+	rd->stopped = 1;
+	return TB_EPROTO;
+}
+
+/* Resolved: count and move the private cursor. */
+static inline int __tb_reader_done(struct tb_reader *rd, int copied)
+{
+	static const int8_t stat[] = { TB_RS_UNKNOWN_FORMAT, TB_RS_MALFORMED,
+				       TB_RS_HOLES, TB_RS_EMITTED };
+
+	rd->pos++;
+	rd->stat[stat[copied + 2]]++;
+	if (copied < 0)
+		rd->stat[TB_RS_HOLES]++;
+	return copied > 0 ? TB_EMITTED : TB_SKIPPED;
+}
+
+/*
+ * Is the ring under pressure, so that a lazy reader must scrape?  Half the
+ * ring is waiting behind the held chunk, or writers wait for capacity.
+ */
+static inline bool __tb_reader_pressed(const struct tb_reader *rd,
+				       uint32_t write_pos)
+{
+	const struct tb_ring *r = rd->ring;
+
+	return tb_pos_distance(write_pos, rd->pos) >= r->num_chunks / 2 ||
+	       __tb_load(&r->hdr->waiters, TB_RLX);
+}
+
+/*
+ * Resolves the position at the private cursor (seed 5.3).  Does not
+ * publish read_pos: tb_reader_drain() does, once per pass.
+ */
+static inline int tb_reader_read_one(struct tb_reader *rd,
+				     enum tb_read_mode mode,
+				     struct tb_chunk_view *v)
+{
+	const struct tb_ring *r = rd->ring;
+	uint32_t pos = rd->pos, wp, word;
+	unsigned budget;
+	int copied;
+
+	if (rd->stopped)
+		return TB_EPROTO;
+	/* relaxed: a stale write_pos only delays one pass */
+	wp = __tb_load(&r->hdr->write_pos, TB_RLX);
+	if (wp == pos)
+		return TB_NODATA;
+	if (tb_pos_distance(wp, pos) > r->num_chunks)
+		return __tb_reader_stop(rd);	/* forged cursor */
+	word = tb_ring_load_state(r, pos);
+	for (budget = 0; budget < TB_READ_BUDGET; budget++) {
+		bool lazy = mode == TB_READ_LAZY &&
+			    !__tb_reader_pressed(rd, wp);
+
+		switch (tb_state_of(word)) {
+		case TB_FREE:
+			if (word != tb_state_free(tb_ring_wrap(r, pos)))
+				return __tb_reader_stop(rd);
+			if (lazy)
+				goto pending;	/* a writer is claiming */
+			if (tb_ring_advance(r, pos, &word))
+				return __tb_reader_done(rd, 0);
+			continue;
+		case TB_ACQUIRED:
+			if (lazy)
+				goto pending;
+			copied = __tb_reader_copy(rd, pos, word, v);
+			if (rd->hook)
+				rd->hook(rd->hook_ctx, pos, word);
+			if (!tb_ring_mark_rewrite(r, pos, &word))
+				continue;
+			rd->stat[TB_RS_SCRAPES]++;
+			return __tb_reader_done(rd, copied);
+		case TB_COMPLETE:
+			copied = __tb_reader_copy(rd, pos, word, v);
+			if (rd->hook)
+				rd->hook(rd->hook_ctx, pos, word);
+			if (!tb_ring_reclaim_complete(r, pos, &word))
+				continue;
+			return __tb_reader_done(rd, copied);
+		case TB_REWRITE:
+			/* an older scrape its writer has not acknowledged */
+			return __tb_reader_done(rd, 0);
+		case TB_ACKED:
+			if (!tb_ring_reclaim_acked(r, pos, &word))
+				return __tb_reader_stop(rd);
+			return __tb_reader_done(rd, 0);
+		default:
+			return __tb_reader_stop(rd);	/* reserved state */
+		}
+	}
+	rd->stat[TB_RS_RETRY_LATER]++;
+	return TB_RETRY_LATER;
+pending:
+	rd->wait_word = word;
+	return TB_PENDING;
+}
+
+/*
+ * Resolves up to @max positions, calling @fn for every emitted chunk, then
+ * publishes read_pos once and wakes stalled writers.  Returns the number
+ * of positions resolved, or TB_EPROTO once the ring is stopped (chunks
+ * resolved before the error were delivered).  TB_READ_LAZY stops before a
+ * chunk a writer still holds unless the ring is under pressure;
+ * TB_READ_SCRAPE (a flush) takes its published prefix.  Never waits.
+ */
+static inline int tb_reader_drain(struct tb_reader *rd, unsigned max,
+				  enum tb_read_mode mode, tb_chunk_fn fn,
+				  void *ctx)
+{
+	const struct tb_ring *r = rd->ring;
+	uint32_t start = rd->pos;
+	unsigned done = 0;
+	int ret = TB_NODATA, i;
+
+	while (done < max) {
+		struct tb_chunk_view v;
+
+		ret = tb_reader_read_one(rd, mode, &v);
+		if (ret != TB_EMITTED && ret != TB_SKIPPED)
+			break;
+		if (ret == TB_EMITTED && fn)
+			fn(ctx, &v);
+		done++;
+	}
+	if (rd->pos != start)
+		tb_ring_publish_read_pos(r, rd->pos);
+	rd->wait_pos = __tb_load(&r->hdr->write_pos, TB_RLX);
+	if (ret != TB_PENDING)
+		rd->wait_word = 0xffffffffu;	/* matches no real state */
+	for (i = 0; i < TB_RS_MAX; i++)		/* relaxed: statistics */
+		__tb_store(&r->hdr->rstat[i], rd->stat[i], TB_RLX);
+	return ret == TB_EPROTO ? TB_EPROTO : (int)done;
+}
+
+/*
+ * Waits up to @timeout_ms for writers to publish or burn a position since
+ * the last drain.  Returns at once if something already changed; returns
+ * without waiting where futexes are unavailable (poll instead).
+ */
+static inline void tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
+{
+	struct tb_ring_hdr *h = rd->ring->hdr;
+	uint32_t bell = __tb_load(&h->doorbell, TB_RLX);
+	uint32_t wp;
+
+	__tb_store(&h->sleeping, 1, TB_RLX);
+	__tb_fence_sc();	/* pairs with the fence in tb_ring_notify */
+	wp = __tb_load(&h->write_pos, TB_RLX);
+	if (wp == rd->wait_pos && (wp == rd->pos ||
+	    tb_ring_load_state(rd->ring, rd->pos) == rd->wait_word))
+		__tb_futex_wait(&h->doorbell, bell, timeout_ms);
+	__tb_store(&h->sleeping, 0, TB_RLX);
+}
+
+#endif /* TBRING_H */
