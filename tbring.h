@@ -951,7 +951,6 @@ static inline int __tb_writer_claim(struct tb_writer *w, uint32_t flags)
 			w->word = word;
 			w->pub_off = TB_FRAG_PAYLOAD_OFF;
 			w->loss_owed = 0;
-			w->cont_next = 0;
 			w->relocated = 0;
 			return TB_OK;
 		}
@@ -1138,6 +1137,7 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 		ret = __tb_writer_claim(w, cont ? TB_F_CONT_PREV : 0);
 		if (ret)
 			return ret;
+		w->cont_next = 0;	/* a relocated tail keeps its own */
 	}
 	/* cannot fail: room was checked, or the chunk is fresh */
 	return tb_frag_open(&w->cur, &span->begin, &span->end) ? TB_EINVAL :
