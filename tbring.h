@@ -789,14 +789,21 @@ static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
  * Writers ring the doorbell after a publication or a burned position.
  * The reader sets "sleeping" before it waits; one fence on each side
  * (Dekker) guarantees that either the reader sees our change or we see
- * it sleeping.  The common case costs a fence and one shared load.
+ * it sleeping.  The common case costs a fence and one shared load; of
+ * several writers that find the reader asleep, the one that clears the
+ * flag makes the system call.
  */
 static inline void tb_ring_notify(const struct tb_ring *r)
 {
+	struct tb_ring_hdr *h = r->hdr;
+	uint32_t one = 1;
+
 	__tb_fence_after_cas();	/* pairs with the fence in tb_reader_wait */
-	if (__tb_load(&r->hdr->sleeping, TB_RLX)) {
-		__tb_add(&r->hdr->doorbell, 1);
-		__tb_futex_wake(&r->hdr->doorbell);
+	/* relaxed: the futex word below carries the wake, not this flag */
+	if (__tb_load(&h->sleeping, TB_RLX) &&
+	    __tb_cas(&h->sleeping, &one, 0, TB_RLX, TB_RLX)) {
+		__tb_add(&h->doorbell, 1);
+		__tb_futex_wake(&h->doorbell);
 	}
 }
 
