@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ring_helpers.h - shared helpers for the tbfrag/tbring conformance tests.
+ *
+ * Everything that checks the ABI here is written from the specification
+ * (docs: "Tracing v2: Shared Ring Buffer Chunk ABI and State Protocol"),
+ * not from tbring.h: words are peeked bytewise little-endian, encoded with
+ * the formula of section 3.2, and chunks are decoded by walking the
+ * directory of section 6 independently of the ring's reader.
+ */
+#ifndef TEST_RING_HELPERS_H
+#define TEST_RING_HELPERS_H
+
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tbring.h"
+
+/* ------------------------------------------------------------------------
+ * Spec encodings (section 3.2), independent of tbring.h's encoders.
+ */
+#define SPEC_FREE	0u
+#define SPEC_ACQ	1u
+#define SPEC_CMP	2u
+#define SPEC_RR		3u
+#define SPEC_ACK	4u
+
+#define SPEC_P		4u	/* flag bit 26 as a 3-bit field value */
+#define SPEC_N		2u	/* bit 25 */
+#define SPEC_L		1u	/* bit 24 */
+
+static inline uint32_t spec_free(uint32_t wrap)
+{
+	return wrap & 0x1fffffffu;
+}
+
+/* (state << 29) | (format << 27) | (flags << 24) | (n << 16) | writer */
+static inline uint32_t spec_word(uint32_t state, uint32_t format,
+				 uint32_t flags3, uint32_t n, uint32_t writer)
+{
+	return state << 29 | format << 27 | flags3 << 24 | n << 16 | writer;
+}
+
+#define SPEC_ACKED	0x80000000u
+
+static inline unsigned spec_width(uint32_t chunk_size)
+{
+	return chunk_size == 256 ? 1u : 2u;
+}
+
+/* ------------------------------------------------------------------------
+ * Bytewise access to shared memory, the way another process would see it.
+ */
+static inline uint32_t peek32(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+	       (uint32_t)b[3] << 24;
+}
+
+static inline void poke32(void *p, uint32_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+	b[2] = (uint8_t)(v >> 16);
+	b[3] = (uint8_t)(v >> 24);
+}
+
+/* ------------------------------------------------------------------------
+ * A ring on calloc'd memory.
+ */
+struct tring {
+	void *mem;
+	size_t len;
+	struct tb_ring r;
+	uint32_t cs;
+	uint32_t n;
+};
+
+static inline void tring_new_at(struct tring *t, uint32_t cs, uint32_t n,
+				uint32_t start)
+{
+	t->cs = cs;
+	t->n = n;
+	t->len = tb_ring_size(cs, n);
+	ck_assert_uint_ne(t->len, 0);
+	t->mem = calloc(1, t->len);
+	ck_assert_ptr_nonnull(t->mem);
+	ck_assert_int_eq(tb_ring_init_at(&t->r, t->mem, t->len, cs, n, start),
+			 TB_OK);
+}
+
+static inline void tring_new(struct tring *t, uint32_t cs, uint32_t n)
+{
+	tring_new_at(t, cs, n, 0);
+}
+
+static inline void tring_free(struct tring *t)
+{
+	free(t->mem);
+	t->mem = NULL;
+}
+
+/* Chunk @idx (a physical index, not a position). */
+static inline uint8_t *tchunk(const struct tring *t, uint32_t idx)
+{
+	return t->r.chunks + (size_t)idx * t->cs;
+}
+
+static inline uint32_t tword(const struct tring *t, uint32_t idx)
+{
+	return peek32(tchunk(t, idx));
+}
+
+static inline void tset_word(struct tring *t, uint32_t idx, uint32_t v)
+{
+	poke32(tchunk(t, idx), v);
+}
+
+static inline uint32_t twrite_pos(const struct tring *t)
+{
+	return peek32(&t->r.hdr->write_pos);
+}
+
+static inline uint32_t tread_pos(const struct tring *t)
+{
+	return peek32(&t->r.hdr->read_pos);
+}
+
+static inline void tset_write_pos(struct tring *t, uint32_t v)
+{
+	poke32(&t->r.hdr->write_pos, v);
+}
+
+/* Reserve a position that must be granted. */
+static inline uint32_t treserve(struct tring *t)
+{
+	uint32_t pos = 0, sample = 0;
+
+	ck_assert_int_eq(tb_ring_reserve(&t->r, &pos, &sample), TB_OK);
+	return pos;
+}
+
+/* ------------------------------------------------------------------------
+ * An independent decoder: state word bytewise, BufferID at 4-5, directory
+ * walked down from the end, payload from byte 6 (sections 3.1, 6).
+ */
+struct dchunk {
+	uint32_t word;
+	uint32_t state;
+	uint32_t format;
+	uint32_t flags3;	/* bit 2 P, bit 1 N, bit 0 L */
+	uint32_t n;
+	uint32_t writer;
+	uint32_t bid;
+	int malformed;
+	uint32_t sizes[255];
+	const uint8_t *frag[255];
+};
+
+static inline void decode_chunk(const uint8_t *c, uint32_t cs,
+				struct dchunk *d)
+{
+	unsigned w = spec_width(cs), i;
+	uint32_t off = 6, cap = cs - 6, total = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->word = peek32(c);
+	d->state = d->word >> 29;
+	d->format = d->word >> 27 & 3;
+	d->flags3 = d->word >> 24 & 7;
+	d->n = d->word >> 16 & 0xff;
+	d->writer = d->word & 0xffff;
+	d->bid = (uint32_t)c[4] | (uint32_t)c[5] << 8;
+	if (d->state < SPEC_ACQ || d->state > SPEC_RR)
+		d->n = 0;
+	if (d->n * w > cap) {
+		d->malformed = 1;
+		return;
+	}
+	for (i = 0; i < d->n; i++) {
+		const uint8_t *e = c + cs - (i + 1) * w;
+		uint32_t s = w == 1 ? e[0] : (uint32_t)e[0] | e[1] << 8;
+
+		total += s;
+		if (total > cap - d->n * w) {
+			d->malformed = 1;
+			return;
+		}
+		d->sizes[i] = s;
+		d->frag[i] = c + off;
+		off += s;
+	}
+}
+
+static inline void tdecode(const struct tring *t, uint32_t idx,
+			   struct dchunk *d)
+{
+	decode_chunk(tchunk(t, idx), t->cs, d);
+}
+
+/* Fragment @i of a decoded chunk equals the string @s. */
+static inline int dfrag_is(const struct dchunk *d, unsigned i, const char *s)
+{
+	size_t len = strlen(s);
+
+	return i < d->n && d->sizes[i] == len &&
+	       !memcmp(d->frag[i], s, len);
+}
+
+#define ck_assert_frag(d, i, s)						\
+	ck_assert_msg(dfrag_is((d), (i), (s)),				\
+		      "fragment %u is not \"%s\" (n=%u size=%u)",	\
+		      (unsigned)(i), (s), (unsigned)(d)->n,		\
+		      (unsigned)((i) < (d)->n ? (d)->sizes[i] : 0))
+
+/* ------------------------------------------------------------------------
+ * Writers and readers with their scratch.
+ */
+struct twriter {
+	struct tb_writer w;
+	uint8_t *scratch;
+};
+
+static inline void twriter_new(struct twriter *tw, struct tring *t,
+			       uint16_t id, uint16_t bid,
+			       enum tb_full_policy policy)
+{
+	tw->scratch = (uint8_t *)malloc(t->cs);
+	ck_assert_ptr_nonnull(tw->scratch);
+	ck_assert_int_eq(tb_writer_init(&tw->w, &t->r, id, bid, policy,
+					tw->scratch), TB_OK);
+}
+
+static inline void twriter_free(struct twriter *tw)
+{
+	free(tw->scratch);
+}
+
+/* One whole fragment: open (at least its length), copy, close. */
+static inline int twrite(struct twriter *tw, const char *s, unsigned oflags,
+			 unsigned cflags)
+{
+	uint32_t len = (uint32_t)strlen(s);
+	struct tb_span sp;
+	int ret = tb_writer_open(&tw->w, len, oflags, &sp);
+
+	if (ret)
+		return ret;
+	ck_assert_uint_ge((size_t)(sp.end - sp.begin), len);
+	memcpy(sp.begin, s, len);
+	return tb_writer_close(&tw->w, len, cflags);
+}
+
+/* Opens a fragment and writes @s into it, leaving it open. */
+static inline void topen_with(struct twriter *tw, const char *s,
+			      uint32_t min, unsigned oflags,
+			      struct tb_span *sp)
+{
+	ck_assert_int_eq(tb_writer_open(&tw->w, min, oflags, sp), TB_OK);
+	ck_assert_uint_ge((size_t)(sp->end - sp->begin), strlen(s));
+	memcpy(sp->begin, s, strlen(s));
+}
+
+struct treader {
+	struct tb_reader rd;
+	uint8_t *scratch;
+};
+
+static inline void treader_new(struct treader *tr, struct tring *t)
+{
+	tr->scratch = (uint8_t *)malloc(t->cs);
+	ck_assert_ptr_nonnull(tr->scratch);
+	ck_assert_int_eq(tb_reader_init(&tr->rd, &t->r, tr->scratch), TB_OK);
+}
+
+static inline void treader_free(struct treader *tr)
+{
+	free(tr->scratch);
+}
+
+/* Fragment @i of an emitted view equals @s. */
+static inline int vfrag_is(const struct tb_chunk_view *v, unsigned i,
+			   const char *s)
+{
+	const uint8_t *p = v->payload;
+	unsigned j;
+
+	if (i >= v->nfrags || v->sizes[i] != strlen(s))
+		return 0;
+	for (j = 0; j < i; j++)
+		p += v->sizes[j];
+	return !memcmp(p, s, strlen(s));
+}
+
+#define ck_assert_vfrag(v, i, s)					\
+	ck_assert_msg(vfrag_is((v), (i), (s)),				\
+		      "emitted fragment %u is not \"%s\"", (unsigned)(i), (s))
+
+/* Collects emitted chunks from tb_reader_drain(), fragments copied out. */
+#define COLLECT_MAX	64
+struct collect {
+	unsigned count;
+	struct {
+		uint32_t pos;
+		uint16_t writer;
+		uint16_t bid;
+		uint32_t flags;
+		uint32_t nfrags;
+		uint32_t scraped;
+		char frag[8][64];
+	} c[COLLECT_MAX];
+};
+
+static inline void collect_fn(void *ctx, const struct tb_chunk_view *v)
+{
+	struct collect *col = (struct collect *)ctx;
+	const uint8_t *p = v->payload;
+	unsigned i;
+
+	ck_assert_uint_lt(col->count, COLLECT_MAX);
+	col->c[col->count].pos = v->pos;
+	col->c[col->count].writer = v->writer;
+	col->c[col->count].bid = v->bid;
+	col->c[col->count].flags = v->flags;
+	col->c[col->count].nfrags = v->nfrags;
+	col->c[col->count].scraped = v->scraped;
+	for (i = 0; i < v->nfrags && i < 8; i++) {
+		size_t n = v->sizes[i] < 63 ? v->sizes[i] : 63;
+
+		memcpy(col->c[col->count].frag[i], p, n);
+		col->c[col->count].frag[i][n] = 0;
+		p += v->sizes[i];
+	}
+	col->count++;
+}
+
+/* ------------------------------------------------------------------------
+ * Misc.
+ */
+static inline uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static inline void sleep_ms(unsigned ms)
+{
+	struct timespec ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+/* xorshift32: deterministic, seeded. */
+static inline uint32_t xs32(uint32_t *s)
+{
+	uint32_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return *s = x;
+}
+
+#endif /* TEST_RING_HELPERS_H */
