@@ -1,0 +1,587 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_stress.c - many writer threads and one reader on small rings.
+ *
+ * Writers send self-checking packets (stress_helpers.h) of random sizes,
+ * many of them larger than a chunk, some of them by hand with a stall
+ * while a fragment is open (sched_yield, a spin, tb_writer_sync() and a
+ * rebase), so the reader's scrapes, the writers' relocations, burned
+ * claims, holes and a full ring all happen.  The reader (the test thread)
+ * alternates lazy and scraping drains.  Afterwards, exactly:
+ *
+ *   - every writer's packets arrived in seq order, each once, intact;
+ *   - a packet arrived iff its write returned TB_OK, so
+ *     packets written == packets received + packets reported dropped.
+ *
+ * Short under `make test`; TB_STRESS=long (set by `make tsan`) runs ten
+ * times as many packets.  TB_STRESS_VERBOSE=1 prints each run's counts;
+ * TB_STRESS_SEED=n changes the random streams.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tbring.h"
+#include "stress_helpers.h"
+
+#define ST_BID		0x5100u
+#define ST_WID		0x0700u
+#define ST_NEAR_TOP	0xfffffff0u	/* start: rolls over after 16 */
+
+enum { ST_UNTRIED, ST_OK, ST_DROPPED };
+
+struct st_cfg {
+	unsigned writers;		/* 1 .. 4 */
+	uint32_t chunk_size;
+	uint32_t num_chunks;
+	uint32_t start;			/* first position */
+	enum tb_full_policy policy;
+	unsigned stall_pct;		/* packets written by hand, stalling */
+	unsigned packets;		/* per writer */
+};
+
+struct st_run;
+
+struct st_writer {
+	struct st_run *run;
+	unsigned idx;
+	pthread_t thread;
+	struct tb_writer w;
+	uint64_t rng;
+	uint8_t *pkt;
+	uint8_t *scratch;
+	uint8_t *status;		/* per seq: ST_* */
+	uint32_t ok;
+	uint32_t dropped;
+	uint32_t by_err[8];		/* by -result */
+	uint32_t stalled;		/* packets written with a stall */
+	uint32_t syncs;
+	uint32_t sync_moved;		/* syncs that relocated */
+	int bad;			/* an unexpected result, or 0 */
+	const char *bad_what;
+};
+
+struct st_run {
+	struct st_cfg cfg;
+	uint64_t seed;
+	struct tb_ring ring;
+	void *mem;
+	size_t len;
+	uint32_t maxlen;		/* largest packet */
+	int done;			/* writers finished (atomic) */
+	int stop;			/* reader failed: writers give up */
+	struct st_writer wr[4];
+	struct tb_reader rd;
+	uint8_t *rscratch;
+	struct sh_asm asm_;
+	unsigned drains[2];		/* by mode */
+	unsigned waits;
+};
+
+static bool st_long(void)
+{
+	const char *e = getenv("TB_STRESS");
+
+	return e && !strcmp(e, "long");
+}
+
+static bool st_verbose(void)
+{
+	const char *e = getenv("TB_STRESS_VERBOSE");
+
+	return e && *e && *e != '0';
+}
+
+static uint64_t st_base_seed(void)
+{
+	const char *e = getenv("TB_STRESS_SEED");
+
+	return e ? strtoull(e, NULL, 0) : 0x7b5eedull;
+}
+
+static void st_spin(uint64_t *rng)
+{
+	unsigned i, n = sh_range(rng, 0, 2000);
+	volatile unsigned sink = 0;
+
+	for (i = 0; i < n; i++)
+		sink += i;
+	(void)sink;
+}
+
+/* A pause while a fragment is open: yield, spin or both. */
+static void st_pause(uint64_t *rng)
+{
+	unsigned i, n;
+
+	switch (sh_range(rng, 0, 3)) {
+	case 0:
+		sched_yield();
+		break;
+	case 1:
+		st_spin(rng);
+		break;
+	case 2:
+		n = sh_range(rng, 1, 8);
+		for (i = 0; i < n; i++)
+			sched_yield();
+		break;
+	default:
+		break;
+	}
+}
+
+static void st_bad(struct st_writer *sw, int ret, const char *what)
+{
+	if (!sw->bad) {
+		sw->bad = ret ? ret : -100;
+		sw->bad_what = what;
+	}
+}
+
+/*
+ * tb_writer_write_packet() by hand: each piece opened, half written, a
+ * stall with the fragment open, maybe tb_writer_sync() and a rebase, the
+ * rest written (maybe another sync), then closed.  Same results.
+ */
+static int st_write_stalling(struct st_writer *sw, const uint8_t *p,
+			     uint32_t len)
+{
+	struct tb_writer *w = &sw->w;
+	unsigned cont = 0;
+
+	for (;;) {
+		struct tb_span s;
+		uint32_t min = len < TB_SPLIT_MIN ? len : TB_SPLIT_MIN;
+		uint32_t n, used, room;
+		unsigned round;
+		bool more;
+		int ret = tb_writer_open(w, min, cont, &s);
+
+		if (ret) {
+			tb_writer_record_loss(w);
+			return ret;
+		}
+		room = (uint32_t)(s.end - s.begin);
+		n = len < room ? len : room;
+		used = sh_range(&sw->rng, 0, n);
+		memcpy(s.begin, p, used);
+		for (round = 0; round < 2; round++) {
+			uint8_t *old = s.begin;
+
+			st_pause(&sw->rng);
+			if (sh_range(&sw->rng, 0, 2))
+				continue;
+			sw->syncs++;
+			ret = tb_writer_sync(w, used, &s);
+			if (ret)
+				return ret;	/* the fragment is lost */
+			if (s.begin != old)
+				sw->sync_moved++;
+			room = (uint32_t)(s.end - s.begin);
+			if (room < used) {
+				st_bad(sw, TB_EINVAL, "sync: room < used");
+				return TB_EINVAL;
+			}
+			if (n > room)
+				n = room;
+			/* the bytes written so far moved with the span */
+			if (memcmp(s.begin, p, used)) {
+				st_bad(sw, TB_EINVAL, "sync lost bytes");
+				return TB_EINVAL;
+			}
+		}
+		memcpy(s.begin + used, p + used, n - used);
+		if (sh_range(&sw->rng, 0, 3) == 0)
+			st_pause(&sw->rng);
+		more = n < len;
+		ret = tb_writer_close(w, n, more ? TB_CLOSE_CONT_NEXT : 0);
+		if (ret)
+			return ret;
+		if (!more)
+			return TB_OK;
+		p += n;
+		len -= n;
+		cont = TB_OPEN_CONT_PREV;
+	}
+}
+
+/* Mostly small packets; some up to a chunk; some several chunks long. */
+static uint32_t st_pick_len(struct st_writer *sw)
+{
+	const struct st_run *run = sw->run;
+	uint32_t big = tb_frag_max_size(run->cfg.chunk_size);
+
+	switch (sh_range(&sw->rng, 0, 7)) {
+	case 0: case 1: case 2: case 3:
+		return sh_range(&sw->rng, SH_HDR, SH_HDR + 64);
+	case 4: case 5:
+		return sh_range(&sw->rng, SH_HDR, big + 1);
+	default:
+		return sh_range(&sw->rng, big - 2, run->maxlen);
+	}
+}
+
+static void *st_writer_main(void *arg)
+{
+	struct st_writer *sw = (struct st_writer *)arg;
+	struct st_run *run = sw->run;
+	uint32_t seq;
+
+	for (seq = 0; seq < run->cfg.packets; seq++) {
+		uint32_t len = st_pick_len(sw);
+		int ret;
+
+		if (__atomic_load_n(&run->stop, __ATOMIC_RELAXED))
+			break;
+		sh_fill(sw->pkt, sw->idx, seq, len);
+		if (sh_range(&sw->rng, 0, 99) < run->cfg.stall_pct) {
+			sw->stalled++;
+			ret = st_write_stalling(sw, sw->pkt, len);
+		} else {
+			ret = tb_writer_write_packet(&sw->w, sw->pkt, len);
+		}
+		if (ret == TB_OK) {
+			sw->status[seq] = ST_OK;
+			sw->ok++;
+			continue;
+		}
+		sw->status[seq] = ST_DROPPED;
+		sw->dropped++;
+		if (ret < 0 && ret > -8)
+			sw->by_err[-ret]++;
+		if (ret != TB_FULL && ret != TB_NO_CHUNK && ret != TB_DROPPED)
+			st_bad(sw, ret, "write");
+		sched_yield();		/* let the reader catch up */
+	}
+	if (tb_writer_release(&sw->w) != TB_OK)
+		st_bad(sw, TB_EINVAL, "release");
+	__atomic_add_fetch(&run->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void st_setup(struct st_run *run, const struct st_cfg *cfg,
+		     uint64_t seed)
+{
+	unsigned i;
+
+	memset(run, 0, sizeof(*run));
+	run->cfg = *cfg;
+	run->seed = seed;
+	run->len = tb_ring_size(cfg->chunk_size, cfg->num_chunks);
+	ck_assert_uint_ne(run->len, 0);
+	ck_assert_int_eq(posix_memalign(&run->mem, 64, run->len), 0);
+	memset(run->mem, 0, run->len);
+	ck_assert_int_eq(tb_ring_init_at(&run->ring, run->mem, run->len,
+					 cfg->chunk_size, cfg->num_chunks,
+					 cfg->start), TB_OK);
+	run->maxlen = 3 * cfg->chunk_size + 17;
+	run->rscratch = malloc(cfg->chunk_size);
+	ck_assert_ptr_nonnull(run->rscratch);
+	ck_assert_int_eq(tb_reader_init(&run->rd, &run->ring, run->rscratch),
+			 TB_OK);
+	sh_asm_init(&run->asm_, cfg->writers, ST_WID, ST_BID, cfg->packets,
+		    run->maxlen);
+	for (i = 0; i < cfg->writers; i++) {
+		struct st_writer *sw = &run->wr[i];
+
+		sw->run = run;
+		sw->idx = i;
+		sw->rng = sh_seed(seed, i + 1);
+		sw->pkt = malloc(run->maxlen);
+		sw->scratch = malloc(cfg->chunk_size);
+		sw->status = calloc(cfg->packets, 1);
+		ck_assert(sw->pkt && sw->scratch && sw->status);
+		ck_assert_int_eq(tb_writer_init(&sw->w, &run->ring,
+						(uint16_t)(ST_WID + i),
+						(uint16_t)(ST_BID + i),
+						cfg->policy, sw->scratch),
+				 TB_OK);
+	}
+}
+
+static void st_teardown(struct st_run *run)
+{
+	unsigned i;
+
+	for (i = 0; i < run->cfg.writers; i++) {
+		free(run->wr[i].pkt);
+		free(run->wr[i].scratch);
+		free(run->wr[i].status);
+	}
+	sh_asm_free(&run->asm_);
+	free(run->rscratch);
+	free(run->mem);
+}
+
+static uint32_t st_write_pos(const struct st_run *run)
+{
+	return __atomic_load_n(&run->ring.hdr->write_pos, __ATOMIC_ACQUIRE);
+}
+
+/* The test thread reads while the writers run, then drains the rest. */
+static void st_read(struct st_run *run)
+{
+	struct tb_reader *rd = &run->rd;
+	uint64_t rng = sh_seed(run->seed, 99);
+	unsigned iter, idle;
+	int n;
+
+	for (iter = 0;; iter++) {
+		enum tb_read_mode mode = sh_range(&rng, 0, 1) ?
+					 TB_READ_SCRAPE : TB_READ_LAZY;
+		unsigned max = sh_range(&rng, 1, 2 * run->cfg.num_chunks);
+
+		run->drains[mode == TB_READ_SCRAPE]++;
+		n = tb_reader_drain(rd, max, mode, sh_asm_chunk, &run->asm_);
+		if (n < 0 || run->asm_.failures) {
+			__atomic_store_n(&run->stop, 1, __ATOMIC_RELAXED);
+			return;
+		}
+		if (n)
+			continue;
+		if (__atomic_load_n(&run->done, __ATOMIC_ACQUIRE) ==
+		    (int)run->cfg.writers)
+			break;
+		if (sh_range(&rng, 0, 1)) {
+			run->waits++;
+			tb_reader_wait(rd, 1);
+		} else {
+			sched_yield();
+		}
+	}
+	/* every writer let go of its chunks: resolve every position */
+	for (idle = 0; rd->pos != st_write_pos(run) && idle < 1000; idle++) {
+		n = tb_reader_drain(rd, ~0u, TB_READ_SCRAPE, sh_asm_chunk,
+				    &run->asm_);
+		if (n < 0)
+			return;
+		if (n)
+			idle = 0;
+	}
+}
+
+struct st_totals {
+	uint32_t written, ok, dropped, received, discarded, orphans;
+	uint32_t stalled, syncs, sync_moved, scraped_chunks;
+	struct tb_ring_stats rs;
+};
+
+static void st_check(struct st_run *run, struct st_totals *t)
+{
+	const struct st_cfg *cfg = &run->cfg;
+	struct tb_reader *rd = &run->rd;
+	unsigned i;
+	uint32_t seq;
+
+	memset(t, 0, sizeof(*t));
+	ck_assert_msg(!run->asm_.failures, "seed %#llx: %s (%u failures)",
+		      (unsigned long long)run->seed, run->asm_.err,
+		      run->asm_.failures);
+	ck_assert_msg(!rd->stopped, "reader stopped: protocol error");
+	ck_assert_msg(rd->pos == st_write_pos(run),
+		      "positions left unresolved: read %#x write %#x",
+		      rd->pos, st_write_pos(run));
+	for (i = 0; i < cfg->writers; i++) {
+		struct st_writer *sw = &run->wr[i];
+		struct sh_stream *s = &run->asm_.s[i];
+
+		ck_assert_msg(!sw->bad, "writer %u: %s returned %d (%s)", i,
+			      sw->bad_what, sw->bad, tb_strerror(sw->bad));
+		ck_assert_uint_eq(sw->ok + sw->dropped, cfg->packets);
+		for (seq = 0; seq < cfg->packets; seq++)
+			ck_assert_msg(s->seen[seq] == (sw->status[seq] == ST_OK),
+				      "seed %#llx writer %u seq %u: write %s, %s",
+				      (unsigned long long)run->seed, i, seq,
+				      sw->status[seq] == ST_OK ? "ok" :
+				      "dropped", s->seen[seq] ? "received" :
+				      "never received");
+		ck_assert_uint_eq(s->received, sw->ok);
+		ck_assert_msg(!s->orphans,
+			      "writer %u: %u continuations without a start",
+			      i, s->orphans);
+		/* only a packet its writer gave up on stays partial */
+		ck_assert_uint_le(s->discarded + s->pending, sw->dropped);
+		t->written += cfg->packets;
+		t->ok += sw->ok;
+		t->dropped += sw->dropped;
+		t->received += s->received;
+		t->discarded += s->discarded;
+		t->stalled += sw->stalled;
+		t->syncs += sw->syncs;
+		t->sync_moved += sw->sync_moved;
+		t->scraped_chunks += s->scraped;
+	}
+	ck_assert_uint_eq(t->written, t->received + t->dropped);
+	tb_ring_stats(&run->ring, &t->rs);
+}
+
+static void st_print(const struct st_run *run, const struct st_totals *t,
+		     const char *name)
+{
+	const struct st_cfg *c = &run->cfg;
+
+	printf("%s: %uw %ux%u start %#x %s: written %u received %u "
+	       "dropped %u (full %u nochunk %u reloc-dropped %u) | "
+	       "scrapes %u relocations %u syncs %u/%u moved | "
+	       "holes r%u w%u | retry-later %u | stalls %u | "
+	       "drains %u/%u waits %u\n",
+	       name, c->writers, c->num_chunks, c->chunk_size, c->start,
+	       c->policy == TB_STALL ? "stall" : "drop", t->written,
+	       t->received, t->dropped, t->rs.wstat[TB_WS_FULL],
+	       t->rs.wstat[TB_WS_NO_CHUNK], t->rs.wstat[TB_WS_DROPPED_FRAGS],
+	       t->rs.rstat[TB_RS_SCRAPES], t->rs.wstat[TB_WS_RELOCATIONS],
+	       t->sync_moved, t->syncs, t->rs.rstat[TB_RS_HOLES],
+	       t->rs.wstat[TB_WS_HOLES], t->rs.rstat[TB_RS_RETRY_LATER],
+	       t->rs.wstat[TB_WS_STALLS], run->drains[0], run->drains[1],
+	       run->waits);
+	fflush(stdout);
+}
+
+/* One complete run of @cfg; the totals in *@t. */
+static void st_run_once(const struct st_cfg *cfg, uint64_t seed,
+			struct st_totals *t, const char *name)
+{
+	struct st_run *run = calloc(1, sizeof(*run));
+	unsigned i;
+
+	ck_assert_ptr_nonnull(run);
+	st_setup(run, cfg, seed);
+	for (i = 0; i < cfg->writers; i++)
+		ck_assert_int_eq(pthread_create(&run->wr[i].thread, NULL,
+						st_writer_main,
+						&run->wr[i]), 0);
+	st_read(run);
+	for (i = 0; i < cfg->writers; i++)
+		ck_assert_int_eq(pthread_join(run->wr[i].thread, NULL), 0);
+	st_check(run, t);
+	if (st_verbose())
+		st_print(run, t, name);
+	st_teardown(run);
+	free(run);
+}
+
+static unsigned st_packets(unsigned short_n)
+{
+	return st_long() ? 10 * short_n : short_n;
+}
+
+/*
+ * The matrix: 1-4 writers x {DROP, STALL} x {start 0, start just below
+ * 2^32}, on 4 x 256 B and 8 x 512 B rings; a quarter of the packets
+ * stall with a fragment open.
+ */
+START_TEST(test_stress_matrix)
+{
+	struct st_cfg cfg;
+	struct st_totals t;
+	char name[32];
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.writers = 1 + (unsigned)(_i & 3);
+	cfg.policy = _i & 4 ? TB_STALL : TB_DROP;
+	cfg.start = _i & 8 ? ST_NEAR_TOP - (uint32_t)_i : 0;
+	cfg.chunk_size = (_i ^ (_i >> 2)) & 1 ? 512 : 256;
+	cfg.num_chunks = cfg.chunk_size == 256 ? 4 : 8;
+	cfg.stall_pct = 25;
+	cfg.packets = st_packets(6000 / cfg.writers);
+	snprintf(name, sizeof(name), "matrix[%d]", _i);
+	st_run_once(&cfg, sh_seed(st_base_seed(), (uint64_t)_i), &t, name);
+	ck_assert_uint_gt(t.received, 0);
+	/* a stalled writer waits: TB_FULL only after a second idle */
+	if (cfg.policy == TB_STALL)
+		ck_assert_msg(!t.rs.wstat[TB_WS_FULL],
+			      "%u TB_FULL under TB_STALL: a lost wake-up?",
+			      t.rs.wstat[TB_WS_FULL]);
+}
+END_TEST
+
+/*
+ * The scrape path must really run: two writers that stall with open
+ * fragments in a 4 x 256 B ring, the reader scraping; rerun (at most 8
+ * times) until the writers relocated at least once, and the reader
+ * scraped.
+ */
+START_TEST(test_stress_relocations_happen)
+{
+	struct st_cfg cfg;
+	struct st_totals t, sum;
+	unsigned run;
+
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&sum, 0, sizeof(sum));
+	cfg.writers = 2;
+	cfg.policy = _i ? TB_DROP : TB_STALL;
+	cfg.start = _i ? ST_NEAR_TOP : 0;
+	cfg.chunk_size = 256;
+	cfg.num_chunks = 4;
+	cfg.stall_pct = 60;
+	cfg.packets = st_packets(2000);
+	for (run = 0; run < 8; run++) {
+		st_run_once(&cfg, sh_seed(st_base_seed() + 1000 + run,
+					  (uint64_t)_i), &t,
+			    _i ? "relocate-drop" : "relocate-stall");
+		sum.rs.wstat[TB_WS_RELOCATIONS] +=
+			t.rs.wstat[TB_WS_RELOCATIONS];
+		sum.rs.rstat[TB_RS_SCRAPES] += t.rs.rstat[TB_RS_SCRAPES];
+		sum.sync_moved += t.sync_moved;
+		if (sum.rs.wstat[TB_WS_RELOCATIONS] &&
+		    sum.rs.rstat[TB_RS_SCRAPES])
+			break;
+	}
+	ck_assert_msg(sum.rs.wstat[TB_WS_RELOCATIONS] > 0,
+		      "no relocation in %u runs", run);
+	ck_assert_uint_gt(sum.rs.rstat[TB_RS_SCRAPES], 0);
+}
+END_TEST
+
+/*
+ * Four writers, every packet a multi-chunk one or a stall, 2-chunk ring
+ * across the rollover: the tightest geometry the ring allows.
+ */
+START_TEST(test_stress_two_chunks)
+{
+	struct st_cfg cfg;
+	struct st_totals t;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.writers = 4;
+	cfg.policy = _i ? TB_STALL : TB_DROP;
+	cfg.start = ST_NEAR_TOP + 8;
+	cfg.chunk_size = 256;
+	cfg.num_chunks = 2;
+	cfg.stall_pct = 50;
+	cfg.packets = st_packets(1000);
+	st_run_once(&cfg, sh_seed(st_base_seed() + 77, (uint64_t)_i), &t,
+		    _i ? "two-chunks-stall" : "two-chunks-drop");
+	ck_assert_uint_gt(t.received, 0);
+}
+END_TEST
+
+static Suite *stress_suite(void)
+{
+	Suite *s = suite_create("tbring_stress");
+	TCase *tc = tcase_create("stress");
+
+	/* each case is well under a second here; TSan is ~10-20x slower */
+	tcase_set_timeout(tc, st_long() ? 120 : 30);
+	tcase_add_loop_test(tc, test_stress_matrix, 0, 16);
+	tcase_add_loop_test(tc, test_stress_relocations_happen, 0, 2);
+	tcase_add_loop_test(tc, test_stress_two_chunks, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(stress_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
