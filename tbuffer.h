@@ -1,0 +1,1757 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tbuffer.h - the service's central trace buffer.
+ *
+ * One tb_buf holds the chunks committed by producers until a consumer reads
+ * them back as whole packets.  It follows the semantics of Perfetto's
+ * TraceBufferV2 (see ../shared/reference/tbuffer-semantics.md):
+ *
+ *  - Storage is one flat buffer (its size rounded up to 4096).  Each chunk
+ *    is a 16-byte record header followed by its payload, padded to 16
+ *    bytes, written at a bump pointer.  Everything refers to chunks by
+ *    offset, so a read-only clone is a copy plus metadata.
+ *  - Chunks belong to sequences keyed by {producer, writer}.  A sequence
+ *    keeps the offsets of its chunks sorted by chunk id (32-bit wrapping
+ *    order), the last chunk id it consumed (for gap detection), the loss
+ *    reasons not yet reported and the client identity of its first commit.
+ *  - Reading walks the buffer in write order; at each chunk it rewinds to
+ *    the head of that chunk's sequence, so packets of one sequence always
+ *    come out in order.  Packets split across chunks are reassembled and
+ *    returned as slices that point into the buffer (no copy).
+ *  - In RING_BUFFER mode a write deletes the oldest chunks in buffer
+ *    order.  Their packets are reconstructed in order for an optional
+ *    callback; without one only the accounting is done.  DISCARD mode
+ *    latches on the first write that does not fit and rejects all later
+ *    writes, even after reads.
+ *
+ * Input is untrusted.  tb_buf_copy_chunk() takes a chunk payload in
+ * Perfetto's shared-memory framing (each fragment a LEB128 length plus that
+ * many bytes, see tbfrag.h); tb_buf_copy_frags() takes a fragment vector and
+ * frames it while copying.  A lying producer gets an error code and an ABI
+ * violation count and loses at most its own chunk; nothing it sends can
+ * make the buffer read or write out of bounds, loop forever or disturb
+ * another sequence.
+ *
+ * Threading: one service thread owns a tb_buf.  Nothing is thread-safe and
+ * nothing is re-entrant: the overwrite callback must not call back into the
+ * buffer it came from (such calls fail with TB_BUF_EBUSY).  A read batch is
+ * tb_buf_begin_read() followed by tb_buf_read_packet() until it returns
+ * false; any write or patch ends the batch (read_packet then returns false
+ * until the next begin_read).  Slices stay valid until the next call that
+ * writes to the buffer.
+ *
+ * Limits: buffer size 4096 bytes to TB_BUF_MAX_SIZE (offsets are 32-bit);
+ * chunk payloads up to 65535 bytes (an incomplete chunk reserves its whole
+ * payload); writer id 0 is invalid; the chunk ids one sequence holds at a
+ * time must lie within TB_BUF_ID_WINDOW of each other.  Memory comes from
+ * one allocator hook (tb_buf_alloc_fn): the buffer itself, the sequence
+ * table, one index ring per sequence (grown by doubling) and a slice array
+ * (grown when a packet spans more chunks than ever before).  Nothing is
+ * allocated per chunk.
+ */
+#ifndef TBUFFER_H
+#define TBUFFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#ifndef TB_BUF_NO_DEFAULT_ALLOC
+#include <stdlib.h>
+#endif
+
+#include "tbfrag.h"
+
+/* >>> tbfrag varint section (moves into tbfrag.h) */
+/* ---- Varint-framed fragments: validating tokenizer ----------------------
+ *
+ * The framing of Perfetto's shared-memory chunk payloads, which tbuffer.h
+ * ingests: each fragment is a LEB128 length followed by that many bytes.
+ * Length 0 is an empty packet; TB_FRAG_SIZE_ABORT (ff ff ff 7f) marks a
+ * packet the writer aborted and ends the chunk.  The bytes are untrusted:
+ * every length is checked against what is left before it is used.  Pure
+ * functions, no allocation.
+ */
+#define TB_FRAG_VARINT_MAX	10u		/* longest accepted varint */
+#define TB_FRAG_SIZE_ABORT	0x0fffffffu	/* writer abort marker */
+
+enum {
+	TB_FRAG_ITER_OK = 0,	/* a fragment was returned */
+	TB_FRAG_ITER_END,	/* no bytes left */
+	TB_FRAG_ITER_ABORT,	/* abort marker: no further fragments */
+	TB_FRAG_ITER_BAD,	/* bad varint or length past the end */
+};
+
+/*
+ * Decodes the varint at @p with @avail bytes readable.  Returns its length
+ * (1 to 10) and stores the value (bits past 64 dropped), or returns 0 when
+ * it is truncated or longer than TB_FRAG_VARINT_MAX bytes.
+ */
+static inline unsigned tb_frag_varint_get(const uint8_t *p, size_t avail,
+					  uint64_t *val)
+{
+	uint64_t v = 0;
+	unsigned i;
+
+	for (i = 0; i < TB_FRAG_VARINT_MAX && i < avail; i++) {
+		v |= (uint64_t)(p[i] & 0x7fu) << (7 * i);
+		if (!(p[i] & 0x80u)) {
+			*val = v;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* Bytes the shortest encoding of @v takes. */
+static inline unsigned tb_frag_varint_len(uint64_t v)
+{
+	unsigned n = 1;
+
+	while (v >= 0x80u) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Writes the shortest encoding of @v at @p; returns its length. */
+static inline unsigned tb_frag_varint_put(uint8_t *p, uint64_t v)
+{
+	unsigned n = 0;
+
+	while (v >= 0x80u) {
+		p[n++] = (uint8_t)(v | 0x80u);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Walks the fragments of [buf, buf + size) starting at offset @off. */
+struct tb_frag_iter {
+	const uint8_t *buf;
+	uint32_t size;
+	uint32_t off;		/* next fragment's varint */
+};
+
+static inline void tb_frag_iter_init(struct tb_frag_iter *it,
+				     const uint8_t *buf, uint32_t size,
+				     uint32_t off)
+{
+	it->buf = buf;
+	it->size = size;
+	it->off = off;
+}
+
+/*
+ * Returns the next fragment's bytes in *@data and *@len and advances, or
+ * reports why there is none (TB_FRAG_ITER_END, _ABORT, _BAD) without
+ * advancing.
+ */
+static inline int tb_frag_iter_next(struct tb_frag_iter *it,
+				    const uint8_t **data, uint32_t *len)
+{
+	uint32_t avail;
+	uint64_t v;
+	unsigned n;
+
+	if (it->off >= it->size)
+		return TB_FRAG_ITER_END;
+	avail = it->size - it->off;
+	n = tb_frag_varint_get(it->buf + it->off, avail, &v);
+	if (!n)
+		return TB_FRAG_ITER_BAD;
+	if (v == TB_FRAG_SIZE_ABORT)
+		return TB_FRAG_ITER_ABORT;
+	if (v > avail - n)
+		return TB_FRAG_ITER_BAD;
+	*data = it->buf + it->off + n;
+	*len = (uint32_t)v;
+	it->off += n + (uint32_t)v;
+	return TB_FRAG_ITER_OK;
+}
+/* <<< tbfrag varint section */
+
+/*
+ * Caller-contract checks.  They trap in debug builds and compile out under
+ * NDEBUG, where the function falls back to an error code.
+ */
+#ifndef TB_BUF_BUG_ON
+#if !defined(NDEBUG) && defined(__GNUC__)
+#define TB_BUF_BUG_ON(cond)	do { if (cond) __builtin_trap(); } while (0)
+#else
+#define TB_BUF_BUG_ON(cond)	((void)0)
+#endif
+#endif
+
+/* ---- Public constants --------------------------------------------------- */
+
+/* Results: 0 or a small negative number (tb_buf_strerror() names it). */
+#define TB_BUF_OK		0
+#define TB_BUF_EINVAL		(-1)	/* bad argument from the caller */
+#define TB_BUF_ENOMEM		(-2)	/* allocator hook failed; chunk dropped */
+#define TB_BUF_EROFS		(-3)	/* write or patch to a read-only clone */
+#define TB_BUF_EFULL		(-4)	/* DISCARD buffer is full; chunk dropped */
+#define TB_BUF_ESTALE		(-5)	/* chunk id already consumed; dropped */
+#define TB_BUF_ETOOBIG		(-6)	/* chunk larger than the buffer (ABI) */
+#define TB_BUF_EPROTO		(-7)	/* bad fragments; valid prefix kept (ABI) */
+#define TB_BUF_ERECOMMIT	(-8)	/* invalid recommit; ignored (ABI) */
+#define TB_BUF_EBADID		(-9)	/* invalid writer or chunk id (ABI) */
+#define TB_BUF_ENOENT		(-10)	/* patch: no such sequence or chunk */
+#define TB_BUF_ERANGE		(-11)	/* patch: offset out of the payload */
+#define TB_BUF_EBUSY		(-12)	/* called from the overwrite callback */
+
+/* Chunk flags, as in Perfetto's shared-memory ABI. */
+#define TB_BUF_FIRST_CONT	0x01u	/* first fragment continues a packet */
+#define TB_BUF_LAST_CONT	0x02u	/* last fragment continues on next */
+#define TB_BUF_NEEDS_PATCH	0x04u	/* chunk waits for patches */
+#define TB_BUF_ABI_FLAGS	0x07u
+
+/* Why packets were lost before a packet (Perfetto's DataLossReason). */
+#define TB_BUF_LOSS_PRESENT			0x001u
+#define TB_BUF_LOSS_READ_GAP			0x002u
+#define TB_BUF_LOSS_CHUNK_CORRUPTED		0x004u
+#define TB_BUF_LOSS_ORPHAN_CONTINUATION		0x008u
+#define TB_BUF_LOSS_REASSEMBLY_GAP		0x010u
+#define TB_BUF_LOSS_REASSEMBLY_BROKEN_CHAIN	0x020u
+#define TB_BUF_LOSS_OVERWRITE			0x040u
+#define TB_BUF_LOSS_WRITER_ABORT		0x080u
+#define TB_BUF_LOSS_SMB_FULL			0x100u	/* producers only */
+
+#define TB_BUF_PAGE		4096u
+#define TB_BUF_MAX_SIZE		0xfffff000u
+#define TB_BUF_MAX_PAYLOAD	0xffffu
+#define TB_BUF_PATCH_SIZE	4u
+#define TB_BUF_ID_WINDOW	0x40000000u	/* max id span in a sequence */
+#define TB_BUF_KEEP_EMPTY_SEQ	1024u
+#define TB_BUF_GC_THRESHOLD	(TB_BUF_KEEP_EMPTY_SEQ + 128u)
+
+enum tb_buf_policy {
+	TB_BUF_RING_BUFFER = 0,	/* overwrite the oldest chunks */
+	TB_BUF_DISCARD = 1,	/* stop at the first write that does not fit */
+};
+
+/*
+ * The one allocator hook: allocate (@ptr NULL), resize or free
+ * (@new_size 0) a block, like Lua's lua_Alloc.  Memory must be aligned for
+ * any object (16 bytes).  Returns NULL on failure (or after freeing).
+ */
+typedef void *(*tb_buf_alloc_fn)(void *ctx, void *ptr, size_t old_size,
+				 size_t new_size);
+
+/* Who wrote a sequence: taken from the commit that created it. */
+struct tb_buf_ident {
+	uint32_t uid;
+	int32_t pid;
+};
+
+/* One committed chunk as the service received it. */
+struct tb_buf_chunk_in {
+	uint16_t producer_id;		/* trusted */
+	struct tb_buf_ident ident;	/* trusted */
+	uint16_t writer_id;
+	uint32_t chunk_id;
+	uint16_t nfrags;		/* tb_buf_copy_chunk() only */
+	uint8_t flags;			/* TB_BUF_FIRST_CONT | ... */
+	bool complete;			/* false: scraped while being written */
+	const void *payload;		/* tb_buf_copy_chunk() only */
+	size_t size;
+};
+
+/* One unframed fragment for tb_buf_copy_frags(). */
+struct tb_buf_frag {
+	const void *data;
+	uint32_t size;			/* TB_FRAG_SIZE_ABORT: writer abort */
+};
+
+/* A 4-byte patch at an offset of a chunk payload. */
+struct tb_buf_patch {
+	uint32_t offset;
+	uint8_t data[TB_BUF_PATCH_SIZE];
+};
+
+struct tb_buf_slice {
+	const uint8_t *data;
+	size_t size;
+};
+
+/* A packet read back (or overwritten): slices into the buffer. */
+struct tb_buf_packet {
+	const struct tb_buf_slice *slices;
+	unsigned nslices;
+	size_t size;			/* sum of the slice sizes */
+	uint16_t producer_id;
+	uint16_t writer_id;
+	struct tb_buf_ident ident;
+	uint32_t loss;			/* TB_BUF_LOSS_* since the last packet */
+};
+
+/* Called for each packet destroyed by an overwrite, in sequence order. */
+typedef void (*tb_buf_overwrite_fn)(void *ctx,
+				    const struct tb_buf_packet *pkt);
+
+/* Perfetto's TraceStats.BufferStats. */
+struct tb_buf_stats {
+	uint64_t buffer_size;
+	uint64_t bytes_written;
+	uint64_t bytes_overwritten;
+	uint64_t bytes_read;
+	uint64_t padding_bytes_written;
+	uint64_t padding_bytes_cleared;
+	uint64_t chunks_written;
+	uint64_t chunks_rewritten;
+	uint64_t chunks_overwritten;
+	uint64_t chunks_discarded;
+	uint64_t chunks_read;
+	uint64_t chunks_committed_out_of_order;
+	uint64_t chunks_relocated;
+	uint64_t write_wrap_count;
+	uint64_t patches_succeeded;
+	uint64_t patches_failed;
+	uint64_t readaheads_succeeded;
+	uint64_t readaheads_failed;
+	uint64_t abi_violations;
+	uint64_t trace_writer_packet_loss;
+};
+
+/* ---- Private layout ----------------------------------------------------- */
+
+/*
+ * The record header in front of every chunk in the buffer.  key 0 marks
+ * padding (an erased chunk keeps its size, so the walk stays intact).
+ * Unread payload is always the tail [payload_size - payload_avail,
+ * payload_size).
+ */
+struct __tb_buf_hdr {
+	uint32_t id;
+	uint32_t key;			/* producer << 16 | writer; 0: padding */
+	uint16_t size;			/* reserved payload bytes */
+	uint16_t payload_size;		/* valid payload bytes */
+	uint16_t payload_avail;		/* unread payload bytes */
+	uint8_t flags;			/* ABI flags | __TB_BUF_INCOMPLETE */
+	uint8_t spare;
+};
+
+#define __TB_BUF_HDR		16u
+#define __TB_BUF_INCOMPLETE	0x80u
+
+/* One entry of a sequence's index: chunk id and record offset. */
+struct __tb_buf_ref {
+	uint32_t id;
+	uint32_t off;
+};
+
+struct __tb_buf_seq {
+	uint32_t key;
+	uint8_t used;
+	uint8_t has_last;		/* last_* below are valid */
+	uint8_t last_incomplete;
+	uint8_t spare;
+	uint32_t last_id;		/* last chunk consumed */
+	uint32_t last_size;		/* its payload_size */
+	uint32_t loss;			/* pending TB_BUF_LOSS_* bits */
+	uint64_t skip_gen;		/* stalled in this read generation */
+	uint64_t age;			/* when it became empty, for GC */
+	struct tb_buf_ident ident;
+	struct __tb_buf_ref *ring;	/* sorted by id, circular */
+	uint32_t cap;			/* power of two, or 0 */
+	uint32_t head;
+	uint32_t n;
+};
+
+struct tb_buf {
+	uint8_t *data;
+	uint32_t size;
+	uint32_t used;			/* high-water mark of written bytes */
+	uint32_t wr;			/* write cursor; may equal size */
+	uint8_t policy;
+	uint8_t read_only;
+	uint8_t discard;		/* DISCARD latch */
+	uint8_t in_cb;			/* inside the overwrite callback */
+	/* Read batch state. */
+	uint8_t rd_valid;
+	uint8_t inner;			/* walking a sequence towards target */
+	uint32_t rd;
+	uint32_t target;
+	uint32_t inner_seq;		/* table slot of that sequence */
+	uint64_t rd_walked;
+	uint64_t gen;			/* read generation */
+	/* Sequences: open addressing, linear probing. */
+	struct __tb_buf_seq *seqs;
+	uint32_t seq_cap;
+	uint32_t seq_n;
+	uint32_t seq_shift;
+	uint32_t nempty;
+	uint64_t age;
+	/* Slices of the packet being returned. */
+	struct tb_buf_slice *slices;
+	uint32_t slices_cap;
+	uint32_t nslices;
+	size_t pkt_size;
+	tb_buf_alloc_fn alloc;
+	void *alloc_ctx;
+	tb_buf_overwrite_fn cb;
+	void *cb_ctx;
+	struct tb_buf_stats stats;
+};
+
+/* ---- Small helpers ------------------------------------------------------ */
+
+#ifndef TB_BUF_NO_DEFAULT_ALLOC
+static inline void *__tb_buf_std_alloc(void *ctx, void *ptr, size_t old_size,
+				       size_t new_size)
+{
+	(void)ctx;
+	(void)old_size;
+	if (!new_size) {
+		free(ptr);
+		return NULL;
+	}
+	return realloc(ptr, new_size);
+}
+#endif
+
+static inline void *__tb_buf_mem(const struct tb_buf *b, void *ptr,
+				 size_t old_size, size_t new_size)
+{
+	return b->alloc(b->alloc_ctx, ptr, old_size, new_size);
+}
+
+/* Wrapping chunk-id order: <0 if a is before b, 0 if equal, >0 after. */
+static inline int32_t tb_buf_id_cmp(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b);
+}
+
+static inline uint32_t __tb_buf_outer(uint32_t payload)
+{
+	return (__TB_BUF_HDR + payload + 15u) & ~15u;
+}
+
+static inline struct __tb_buf_hdr *__tb_buf_hdr_at(const struct tb_buf *b,
+						   uint32_t off)
+{
+	return (struct __tb_buf_hdr *)(void *)(b->data + off);
+}
+
+static inline uint8_t *__tb_buf_payload(struct __tb_buf_hdr *c)
+{
+	return (uint8_t *)(c + 1);
+}
+
+static inline uint32_t __tb_buf_unread(const struct __tb_buf_hdr *c)
+{
+	return (uint32_t)c->payload_size - c->payload_avail;
+}
+
+static inline uint32_t __tb_buf_key(uint16_t producer, uint16_t writer)
+{
+	return (uint32_t)producer << 16 | writer;
+}
+
+/* ---- Sequence table ----------------------------------------------------- */
+
+static inline uint32_t __tb_buf_slot(const struct tb_buf *b, uint32_t key)
+{
+	return (uint32_t)(key * 0x9e3779b1u) >> b->seq_shift;
+}
+
+static inline struct __tb_buf_seq *__tb_buf_seq_find(const struct tb_buf *b,
+						     uint32_t key)
+{
+	uint32_t mask = b->seq_cap - 1, i = __tb_buf_slot(b, key);
+
+	for (;; i = (i + 1) & mask) {
+		struct __tb_buf_seq *s = &b->seqs[i];
+
+		if (!s->used)
+			return NULL;
+		if (s->key == key)
+			return s;
+	}
+}
+
+static inline int __tb_buf_table_alloc(struct tb_buf *b, uint32_t cap)
+{
+	uint32_t shift = 32, c;
+	struct __tb_buf_seq *t;
+
+	for (c = cap; c > 1; c >>= 1)
+		shift--;
+	t = (struct __tb_buf_seq *)__tb_buf_mem(b, NULL, 0,
+						(size_t)cap * sizeof(*t));
+	if (!t)
+		return TB_BUF_ENOMEM;
+	memset(t, 0, (size_t)cap * sizeof(*t));
+	b->seqs = t;
+	b->seq_cap = cap;
+	b->seq_shift = shift;
+	return TB_BUF_OK;
+}
+
+/* Places @s (not in the table) at its probe position. */
+static inline struct __tb_buf_seq *__tb_buf_table_put(struct tb_buf *b,
+						      const struct __tb_buf_seq *s)
+{
+	uint32_t mask = b->seq_cap - 1, i = __tb_buf_slot(b, s->key);
+
+	while (b->seqs[i].used)
+		i = (i + 1) & mask;
+	b->seqs[i] = *s;
+	return &b->seqs[i];
+}
+
+static inline int __tb_buf_table_grow(struct tb_buf *b)
+{
+	struct __tb_buf_seq *old = b->seqs;
+	uint32_t old_cap = b->seq_cap, i;
+
+	if (old_cap >= 0x40000000u ||
+	    __tb_buf_table_alloc(b, old_cap * 2) != TB_BUF_OK) {
+		b->seqs = old;
+		b->seq_cap = old_cap;
+		return TB_BUF_ENOMEM;
+	}
+	for (i = 0; i < old_cap; i++)
+		if (old[i].used)
+			__tb_buf_table_put(b, &old[i]);
+	__tb_buf_mem(b, old, (size_t)old_cap * sizeof(*old), 0);
+	return TB_BUF_OK;
+}
+
+/* Removes the sequence in slot @i (backward-shift deletion). */
+static inline void __tb_buf_table_del(struct tb_buf *b, uint32_t i)
+{
+	uint32_t mask = b->seq_cap - 1, j = i;
+	struct __tb_buf_seq *s = &b->seqs[i];
+
+	if (s->ring)
+		__tb_buf_mem(b, s->ring, (size_t)s->cap * sizeof(*s->ring), 0);
+	memset(s, 0, sizeof(*s));
+	b->seq_n--;
+	for (;;) {
+		uint32_t home;
+
+		j = (j + 1) & mask;
+		if (!b->seqs[j].used)
+			return;
+		home = __tb_buf_slot(b, b->seqs[j].key);
+		/* Leave j alone if its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		b->seqs[i] = b->seqs[j];
+		memset(&b->seqs[j], 0, sizeof(b->seqs[j]));
+		i = j;
+	}
+}
+
+/* Finds or creates a sequence.  New ones start out empty. */
+static inline struct __tb_buf_seq *
+__tb_buf_seq_get(struct tb_buf *b, uint32_t key, const struct tb_buf_ident *id)
+{
+	struct __tb_buf_seq *s = __tb_buf_seq_find(b, key), n;
+
+	if (s)
+		return s;
+	if ((b->seq_n + 1) * 2 > b->seq_cap && __tb_buf_table_grow(b))
+		return NULL;
+	memset(&n, 0, sizeof(n));
+	n.key = key;
+	n.used = 1;
+	n.ident = *id;
+	n.age = ++b->age;
+	b->seq_n++;
+	b->nempty++;
+	return __tb_buf_table_put(b, &n);
+}
+
+/* ---- Per-sequence chunk index (sorted ring of {id, offset}) ------------- */
+
+static inline struct __tb_buf_ref *__tb_buf_ref(const struct __tb_buf_seq *s,
+						uint32_t i)
+{
+	return &s->ring[(s->head + i) & (s->cap - 1)];
+}
+
+static inline struct __tb_buf_hdr *__tb_buf_chunk(const struct tb_buf *b,
+						  const struct __tb_buf_seq *s,
+						  uint32_t i)
+{
+	return __tb_buf_hdr_at(b, __tb_buf_ref(s, i)->off);
+}
+
+/* Makes room for one more entry. */
+static inline int __tb_buf_ring_reserve(struct tb_buf *b,
+					struct __tb_buf_seq *s)
+{
+	uint32_t cap = s->cap ? s->cap * 2 : 8, i;
+	struct __tb_buf_ref *r;
+
+	if (s->n < s->cap)
+		return TB_BUF_OK;
+	if (s->cap >= 0x10000000u)
+		return TB_BUF_ENOMEM;
+	r = (struct __tb_buf_ref *)__tb_buf_mem(b, NULL, 0,
+						(size_t)cap * sizeof(*r));
+	if (!r)
+		return TB_BUF_ENOMEM;
+	for (i = 0; i < s->n; i++)
+		r[i] = *__tb_buf_ref(s, i);
+	if (s->ring)
+		__tb_buf_mem(b, s->ring, (size_t)s->cap * sizeof(*r), 0);
+	s->ring = r;
+	s->cap = cap;
+	s->head = 0;
+	return TB_BUF_OK;
+}
+
+/*
+ * Index of the first entry whose id is not before @id (n if none).  Ids in
+ * one ring span less than TB_BUF_ID_WINDOW, so they are totally ordered by
+ * their distance from the head.
+ */
+static inline uint32_t __tb_buf_ring_lower(const struct __tb_buf_seq *s,
+					   uint32_t id)
+{
+	uint32_t base, rel, lo = 0, hi = s->n;
+
+	if (!s->n || tb_buf_id_cmp(id, __tb_buf_ref(s, 0)->id) <= 0)
+		return 0;
+	if (tb_buf_id_cmp(id, __tb_buf_ref(s, s->n - 1)->id) > 0)
+		return s->n;
+	base = __tb_buf_ref(s, 0)->id;
+	rel = id - base;
+	/* Ids are usually consecutive: try the direct guess first. */
+	if (rel < s->n && __tb_buf_ref(s, rel)->id == id)
+		return rel;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (__tb_buf_ref(s, mid)->id - base < rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Index of chunk @id in the sequence, or -1. */
+static inline int64_t __tb_buf_ring_find(const struct __tb_buf_seq *s,
+					 uint32_t id)
+{
+	uint32_t i = __tb_buf_ring_lower(s, id);
+
+	if (i < s->n && __tb_buf_ref(s, i)->id == id)
+		return i;
+	return -1;
+}
+
+static inline void __tb_buf_ring_insert(struct __tb_buf_seq *s, uint32_t pos,
+					uint32_t id, uint32_t off)
+{
+	uint32_t i;
+
+	if (pos == 0 && s->n) {
+		s->head = (s->head - 1) & (s->cap - 1);
+	} else {
+		for (i = s->n; i > pos; i--)
+			*__tb_buf_ref(s, i) = *__tb_buf_ref(s, i - 1);
+	}
+	__tb_buf_ref(s, pos)->id = id;
+	__tb_buf_ref(s, pos)->off = off;
+	s->n++;
+}
+
+/* ---- Fragments ---------------------------------------------------------- */
+
+enum {
+	__TB_BUF_WHOLE,
+	__TB_BUF_BEGIN,
+	__TB_BUF_CONT,
+	__TB_BUF_END,
+};
+
+struct __tb_buf_frag {
+	uint32_t off;			/* of its varint header */
+	uint32_t len;			/* header + data */
+	const uint8_t *data;
+	uint32_t size;			/* data bytes */
+	int type;
+};
+
+/*
+ * Tokenizes the fragment of chunk @c at payload offset @off and derives its
+ * type from its position and the chunk flags.  Returns a tb_frag_iter
+ * status (TB_FRAG_ITER_OK when @f is filled).
+ */
+static inline int __tb_buf_frag_at(struct __tb_buf_hdr *c, uint32_t off,
+				   struct __tb_buf_frag *f)
+{
+	struct tb_frag_iter it;
+	bool first, last;
+	int r;
+
+	tb_frag_iter_init(&it, __tb_buf_payload(c), c->payload_size, off);
+	r = tb_frag_iter_next(&it, &f->data, &f->size);
+	if (r != TB_FRAG_ITER_OK)
+		return r;
+	f->off = off;
+	f->len = it.off - off;
+	first = off == 0;
+	last = it.off >= c->payload_size;
+	if (last && (c->flags & TB_BUF_LAST_CONT))
+		f->type = first && (c->flags & TB_BUF_FIRST_CONT) ?
+			  __TB_BUF_CONT : __TB_BUF_BEGIN;
+	else if (first && (c->flags & TB_BUF_FIRST_CONT))
+		f->type = __TB_BUF_END;
+	else
+		f->type = __TB_BUF_WHOLE;
+	return TB_FRAG_ITER_OK;
+}
+
+/* ---- Reading and erasing in sequence order ------------------------------ */
+
+/* Marks @n bytes of @c consumed; counts the chunk when it empties. */
+static inline void __tb_buf_consume(struct tb_buf *b, struct __tb_buf_hdr *c,
+				    uint32_t n, bool erase)
+{
+	uint32_t outer = __tb_buf_outer(c->size);
+
+	TB_BUF_BUG_ON(n > c->payload_avail);
+	if (n > c->payload_avail)
+		n = c->payload_avail;
+	if (!n)
+		return;
+	c->payload_avail = (uint16_t)(c->payload_avail - n);
+	if (c->payload_avail)
+		return;
+	if (erase) {
+		b->stats.chunks_overwritten++;
+		b->stats.bytes_overwritten += outer;
+	} else {
+		b->stats.chunks_read++;
+		b->stats.bytes_read += outer;
+	}
+}
+
+/*
+ * A sequence's head chunk is about to be read for the first time: report
+ * a gap to the last chunk consumed.  A re-admitted chunk carries the id of
+ * the last one consumed and is no gap.  A head that was already partly
+ * read was checked before, so a gap is reported once.
+ */
+static inline void __tb_buf_gap_check(const struct tb_buf *b,
+				      struct __tb_buf_seq *s)
+{
+	struct __tb_buf_hdr *c;
+
+	if (!s->n || !s->has_last)
+		return;
+	c = __tb_buf_chunk(b, s, 0);
+	if (c->payload_avail != c->payload_size)
+		return;
+	if (c->id == s->last_id + 1 || c->id == s->last_id)
+		return;
+	s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_READ_GAP;
+}
+
+/* Removes the head chunk: remembered as consumed, record becomes padding. */
+static inline void __tb_buf_erase_head(struct tb_buf *b,
+				       struct __tb_buf_seq *s)
+{
+	struct __tb_buf_hdr *c = __tb_buf_chunk(b, s, 0);
+
+	s->has_last = 1;
+	s->last_id = c->id;
+	s->last_size = c->payload_size;
+	s->last_incomplete = !!(c->flags & __TB_BUF_INCOMPLETE);
+	s->head = (s->head + 1) & (s->cap - 1);
+	s->n--;
+	c->key = 0;
+	c->flags = 0;
+	c->payload_avail = 0;
+	if (!s->n) {
+		s->age = ++b->age;
+		b->nempty++;
+	}
+}
+
+static inline bool __tb_buf_slices_reserve(struct tb_buf *b, uint32_t n)
+{
+	uint32_t cap = b->slices_cap;
+	struct tb_buf_slice *p;
+
+	if (n <= cap)
+		return true;
+	while (cap < n)
+		cap *= 2;
+	p = (struct tb_buf_slice *)__tb_buf_mem(b, b->slices,
+			(size_t)b->slices_cap * sizeof(*p),
+			(size_t)cap * sizeof(*p));
+	if (!p)
+		return false;
+	b->slices = p;
+	b->slices_cap = cap;
+	return true;
+}
+
+static inline void __tb_buf_add_slice(struct tb_buf *b,
+				      const struct __tb_buf_frag *f)
+{
+	if (!f->size)
+		return;
+	b->slices[b->nslices].data = f->data;
+	b->slices[b->nslices].size = f->size;
+	b->nslices++;
+	b->pkt_size += f->size;
+}
+
+enum {
+	__TB_BUF_RA_OK,
+	__TB_BUF_RA_WAIT,		/* not enough data (yet) */
+	__TB_BUF_RA_LOSS,		/* gave up; reason in *loss */
+};
+
+/*
+ * Reassembles the packet whose first fragment @f ends the head chunk @c,
+ * walking the following chunks of the sequence read-only.  On success or
+ * loss it consumes the fragments it collected (and on success fills the
+ * slices when @want); when more data may still come it consumes nothing.
+ */
+static inline int __tb_buf_reassemble(struct tb_buf *b, struct __tb_buf_seq *s,
+				      struct __tb_buf_hdr *c,
+				      const struct __tb_buf_frag *f, bool erase,
+				      bool want, uint32_t *loss)
+{
+	uint32_t prev = c->id, i, nfrags = 1, end = 0;
+	int res = __TB_BUF_RA_WAIT;
+
+	if (c->flags & TB_BUF_NEEDS_PATCH)
+		return __TB_BUF_RA_WAIT;
+	for (i = 1; i < s->n; i++) {
+		struct __tb_buf_hdr *n = __tb_buf_chunk(b, s, i);
+		struct __tb_buf_frag nf;
+		int r;
+
+		if (n->flags & TB_BUF_NEEDS_PATCH)
+			break;
+		if (n->id != prev + 1) {
+			*loss = TB_BUF_LOSS_REASSEMBLY_GAP;
+			res = __TB_BUF_RA_LOSS;
+			break;
+		}
+		prev = n->id;
+		r = __tb_buf_frag_at(n, __tb_buf_unread(n), &nf);
+		if (r == TB_FRAG_ITER_BAD) {
+			*loss = TB_BUF_LOSS_CHUNK_CORRUPTED;
+			res = __TB_BUF_RA_LOSS;
+			break;
+		}
+		if (r != TB_FRAG_ITER_OK)
+			continue;	/* empty chunk inside the chain */
+		if (nf.type == __TB_BUF_CONT) {
+			nfrags++;
+			continue;
+		}
+		if (nf.type == __TB_BUF_END) {
+			nfrags++;
+			res = __TB_BUF_RA_OK;
+			break;
+		}
+		*loss = TB_BUF_LOSS_REASSEMBLY_BROKEN_CHAIN;
+		res = __TB_BUF_RA_LOSS;
+		break;
+	}
+	if (res == __TB_BUF_RA_WAIT)
+		return res;
+	/* Collected: chunks 1..end (the chunk that ended a loss is not). */
+	end = res == __TB_BUF_RA_OK ? i : i - 1;
+	if (res == __TB_BUF_RA_OK && want &&
+	    !__tb_buf_slices_reserve(b, nfrags)) {
+		*loss = 0;		/* no memory to describe it: dropped */
+		res = __TB_BUF_RA_LOSS;
+	}
+	want = want && res == __TB_BUF_RA_OK;
+	b->nslices = 0;
+	b->pkt_size = 0;
+	if (want)
+		__tb_buf_add_slice(b, f);
+	__tb_buf_consume(b, c, f->len, erase);
+	/* Second pass: consume what was collected. */
+	for (i = 1; i <= end; i++) {
+		struct __tb_buf_hdr *n = __tb_buf_chunk(b, s, i);
+		struct __tb_buf_frag nf;
+
+		if (__tb_buf_frag_at(n, __tb_buf_unread(n), &nf) !=
+		    TB_FRAG_ITER_OK)
+			continue;
+		if (want)
+			__tb_buf_add_slice(b, &nf);
+		__tb_buf_consume(b, n, nf.len, erase);
+	}
+	return res;
+}
+
+/*
+ * Produces the next packet of sequence @s in sequence order, consuming
+ * and erasing chunks from its head until the chunk at offset @target has
+ * been erased.  Read mode stalls the sequence (for this read generation)
+ * on an incomplete chunk or a packet that cannot be completed yet; erase
+ * mode never stalls.  Returns true with the packet in b->slices (filled
+ * only when @want).
+ */
+static inline bool __tb_buf_seq_next(struct tb_buf *b, struct __tb_buf_seq *s,
+				     uint32_t target, bool erase, bool want)
+{
+	if (!erase && s->skip_gen == b->gen)
+		return false;
+	while (s->n) {
+		struct __tb_buf_hdr *c = __tb_buf_chunk(b, s, 0);
+		uint32_t off = __tb_buf_ref(s, 0)->off, loss = 0;
+		struct __tb_buf_frag f;
+		int r = __tb_buf_frag_at(c, __tb_buf_unread(c), &f);
+
+		if (r != TB_FRAG_ITER_OK) {
+			/* No more fragments in this chunk. */
+			if (r == TB_FRAG_ITER_BAD)
+				s->loss |= TB_BUF_LOSS_PRESENT |
+					   TB_BUF_LOSS_CHUNK_CORRUPTED;
+			if ((c->flags & __TB_BUF_INCOMPLETE) && !erase) {
+				s->skip_gen = b->gen;
+				return false;
+			}
+			if (erase)
+				__tb_buf_consume(b, c, c->payload_avail, true);
+			__tb_buf_erase_head(b, s);
+			if (off == target)
+				return false;
+			__tb_buf_gap_check(b, s);
+			continue;
+		}
+		switch (f.type) {
+		case __TB_BUF_WHOLE:
+			__tb_buf_consume(b, c, f.len, erase);
+			if (!f.size)
+				break;	/* empty packet: never returned */
+			b->nslices = 0;
+			b->pkt_size = 0;
+			if (want)
+				__tb_buf_add_slice(b, &f);
+			return true;
+		case __TB_BUF_CONT:
+		case __TB_BUF_END:
+			/* Its beginning is gone. */
+			s->loss |= TB_BUF_LOSS_PRESENT |
+				   TB_BUF_LOSS_ORPHAN_CONTINUATION;
+			__tb_buf_consume(b, c, f.len, erase);
+			break;
+		default:
+			r = __tb_buf_reassemble(b, s, c, &f, erase, want,
+						&loss);
+			if (r == __TB_BUF_RA_OK) {
+				b->stats.readaheads_succeeded++;
+				return true;
+			}
+			b->stats.readaheads_failed++;
+			if (r == __TB_BUF_RA_WAIT && !erase) {
+				s->skip_gen = b->gen;
+				return false;
+			}
+			if (r == __TB_BUF_RA_WAIT) {
+				/* Evicted before it could be completed. */
+				__tb_buf_consume(b, c, f.len, true);
+				loss = TB_BUF_LOSS_OVERWRITE;
+			}
+			s->loss |= TB_BUF_LOSS_PRESENT | loss;
+			break;
+		}
+	}
+	return false;
+}
+
+static inline void __tb_buf_fill_packet(const struct tb_buf *b,
+					const struct __tb_buf_seq *s,
+					struct tb_buf_packet *p)
+{
+	p->slices = b->slices;
+	p->nslices = b->nslices;
+	p->size = b->pkt_size;
+	p->producer_id = (uint16_t)(s->key >> 16);
+	p->writer_id = (uint16_t)s->key;
+	p->ident = s->ident;
+}
+
+/*
+ * Erases the chunk at @off, and before it every earlier chunk of its
+ * sequence, handing each destroyed packet to the callback.
+ */
+static inline void __tb_buf_overwrite(struct tb_buf *b, uint32_t off)
+{
+	struct __tb_buf_hdr *c = __tb_buf_hdr_at(b, off);
+	struct __tb_buf_seq *s = __tb_buf_seq_find(b, c->key);
+	bool want = b->cb != NULL, destroyed = false;
+
+	TB_BUF_BUG_ON(!s);
+	if (s) {
+		__tb_buf_gap_check(b, s);
+		while (__tb_buf_seq_next(b, s, off, true, want)) {
+			destroyed = true;
+			if (want) {
+				struct tb_buf_packet p;
+
+				memset(&p, 0, sizeof(p));
+				__tb_buf_fill_packet(b, s, &p);
+				b->in_cb = 1;
+				b->cb(b->cb_ctx, &p);
+				b->in_cb = 0;
+			}
+		}
+		if (destroyed)
+			s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_OVERWRITE;
+	}
+	/* The walk always erases its target; never leave a live record. */
+	TB_BUF_BUG_ON(c->key);
+	c->key = 0;
+}
+
+/*
+ * Clears [wr, wr + n) for a new record: every chunk starting there is
+ * overwritten, and the part of the last one beyond the range becomes a
+ * padding record.
+ */
+static inline void __tb_buf_make_room(struct tb_buf *b, uint32_t n)
+{
+	uint32_t end = b->wr + n, off = b->wr;
+
+	while (off < end && off < b->used) {
+		struct __tb_buf_hdr *c = __tb_buf_hdr_at(b, off);
+		uint32_t outer = __tb_buf_outer(c->size);
+
+		if (!c->key)
+			b->stats.padding_bytes_cleared += outer;
+		else
+			__tb_buf_overwrite(b, off);
+		off += outer;
+	}
+	if (off > end && off <= b->used) {
+		struct __tb_buf_hdr *p = __tb_buf_hdr_at(b, end);
+
+		memset(p, 0, sizeof(*p));
+		p->size = (uint16_t)(off - end - __TB_BUF_HDR);
+		b->stats.padding_bytes_written += off - end;
+	}
+}
+
+/* ---- Creation ----------------------------------------------------------- */
+
+/*
+ * Creates a buffer of @size bytes (rounded up to 4096) using @alloc (NULL:
+ * the C library's realloc/free).  Returns NULL when @size is too large or
+ * memory runs out.
+ */
+static inline struct tb_buf *tb_buf_create_with(size_t size,
+						enum tb_buf_policy policy,
+						tb_buf_alloc_fn alloc,
+						void *alloc_ctx)
+{
+	struct tb_buf *b;
+
+#ifndef TB_BUF_NO_DEFAULT_ALLOC
+	if (!alloc)
+		alloc = __tb_buf_std_alloc;
+#endif
+	if (!alloc || size > TB_BUF_MAX_SIZE ||
+	    (policy != TB_BUF_RING_BUFFER && policy != TB_BUF_DISCARD))
+		return NULL;
+	size = size ? (size + TB_BUF_PAGE - 1) & ~(size_t)(TB_BUF_PAGE - 1)
+		    : TB_BUF_PAGE;
+	b = (struct tb_buf *)alloc(alloc_ctx, NULL, 0, sizeof(*b));
+	if (!b)
+		return NULL;
+	memset(b, 0, sizeof(*b));
+	b->alloc = alloc;
+	b->alloc_ctx = alloc_ctx;
+	b->size = (uint32_t)size;
+	b->policy = (uint8_t)policy;
+	b->gen = 1;
+	b->stats.buffer_size = size;
+	b->data = (uint8_t *)alloc(alloc_ctx, NULL, 0, size);
+	b->slices_cap = 16;
+	b->slices = (struct tb_buf_slice *)alloc(alloc_ctx, NULL, 0,
+				(size_t)b->slices_cap * sizeof(*b->slices));
+	if (!b->data || !b->slices || __tb_buf_table_alloc(b, 16)) {
+		if (b->data)
+			alloc(alloc_ctx, b->data, size, 0);
+		if (b->slices)
+			alloc(alloc_ctx, b->slices, (size_t)b->slices_cap *
+			      sizeof(*b->slices), 0);
+		alloc(alloc_ctx, b, sizeof(*b), 0);
+		return NULL;
+	}
+	return b;
+}
+
+static inline struct tb_buf *tb_buf_create(size_t size,
+					   enum tb_buf_policy policy)
+{
+	return tb_buf_create_with(size, policy, NULL, NULL);
+}
+
+static inline void tb_buf_destroy(struct tb_buf *b)
+{
+	uint32_t i;
+
+	if (!b)
+		return;
+	for (i = 0; i < b->seq_cap; i++)
+		if (b->seqs[i].ring)
+			__tb_buf_mem(b, b->seqs[i].ring, (size_t)b->seqs[i].cap
+				     * sizeof(*b->seqs[i].ring), 0);
+	__tb_buf_mem(b, b->seqs, (size_t)b->seq_cap * sizeof(*b->seqs), 0);
+	__tb_buf_mem(b, b->slices, (size_t)b->slices_cap * sizeof(*b->slices),
+		     0);
+	__tb_buf_mem(b, b->data, b->size, 0);
+	__tb_buf_mem(b, b, sizeof(*b), 0);
+}
+
+/* Sets (or with NULL clears) the callback for overwritten packets. */
+static inline void tb_buf_on_overwrite(struct tb_buf *b, tb_buf_overwrite_fn fn,
+				       void *ctx)
+{
+	b->cb = fn;
+	b->cb_ctx = ctx;
+}
+
+static inline const struct tb_buf_stats *tb_buf_stats(const struct tb_buf *b)
+{
+	return &b->stats;
+}
+
+/* Makes the buffer read-only: later writes and patches fail (EROFS). */
+static inline void tb_buf_set_read_only(struct tb_buf *b)
+{
+	b->read_only = 1;
+}
+
+static inline const char *tb_buf_strerror(int err)
+{
+	switch (err) {
+	case TB_BUF_OK:		return "success";
+	case TB_BUF_EINVAL:	return "invalid argument";
+	case TB_BUF_ENOMEM:	return "out of memory";
+	case TB_BUF_EROFS:	return "buffer is read-only";
+	case TB_BUF_EFULL:	return "buffer full (discard policy)";
+	case TB_BUF_ESTALE:	return "chunk already consumed";
+	case TB_BUF_ETOOBIG:	return "chunk larger than the buffer";
+	case TB_BUF_EPROTO:	return "malformed fragments";
+	case TB_BUF_ERECOMMIT:	return "invalid recommit";
+	case TB_BUF_EBADID:	return "invalid writer or chunk id";
+	case TB_BUF_ENOENT:	return "no such chunk";
+	case TB_BUF_ERANGE:	return "patch out of bounds";
+	case TB_BUF_EBUSY:	return "called from the overwrite callback";
+	default:		return "unknown error";
+	}
+}
+
+/* ---- Writing ------------------------------------------------------------ */
+
+/* The bytes of one incoming chunk: framed payload or fragment vector. */
+struct __tb_buf_src {
+	const uint8_t *raw;
+	const struct tb_buf_frag *vec;
+	uint32_t size;			/* raw bytes, or framed vector bytes */
+	uint32_t nvec;
+};
+
+enum {
+	__TB_BUF_SRC_OK,
+	__TB_BUF_SRC_ABORT,		/* writer abort marker */
+	__TB_BUF_SRC_BAD,		/* ABI violation */
+};
+
+/*
+ * Measures the first @nfrags fragments of @src, stopping early once @stop
+ * bytes (if nonzero) are reached: *all gets the bytes of the fragments
+ * accepted before the first fault.
+ */
+static inline int __tb_buf_src_measure(const struct __tb_buf_src *src,
+				       uint32_t nfrags, uint32_t stop,
+				       uint32_t *all)
+{
+	uint32_t off = 0, i;
+	int st = __TB_BUF_SRC_OK;
+
+	for (i = 0; i < nfrags && (!stop || off < stop); i++) {
+		uint32_t len;
+
+		if (src->raw) {
+			struct tb_frag_iter it;
+			const uint8_t *d;
+			uint32_t sz;
+			int r;
+
+			tb_frag_iter_init(&it, src->raw, src->size, off);
+			r = tb_frag_iter_next(&it, &d, &sz);
+			if (r == TB_FRAG_ITER_ABORT) {
+				st = __TB_BUF_SRC_ABORT;
+				break;
+			}
+			if (r != TB_FRAG_ITER_OK) {
+				st = __TB_BUF_SRC_BAD;
+				break;
+			}
+			len = it.off - off;
+		} else {
+			uint32_t sz;
+
+			if (i >= src->nvec) {
+				st = __TB_BUF_SRC_BAD;
+				break;
+			}
+			sz = src->vec[i].size;
+			if (sz == TB_FRAG_SIZE_ABORT) {
+				st = __TB_BUF_SRC_ABORT;
+				break;
+			}
+			len = tb_frag_varint_len(sz) + sz;
+			if (sz > TB_BUF_MAX_PAYLOAD || len > src->size - off) {
+				st = __TB_BUF_SRC_BAD;
+				break;
+			}
+		}
+		off += len;
+	}
+	*all = off;
+	return st;
+}
+
+/* Whether a fragment boundary of @src falls exactly at byte @at. */
+static inline bool __tb_buf_src_boundary(const struct __tb_buf_src *src,
+					 uint32_t nfrags, uint32_t at)
+{
+	uint32_t off;
+
+	if (!at)
+		return true;
+	__tb_buf_src_measure(src, nfrags, at, &off);
+	return off == at;
+}
+
+/* Copies the first @all bytes of @src, framed, to @dst. */
+static inline void __tb_buf_src_copy(const struct __tb_buf_src *src,
+				     uint8_t *dst, uint32_t all)
+{
+	uint32_t off = 0, i;
+
+	if (src->raw) {
+		if (all)
+			memcpy(dst, src->raw, all);
+		return;
+	}
+	for (i = 0; off < all && i < src->nvec; i++) {
+		uint32_t sz = src->vec[i].size;
+
+		off += tb_frag_varint_put(dst + off, sz);
+		if (sz)
+			memcpy(dst + off, src->vec[i].data, sz);
+		off += sz;
+	}
+}
+
+/*
+ * Whether chunk @id may still enter sequence @s: not if it was consumed
+ * already, except an evicted or relocated incomplete chunk that now
+ * carries more (re-admission: its first *prev bytes count as consumed).
+ */
+static inline bool __tb_buf_admit(const struct __tb_buf_seq *s, uint32_t id,
+				  uint32_t all, uint32_t *prev)
+{
+	*prev = 0;
+	if (!s->has_last || tb_buf_id_cmp(id, s->last_id) > 0)
+		return true;
+	if (id == s->last_id && s->last_incomplete && s->last_size < all) {
+		*prev = s->last_size;
+		return true;
+	}
+	return false;
+}
+
+/* Whether adding @id keeps the sequence's ids within TB_BUF_ID_WINDOW. */
+static inline bool __tb_buf_id_fits(const struct __tb_buf_seq *s, uint32_t id)
+{
+	uint32_t lo, hi;
+
+	if (!s->n)
+		return true;
+	lo = __tb_buf_ref(s, 0)->id;
+	hi = __tb_buf_ref(s, s->n - 1)->id;
+	if (tb_buf_id_cmp(id, lo) < 0)
+		lo = id;
+	else if (tb_buf_id_cmp(id, hi) > 0)
+		hi = id;
+	return hi - lo < TB_BUF_ID_WINDOW;
+}
+
+/* A commit of a chunk id the sequence still holds (at index @i). */
+static inline int __tb_buf_recommit(struct tb_buf *b, struct __tb_buf_seq *s,
+				    uint32_t i, const struct __tb_buf_src *src,
+				    uint32_t nfrags, uint32_t all, uint8_t flags,
+				    bool complete, bool *relocate)
+{
+	struct __tb_buf_hdr *r = __tb_buf_chunk(b, s, i);
+	uint32_t consumed = __tb_buf_unread(r);
+	uint8_t old = r->flags & TB_BUF_ABI_FLAGS;
+
+	*relocate = false;
+	if (all < r->payload_size || all > r->size || (old & ~flags)) {
+		b->stats.abi_violations++;
+		return TB_BUF_ERECOMMIT;
+	}
+	if (all != r->payload_size &&
+	    !__tb_buf_src_boundary(src, nfrags, consumed)) {
+		/* The new bytes must not move what was already read. */
+		b->stats.abi_violations++;
+		return TB_BUF_ERECOMMIT;
+	}
+	if ((r->flags & __TB_BUF_INCOMPLETE) && !r->payload_avail &&
+	    complete && all > r->payload_size && i == 0 &&
+	    b->policy == TB_BUF_RING_BUFFER) {
+		/* Drained scraped head: move it to the write cursor. */
+		b->stats.chunks_relocated++;
+		__tb_buf_erase_head(b, s);
+		*relocate = true;
+		return TB_BUF_OK;
+	}
+	if (complete)
+		r->flags &= (uint8_t)~__TB_BUF_INCOMPLETE;
+	if (all == r->payload_size)
+		return TB_BUF_OK;	/* identical resend */
+	r->payload_size = (uint16_t)all;
+	r->payload_avail = (uint16_t)(all - consumed);
+	__tb_buf_src_copy(src, __tb_buf_payload(r), all);
+	r->flags |= flags;
+	b->stats.chunks_rewritten++;
+	return TB_BUF_OK;
+}
+
+/* Deletes the oldest empty sequences beyond TB_BUF_KEEP_EMPTY_SEQ. */
+static inline void __tb_buf_gc(struct tb_buf *b)
+{
+	uint64_t lo = 0, hi = b->age + 1;
+	uint32_t drop = b->nempty - TB_BUF_KEEP_EMPTY_SEQ, i, pass;
+
+	/* Find the age below which exactly @drop empty sequences lie. */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		uint32_t cnt = 0;
+
+		for (i = 0; i < b->seq_cap; i++)
+			if (b->seqs[i].used && !b->seqs[i].n &&
+			    b->seqs[i].age < mid)
+				cnt++;
+		if (cnt < drop)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Deleting shifts entries back; a second pass catches any moved. */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < b->seq_cap; i++) {
+			struct __tb_buf_seq *s = &b->seqs[i];
+
+			while (s->used && !s->n && s->age < lo) {
+				__tb_buf_table_del(b, i);
+				b->nempty--;
+			}
+		}
+	}
+}
+
+static inline int __tb_buf_copy_one(struct tb_buf *b,
+				    const struct tb_buf_chunk_in *in,
+				    const struct __tb_buf_src *src,
+				    uint32_t nfrags)
+{
+	uint32_t key, all, stored, outer, prev, pos;
+	uint8_t flags = in->flags & TB_BUF_ABI_FLAGS;
+	struct __tb_buf_seq *s;
+	struct __tb_buf_hdr *c;
+	int ret = TB_BUF_OK, st;
+
+	if (!in->writer_id) {
+		b->stats.abi_violations++;
+		return TB_BUF_EBADID;
+	}
+	if (b->discard) {
+		b->stats.chunks_discarded++;
+		return TB_BUF_EFULL;
+	}
+	if (src->size > TB_BUF_MAX_PAYLOAD) {
+		b->stats.abi_violations++;
+		return TB_BUF_ETOOBIG;
+	}
+	if (!in->complete) {
+		/* Scraped: the last fragment may still be being written. */
+		flags |= __TB_BUF_INCOMPLETE;
+		if (nfrags) {
+			nfrags--;
+			flags &= (uint8_t)~(TB_BUF_LAST_CONT |
+					    TB_BUF_NEEDS_PATCH);
+		}
+	}
+	st = __tb_buf_src_measure(src, nfrags, 0, &all);
+	if (st == __TB_BUF_SRC_BAD) {
+		b->stats.abi_violations++;
+		ret = TB_BUF_EPROTO;
+	}
+	stored = in->complete ? all : src->size;
+	outer = __tb_buf_outer(stored);
+	if (outer > b->size) {
+		b->stats.abi_violations++;
+		return TB_BUF_ETOOBIG;
+	}
+	key = __tb_buf_key(in->producer_id, in->writer_id);
+	s = __tb_buf_seq_get(b, key, &in->ident);
+	if (!s)
+		return TB_BUF_ENOMEM;
+	if (st == __TB_BUF_SRC_ABORT) {
+		b->stats.trace_writer_packet_loss++;
+		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_WRITER_ABORT;
+	}
+	if (!__tb_buf_admit(s, in->chunk_id, all, &prev)) {
+		b->stats.chunks_discarded++;
+		return TB_BUF_ESTALE;
+	}
+	if (!__tb_buf_id_fits(s, in->chunk_id)) {
+		b->stats.abi_violations++;
+		return TB_BUF_EBADID;
+	}
+	pos = __tb_buf_ring_lower(s, in->chunk_id);
+	if (pos < s->n && __tb_buf_ref(s, pos)->id == in->chunk_id) {
+		bool relocate;
+		int r = __tb_buf_recommit(b, s, pos, src, nfrags, all, flags,
+					  in->complete, &relocate);
+
+		if (r != TB_BUF_OK || !relocate)
+			return r != TB_BUF_OK ? r : ret;
+		__tb_buf_admit(s, in->chunk_id, all, &prev);
+	}
+	if (!__tb_buf_src_boundary(src, nfrags, prev)) {
+		/* A re-admitted chunk must extend what was consumed. */
+		b->stats.abi_violations++;
+		return TB_BUF_ERECOMMIT;
+	}
+	if (__tb_buf_ring_reserve(b, s))
+		return TB_BUF_ENOMEM;
+
+	/* Make room, wrapping at the end of the buffer. */
+	if (outer > b->size - b->wr) {
+		if (b->policy == TB_BUF_DISCARD) {
+			b->discard = 1;
+			b->stats.chunks_discarded++;
+			return TB_BUF_EFULL;
+		}
+		if (b->wr < b->size)
+			__tb_buf_make_room(b, b->size - b->wr);
+		b->wr = 0;
+		b->stats.write_wrap_count++;
+	}
+	__tb_buf_make_room(b, outer);
+	/* The overwrite may have consumed this sequence past the chunk. */
+	if (!__tb_buf_admit(s, in->chunk_id, all, &prev)) {
+		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_OVERWRITE;
+		b->stats.chunks_discarded++;
+		return TB_BUF_ESTALE;
+	}
+
+	c = __tb_buf_hdr_at(b, b->wr);
+	c->id = in->chunk_id;
+	c->key = key;
+	c->size = (uint16_t)stored;
+	c->payload_size = (uint16_t)all;
+	c->payload_avail = (uint16_t)(all - prev);
+	c->flags = flags;
+	c->spare = 0;
+	__tb_buf_src_copy(src, __tb_buf_payload(c), all);
+
+	pos = __tb_buf_ring_lower(s, in->chunk_id);
+	if (pos != s->n)
+		b->stats.chunks_committed_out_of_order++;
+	if (!s->n)
+		b->nempty--;
+	__tb_buf_ring_insert(s, pos, in->chunk_id, b->wr);
+	b->wr += outer;
+	if (b->wr > b->used)
+		b->used = b->wr;
+	b->stats.chunks_written++;
+	b->stats.bytes_written += outer;
+	return ret;
+}
+
+static inline int __tb_buf_copy(struct tb_buf *b,
+				const struct tb_buf_chunk_in *in,
+				const struct __tb_buf_src *src,
+				uint32_t nfrags)
+{
+	int ret;
+
+	if (b->in_cb)
+		return TB_BUF_EBUSY;
+	if (b->read_only)
+		return TB_BUF_EROFS;
+	b->rd_valid = 0;
+	ret = __tb_buf_copy_one(b, in, src, nfrags);
+	if (b->nempty > TB_BUF_GC_THRESHOLD)
+		__tb_buf_gc(b);
+	return ret;
+}
+
+/*
+ * Copies one committed chunk.  @in->payload holds @in->size bytes of
+ * varint-framed fragments, of which the first @in->nfrags count.  Returns
+ * TB_BUF_OK, or an error: the chunk was dropped, except TB_BUF_EPROTO (the
+ * fragments before the fault were kept).  A writer-abort marker is no
+ * error: it is reported as TB_BUF_LOSS_WRITER_ABORT.
+ */
+static inline int tb_buf_copy_chunk(struct tb_buf *b,
+				    const struct tb_buf_chunk_in *in)
+{
+	struct __tb_buf_src src;
+
+	TB_BUF_BUG_ON(!b || !in || (!in->payload && in->size));
+	if (!b || !in || (!in->payload && in->size))
+		return TB_BUF_EINVAL;
+	memset(&src, 0, sizeof(src));
+	src.raw = (const uint8_t *)in->payload;
+	src.size = in->size > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
+		   (uint32_t)in->size;
+	return __tb_buf_copy(b, in, &src, in->nfrags);
+}
+
+/*
+ * Copies one chunk given as @n unframed fragments (what a ring reader
+ * emits), framing each with a LEB128 length while copying.  @in->payload,
+ * @in->size and @in->nfrags are ignored.  Otherwise like
+ * tb_buf_copy_chunk(); an incomplete chunk reserves the framed size of all
+ * @n fragments.
+ */
+static inline int tb_buf_copy_frags(struct tb_buf *b,
+				    const struct tb_buf_chunk_in *in,
+				    const struct tb_buf_frag *frags,
+				    unsigned n)
+{
+	struct __tb_buf_src src;
+	uint64_t total = 0;
+	unsigned i;
+
+	TB_BUF_BUG_ON(!b || !in || (!frags && n));
+	if (!b || !in || (!frags && n))
+		return TB_BUF_EINVAL;
+	for (i = 0; i < n && total <= TB_BUF_MAX_PAYLOAD; i++) {
+		uint32_t sz = frags[i].size;
+
+		TB_BUF_BUG_ON(!frags[i].data && sz && sz != TB_FRAG_SIZE_ABORT);
+		if (!frags[i].data && sz && sz != TB_FRAG_SIZE_ABORT)
+			return TB_BUF_EINVAL;
+		if (sz == TB_FRAG_SIZE_ABORT)
+			break;
+		total += tb_frag_varint_len(sz) + (uint64_t)sz;
+	}
+	memset(&src, 0, sizeof(src));
+	src.vec = frags;
+	src.nvec = n;
+	src.size = total > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
+		   (uint32_t)total;
+	return __tb_buf_copy(b, in, &src, n);
+}
+
+/*
+ * Applies @n 4-byte patches to chunk @chunk_id of {@producer, @writer}.
+ * Offsets are relative to the chunk payload.  Fails (counted once) when
+ * the chunk is not in the buffer (consumed, overwritten or never seen) or
+ * at the first patch out of bounds; patches before it stay applied.  The
+ * chunk stops waiting for patches when @more_pending is false.
+ */
+static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
+			       uint16_t writer, uint32_t chunk_id,
+			       const struct tb_buf_patch *patches, size_t n,
+			       bool more_pending)
+{
+	struct __tb_buf_seq *s;
+	struct __tb_buf_hdr *c;
+	int64_t i;
+	size_t k;
+
+	TB_BUF_BUG_ON(!b || (!patches && n));
+	if (!b || (!patches && n))
+		return TB_BUF_EINVAL;
+	if (b->in_cb)
+		return TB_BUF_EBUSY;
+	if (b->read_only)
+		return TB_BUF_EROFS;
+	b->rd_valid = 0;
+	s = __tb_buf_seq_find(b, __tb_buf_key(producer, writer));
+	i = s ? __tb_buf_ring_find(s, chunk_id) : -1;
+	if (i < 0) {
+		b->stats.patches_failed++;
+		return TB_BUF_ENOENT;
+	}
+	c = __tb_buf_chunk(b, s, (uint32_t)i);
+	for (k = 0; k < n; k++) {
+		if (c->payload_size < TB_BUF_PATCH_SIZE ||
+		    patches[k].offset > c->payload_size - TB_BUF_PATCH_SIZE) {
+			b->stats.patches_failed++;
+			return TB_BUF_ERANGE;
+		}
+		memcpy(__tb_buf_payload(c) + patches[k].offset,
+		       patches[k].data, TB_BUF_PATCH_SIZE);
+	}
+	b->stats.patches_succeeded += n;
+	if (!more_pending)
+		c->flags &= (uint8_t)~TB_BUF_NEEDS_PATCH;
+	return TB_BUF_OK;
+}
+
+/* ---- Reading ------------------------------------------------------------ */
+
+/*
+ * Starts a read batch at the oldest data (just after the write cursor) and
+ * lifts the stalls of the previous batch.
+ */
+static inline void tb_buf_begin_read(struct tb_buf *b)
+{
+	if (b->in_cb)
+		return;
+	b->rd = b->wr == b->used ? 0 : b->wr;
+	b->inner = 0;
+	b->rd_walked = 0;
+	b->rd_valid = b->used != 0;
+	b->gen++;
+}
+
+/*
+ * Returns the next packet in @out, or false when nothing more can be read
+ * in this batch.  Reading consumes.  Packets of one sequence come in
+ * order; across sequences roughly in write order.  @out->loss carries the
+ * loss reasons recorded for the sequence since its previous packet.
+ */
+static inline bool tb_buf_read_packet(struct tb_buf *b,
+				      struct tb_buf_packet *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!b->rd_valid || b->in_cb)
+		return false;
+	for (;;) {
+		struct __tb_buf_hdr *c;
+		struct __tb_buf_seq *s;
+		uint32_t next;
+
+		if (!b->inner) {
+			c = __tb_buf_hdr_at(b, b->rd);
+			s = c->key ? __tb_buf_seq_find(b, c->key) : NULL;
+			TB_BUF_BUG_ON(c->key && !s);
+			if (s) {
+				b->inner = 1;
+				b->target = b->rd;
+				b->inner_seq = (uint32_t)(s - b->seqs);
+				__tb_buf_gap_check(b, s);
+			}
+		}
+		if (b->inner) {
+			s = &b->seqs[b->inner_seq];
+			if (__tb_buf_seq_next(b, s, b->target, false, true)) {
+				__tb_buf_fill_packet(b, s, out);
+				out->loss = s->loss;
+				s->loss = 0;
+				return true;
+			}
+			b->inner = 0;
+			c = __tb_buf_hdr_at(b, b->target);
+		} else {
+			c = __tb_buf_hdr_at(b, b->rd);
+		}
+		/* Move on in buffer order, wrapping at the used end. */
+		next = (uint32_t)((uint8_t *)c - b->data) +
+		       __tb_buf_outer(c->size);
+		b->rd_walked += __tb_buf_outer(c->size);
+		if (next == b->wr || (next >= b->used && !b->wr) ||
+		    b->rd_walked > 2ull * b->used) {
+			b->rd_valid = 0;
+			return false;
+		}
+		b->rd = next >= b->used ? 0 : next;
+	}
+}
+
+/* ---- Cloning ------------------------------------------------------------ */
+
+/*
+ * A read-only snapshot: same contents, sequences and stats (read counters
+ * reset); reading it does not touch the original.  NULL when out of
+ * memory.
+ */
+static inline struct tb_buf *tb_buf_clone_readonly(const struct tb_buf *b)
+{
+	struct tb_buf *c;
+	uint32_t i;
+
+	if (b->in_cb)
+		return NULL;
+	c = tb_buf_create_with(b->size, (enum tb_buf_policy)b->policy,
+			       b->alloc, b->alloc_ctx);
+	if (!c)
+		return NULL;
+	__tb_buf_mem(c, c->seqs, (size_t)c->seq_cap * sizeof(*c->seqs), 0);
+	c->seqs = NULL;
+	if (__tb_buf_table_alloc(c, b->seq_cap)) {
+		c->seq_cap = 0;
+		goto fail;
+	}
+	for (i = 0; i < b->seq_cap; i++) {
+		const struct __tb_buf_seq *s = &b->seqs[i];
+		struct __tb_buf_seq *d = &c->seqs[i];
+		uint32_t j;
+
+		if (!s->used)
+			continue;
+		*d = *s;
+		d->ring = NULL;
+		d->cap = 0;
+		d->head = 0;
+		d->n = 0;
+		if (!s->n)
+			continue;
+		d->cap = s->cap;
+		d->ring = (struct __tb_buf_ref *)__tb_buf_mem(c, NULL, 0,
+				(size_t)s->cap * sizeof(*s->ring));
+		if (!d->ring) {
+			d->cap = 0;
+			goto fail;
+		}
+		for (j = 0; j < s->n; j++)
+			d->ring[j] = *__tb_buf_ref(s, j);
+		d->n = s->n;
+	}
+	if (b->used)
+		memcpy(c->data, b->data, b->used);
+	c->seq_n = b->seq_n;
+	c->nempty = b->nempty;
+	c->age = b->age;
+	c->used = b->used;
+	c->wr = b->wr;
+	c->gen = b->gen;
+	c->discard = b->discard;
+	c->read_only = 1;
+	c->stats = b->stats;
+	c->stats.bytes_read = 0;
+	c->stats.chunks_read = 0;
+	c->stats.readaheads_failed = 0;
+	c->stats.readaheads_succeeded = 0;
+	return c;
+fail:
+	tb_buf_destroy(c);
+	return NULL;
+}
+
+#endif /* TBUFFER_H */
