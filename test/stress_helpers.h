@@ -27,7 +27,9 @@
 #ifndef STRESS_HELPERS_H
 #define STRESS_HELPERS_H
 
+#include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,113 @@ static void sh_fill(uint8_t *pkt, unsigned writer, uint32_t seq,
 	sh_put32(pkt + 8, len);
 	sh_payload(pkt + SH_HDR, len - SH_HDR, writer, seq);
 	sh_put32(pkt + 12, sh_fnv(pkt + SH_HDR, len - SH_HDR));
+}
+
+/* ------------------------------------------------------------------------
+ * A writer that stalls with a fragment open.
+ */
+struct sh_stall {
+	uint32_t syncs;		/* tb_writer_sync() calls */
+	uint32_t moved;		/* ... that relocated the open fragment */
+	const char *bad;	/* a broken promise of the API, or NULL */
+};
+
+static void sh_spin(uint64_t *rng)
+{
+	unsigned i, n = sh_range(rng, 0, 2000);
+	volatile unsigned sink = 0;
+
+	for (i = 0; i < n; i++)
+		sink += i;
+	(void)sink;
+}
+
+/* A pause while a fragment is open: one yield, a spin, several yields. */
+static void sh_pause(uint64_t *rng)
+{
+	unsigned i, n;
+
+	switch (sh_range(rng, 0, 3)) {
+	case 0:
+		sched_yield();
+		break;
+	case 1:
+		sh_spin(rng);
+		break;
+	case 2:
+		n = sh_range(rng, 1, 8);
+		for (i = 0; i < n; i++)
+			sched_yield();
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * tb_writer_write_packet() by hand, same results: each piece opened, a
+ * random part written, a stall with the fragment open, maybe
+ * tb_writer_sync() and a rebase of the write pointer (twice), the rest
+ * written, then closed.  Checks that a sync keeps the bytes written.
+ */
+static int sh_write_stalling(struct tb_writer *w, const uint8_t *p,
+			     uint32_t len, uint64_t *rng, struct sh_stall *st)
+{
+	unsigned cont = 0;
+
+	for (;;) {
+		struct tb_span s;
+		uint32_t min = len < TB_SPLIT_MIN ? len : TB_SPLIT_MIN;
+		uint32_t n, used, room;
+		unsigned round;
+		bool more;
+		int ret = tb_writer_open(w, min, cont, &s);
+
+		if (ret) {
+			tb_writer_record_loss(w);
+			return ret;
+		}
+		room = (uint32_t)(s.end - s.begin);
+		n = len < room ? len : room;
+		used = sh_range(rng, 0, n);
+		memcpy(s.begin, p, used);
+		for (round = 0; round < 2; round++) {
+			uint8_t *old = s.begin;
+
+			sh_pause(rng);
+			if (sh_range(rng, 0, 2))
+				continue;
+			st->syncs++;
+			ret = tb_writer_sync(w, used, &s);
+			if (ret)
+				return ret;	/* the fragment is lost */
+			if (s.begin != old)
+				st->moved++;
+			room = (uint32_t)(s.end - s.begin);
+			if (room < used) {
+				st->bad = "sync: less room than bytes used";
+				return TB_EINVAL;
+			}
+			if (n > room)
+				n = room;
+			if (memcmp(s.begin, p, used)) {
+				st->bad = "sync lost bytes of the open fragment";
+				return TB_EINVAL;
+			}
+		}
+		memcpy(s.begin + used, p + used, n - used);
+		if (!sh_range(rng, 0, 3))
+			sh_pause(rng);
+		more = n < len;
+		ret = tb_writer_close(w, n, more ? TB_CLOSE_CONT_NEXT : 0);
+		if (ret)
+			return ret;
+		if (!more)
+			return TB_OK;
+		p += n;
+		len -= n;
+		cont = TB_OPEN_CONT_PREV;
+	}
 }
 
 /* ------------------------------------------------------------------------

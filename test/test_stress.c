@@ -58,8 +58,7 @@ struct st_writer {
 	uint32_t dropped;
 	uint32_t by_err[8];		/* by -result */
 	uint32_t stalled;		/* packets written with a stall */
-	uint32_t syncs;
-	uint32_t sync_moved;		/* syncs that relocated */
+	struct sh_stall st;
 	int bad;			/* an unexpected result, or 0 */
 	const char *bad_what;
 };
@@ -102,110 +101,11 @@ static uint64_t st_base_seed(void)
 	return e ? strtoull(e, NULL, 0) : 0x7b5eedull;
 }
 
-static void st_spin(uint64_t *rng)
-{
-	unsigned i, n = sh_range(rng, 0, 2000);
-	volatile unsigned sink = 0;
-
-	for (i = 0; i < n; i++)
-		sink += i;
-	(void)sink;
-}
-
-/* A pause while a fragment is open: yield, spin or both. */
-static void st_pause(uint64_t *rng)
-{
-	unsigned i, n;
-
-	switch (sh_range(rng, 0, 3)) {
-	case 0:
-		sched_yield();
-		break;
-	case 1:
-		st_spin(rng);
-		break;
-	case 2:
-		n = sh_range(rng, 1, 8);
-		for (i = 0; i < n; i++)
-			sched_yield();
-		break;
-	default:
-		break;
-	}
-}
-
 static void st_bad(struct st_writer *sw, int ret, const char *what)
 {
 	if (!sw->bad) {
 		sw->bad = ret ? ret : -100;
 		sw->bad_what = what;
-	}
-}
-
-/*
- * tb_writer_write_packet() by hand: each piece opened, half written, a
- * stall with the fragment open, maybe tb_writer_sync() and a rebase, the
- * rest written (maybe another sync), then closed.  Same results.
- */
-static int st_write_stalling(struct st_writer *sw, const uint8_t *p,
-			     uint32_t len)
-{
-	struct tb_writer *w = &sw->w;
-	unsigned cont = 0;
-
-	for (;;) {
-		struct tb_span s;
-		uint32_t min = len < TB_SPLIT_MIN ? len : TB_SPLIT_MIN;
-		uint32_t n, used, room;
-		unsigned round;
-		bool more;
-		int ret = tb_writer_open(w, min, cont, &s);
-
-		if (ret) {
-			tb_writer_record_loss(w);
-			return ret;
-		}
-		room = (uint32_t)(s.end - s.begin);
-		n = len < room ? len : room;
-		used = sh_range(&sw->rng, 0, n);
-		memcpy(s.begin, p, used);
-		for (round = 0; round < 2; round++) {
-			uint8_t *old = s.begin;
-
-			st_pause(&sw->rng);
-			if (sh_range(&sw->rng, 0, 2))
-				continue;
-			sw->syncs++;
-			ret = tb_writer_sync(w, used, &s);
-			if (ret)
-				return ret;	/* the fragment is lost */
-			if (s.begin != old)
-				sw->sync_moved++;
-			room = (uint32_t)(s.end - s.begin);
-			if (room < used) {
-				st_bad(sw, TB_EINVAL, "sync: room < used");
-				return TB_EINVAL;
-			}
-			if (n > room)
-				n = room;
-			/* the bytes written so far moved with the span */
-			if (memcmp(s.begin, p, used)) {
-				st_bad(sw, TB_EINVAL, "sync lost bytes");
-				return TB_EINVAL;
-			}
-		}
-		memcpy(s.begin + used, p + used, n - used);
-		if (sh_range(&sw->rng, 0, 3) == 0)
-			st_pause(&sw->rng);
-		more = n < len;
-		ret = tb_writer_close(w, n, more ? TB_CLOSE_CONT_NEXT : 0);
-		if (ret)
-			return ret;
-		if (!more)
-			return TB_OK;
-		p += n;
-		len -= n;
-		cont = TB_OPEN_CONT_PREV;
 	}
 }
 
@@ -240,7 +140,8 @@ static void *st_writer_main(void *arg)
 		sh_fill(sw->pkt, sw->idx, seq, len);
 		if (sh_range(&sw->rng, 0, 99) < run->cfg.stall_pct) {
 			sw->stalled++;
-			ret = st_write_stalling(sw, sw->pkt, len);
+			ret = sh_write_stalling(&sw->w, sw->pkt, len,
+						&sw->rng, &sw->st);
 		} else {
 			ret = tb_writer_write_packet(&sw->w, sw->pkt, len);
 		}
@@ -255,6 +156,8 @@ static void *st_writer_main(void *arg)
 			sw->by_err[-ret]++;
 		if (ret != TB_FULL && ret != TB_NO_CHUNK && ret != TB_DROPPED)
 			st_bad(sw, ret, "write");
+		if (sw->st.bad)
+			st_bad(sw, TB_EINVAL, sw->st.bad);
 		sched_yield();		/* let the reader catch up */
 	}
 	if (tb_writer_release(&sw->w) != TB_OK)
@@ -411,12 +314,15 @@ static void st_check(struct st_run *run, struct st_totals *t)
 		t->received += s->received;
 		t->discarded += s->discarded;
 		t->stalled += sw->stalled;
-		t->syncs += sw->syncs;
-		t->sync_moved += sw->sync_moved;
+		t->syncs += sw->st.syncs;
+		t->sync_moved += sw->st.moved;
 		t->scraped_chunks += s->scraped;
 	}
 	ck_assert_uint_eq(t->written, t->received + t->dropped);
 	tb_ring_stats(&run->ring, &t->rs);
+	/* every burned claim is a position the reader resolved as a hole */
+	ck_assert_uint_ge(t->rs.rstat[TB_RS_HOLES], t->rs.wstat[TB_WS_HOLES]);
+	ck_assert_uint_eq(t->rs.rstat[TB_RS_MALFORMED], 0);
 }
 
 static void st_print(const struct st_run *run, const struct st_totals *t,
