@@ -1,0 +1,2994 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_tbring.c - conformance of tbring.h to the shared ring chunk
+ * protocol (specification sections 2-8): the state-word ABI, geometry,
+ * every transition, the three races driven step by step from one thread,
+ * the section 2 scenarios, every reader and writer exit, relocation after
+ * a scrape, and hostile shared memory.
+ *
+ * Expected words are written from the specification (spec_word() and the
+ * hex values it lists) and read back bytewise from the chunk, never
+ * through tbring.h's decoders.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tbring.h"
+#include "ring_helpers.h"
+
+#define WA	7	/* writer ids */
+#define WB	9
+#define WC	11
+#define BID	0x1234
+
+/* ------------------------------------------------------------------------
+ * (a) ABI: the state word and positions (sections 3.2, 3.3, 4)
+ */
+START_TEST(test_state_words_are_the_spec_hex_values)
+{
+	ck_assert_uint_eq(tb_state_free(0), 0x00000000u);
+	ck_assert_uint_eq(tb_state_free(5), 0x00000005u);
+	ck_assert_uint_eq(tb_state_data(TB_ACQUIRED, 0, 0, 0, 7), 0x20000007u);
+	ck_assert_uint_eq(tb_state_data(TB_COMPLETE, 0, 0, 3, 7), 0x40030007u);
+	ck_assert_uint_eq(tb_state_data(TB_REWRITE, 0, 0, 3, 7), 0x60030007u);
+	ck_assert_uint_eq(tb_state_data(TB_COMPLETE, 0, TB_F_CONT_NEXT, 2,
+					0x1234), 0x42021234u);
+	ck_assert_uint_eq(TB_WORD_ACKED, 0x80000000u);
+	/* the enum and flag values are the ABI's */
+	ck_assert_int_eq(TB_FREE, 0);
+	ck_assert_int_eq(TB_ACQUIRED, 1);
+	ck_assert_int_eq(TB_COMPLETE, 2);
+	ck_assert_int_eq(TB_REWRITE, 3);
+	ck_assert_int_eq(TB_ACKED, 4);
+	ck_assert_uint_eq(TB_F_CONT_PREV, 1u << 26);
+	ck_assert_uint_eq(TB_F_CONT_NEXT, 1u << 25);
+	ck_assert_uint_eq(TB_F_DATA_LOSS, 1u << 24);
+	ck_assert_uint_eq(TB_FORMAT_TARGET, 0);
+}
+END_TEST
+
+START_TEST(test_data_bearing_fields_round_trip)
+{
+	static const unsigned states[] = { TB_ACQUIRED, TB_COMPLETE,
+					   TB_REWRITE };
+	static const uint32_t flags[] = {
+		0, TB_F_CONT_PREV, TB_F_CONT_NEXT, TB_F_DATA_LOSS,
+		TB_F_CONT_PREV | TB_F_DATA_LOSS,
+		TB_F_CONT_PREV | TB_F_CONT_NEXT | TB_F_DATA_LOSS,
+	};
+	static const unsigned counts[] = { 0, 1, 127, 128, 254, 255 };
+	static const uint16_t writers[] = { 0, 1, 0x1234, 0x7fff, 0xffff };
+	unsigned s, f, n, w, fmt;
+
+	for (s = 0; s < 3; s++)
+	for (f = 0; f < 6; f++)
+	for (n = 0; n < 6; n++)
+	for (w = 0; w < 5; w++)
+	for (fmt = 0; fmt < 4; fmt++) {
+		uint32_t word = tb_state_data(states[s], fmt, flags[f],
+					      counts[n], writers[w]);
+
+		ck_assert_uint_eq(word, spec_word(states[s], fmt,
+						  flags[f] >> 24, counts[n],
+						  writers[w]));
+		ck_assert_uint_eq(tb_state_of(word), states[s]);
+		ck_assert(tb_state_is_data(tb_state_of(word)));
+		ck_assert_uint_eq(tb_state_format(word), fmt);
+		ck_assert_uint_eq(tb_state_flags(word), flags[f]);
+		ck_assert_uint_eq(tb_state_nfrags(word), counts[n]);
+		ck_assert_uint_eq(tb_state_writer(word), writers[w]);
+	}
+}
+END_TEST
+
+START_TEST(test_free_word_carries_only_the_wrap_count)
+{
+	static const uint32_t wraps[] = { 0, 1, 2, 0x12345, 0x1fffffff };
+	unsigned i;
+
+	for (i = 0; i < 5; i++) {
+		uint32_t word = tb_state_free(wraps[i]);
+
+		ck_assert_uint_eq(word, wraps[i]);
+		ck_assert_uint_eq(tb_state_of(word), TB_FREE);
+		ck_assert_uint_eq(tb_state_wrap(word), wraps[i]);
+		ck_assert(!tb_state_is_data(tb_state_of(word)));
+	}
+	/* masked to 29 bits, never spilling into the state */
+	ck_assert_uint_eq(tb_state_free(0xffffffffu), 0x1fffffffu);
+	ck_assert_uint_eq(tb_state_free(0x20000000u), 0);
+}
+END_TEST
+
+START_TEST(test_with_state_changes_only_bits_31_to_29)
+{
+	static const uint32_t words[] = {
+		0x00000000u, 0x1fffffffu, 0x2f0f0f0fu, 0x42021234u,
+		0x7fffffffu, 0x80000000u, 0xffffffffu, 0x6a5a1234u,
+	};
+	unsigned i, st;
+
+	for (i = 0; i < 8; i++)
+		for (st = 0; st < 8; st++) {
+			uint32_t got = tb_state_with(words[i], st);
+
+			ck_assert_uint_eq(got >> 29, st);
+			ck_assert_uint_eq(got & 0x1fffffffu,
+					  words[i] & 0x1fffffffu);
+		}
+	/* Acquired(fmt 01, P|L, 17, 0x0f0f) -> RewriteRequested */
+	ck_assert_uint_eq(tb_state_with(spec_word(SPEC_ACQ, 1, SPEC_P | SPEC_L,
+						  17, 0x0f0f), TB_REWRITE),
+			  spec_word(SPEC_RR, 1, SPEC_P | SPEC_L, 17, 0x0f0f));
+}
+END_TEST
+
+START_TEST(test_reserved_states_decode_as_5_6_7)
+{
+	static const unsigned want[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	unsigned i;
+
+	for (i = 0; i < 8; i++) {
+		uint32_t word = (uint32_t)(2 * i) << 28;
+
+		ck_assert_uint_eq(tb_state_of(word), want[i]);
+		ck_assert_uint_eq(tb_state_of(word | 0x1fffffffu), want[i]);
+		ck_assert_int_eq(tb_state_is_data(i), i >= 1 && i <= 3);
+	}
+	ck_assert_uint_eq(tb_state_of(0xa0000000u), 5);
+	ck_assert_uint_eq(tb_state_of(0xc0000000u), 6);
+	ck_assert_uint_eq(tb_state_of(0xe0000000u), 7);
+}
+END_TEST
+
+START_TEST(test_chunk_index_and_wrap_table_for_4_chunks)
+{
+	static const uint32_t idx[13] = { 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3,
+					  0 };
+	static const uint32_t wrap[13] = { 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
+					   3 };
+	uint32_t p;
+
+	for (p = 0; p <= 12; p++) {
+		ck_assert_uint_eq(tb_pos_index(p, 4), idx[p]);
+		ck_assert_uint_eq(tb_pos_wrap(p, 2), wrap[p]);
+	}
+}
+END_TEST
+
+START_TEST(test_chunk_index_and_wrap_for_several_ring_sizes)
+{
+	static const uint32_t sizes[] = { 2, 4, 8, 16, 1024 };
+	unsigned k;
+	uint32_t p;
+
+	for (k = 0; k < 5; k++) {
+		uint32_t n = sizes[k];
+		unsigned bits = 0;
+
+		while ((1u << bits) < n)
+			bits++;
+		for (p = 0; p < 3 * n; p++) {
+			ck_assert_uint_eq(tb_pos_index(p, n), p % n);
+			ck_assert_uint_eq(tb_pos_wrap(p, bits), p / n);
+		}
+	}
+	/* 2^30 chunks: the largest ring */
+	ck_assert_uint_eq(tb_pos_index(0xffffffffu, 1u << 30), 0x3fffffffu);
+	ck_assert_uint_eq(tb_pos_wrap(0xffffffffu, 30), 3);
+}
+END_TEST
+
+START_TEST(test_distance_is_exact_across_cursor_rollover)
+{
+	static const uint32_t want_idx[6] = { 4, 5, 6, 7, 0, 1 };
+	unsigned i;
+
+	ck_assert_uint_eq(tb_pos_distance(2, 0xfffffffcu), 6);
+	ck_assert_uint_eq(tb_pos_distance(0, 0), 0);
+	ck_assert_uint_eq(tb_pos_distance(0, 0xffffffffu), 1);
+	ck_assert_uint_eq(tb_pos_distance(0xffffffffu, 0xfffffffeu), 1);
+	ck_assert_uint_eq(tb_pos_distance(0x7fffffffu, 0xffffffffu),
+			  0x80000000u);
+	for (i = 0; i < 6; i++)
+		ck_assert_uint_eq(tb_pos_index(0xfffffffcu + i, 8),
+				  want_idx[i]);
+}
+END_TEST
+
+START_TEST(test_next_wrap_is_computed_from_the_position)
+{
+	uint32_t p;
+
+	for (p = 0; p < 16; p++)
+		ck_assert_uint_eq(tb_pos_next_wrap(p, 2),
+				  tb_pos_wrap(p, 2) + 1);
+	/* 16 chunks at 0xfffffff0: index 0, wrap 0x0fffffff, next 0 */
+	ck_assert_uint_eq(tb_pos_index(0xfffffff0u, 16), 0);
+	ck_assert_uint_eq(tb_pos_wrap(0xfffffff0u, 4), 0x0fffffffu);
+	ck_assert_uint_eq(tb_pos_next_wrap(0xfffffff0u, 4), 0);
+	/* 8 chunks: wrap(UINT32_MAX) = 0x1fffffff, whose next is 0 */
+	ck_assert_uint_eq(tb_pos_wrap(0xffffffffu, 3), 0x1fffffffu);
+	ck_assert_uint_eq(tb_pos_index(0xfffffff8u, 8), 0);
+	ck_assert_uint_eq(tb_pos_wrap(0xfffffff8u, 3), 0x1fffffffu);
+	ck_assert_uint_eq(tb_pos_next_wrap(0xfffffff8u, 3), 0);
+	/* and the free word it makes is FreeForWrap(0), not Acquired */
+	ck_assert_uint_eq(tb_state_free(tb_pos_next_wrap(0xfffffff8u, 3)), 0);
+}
+END_TEST
+
+START_TEST(test_wrap_identity_repeats_after_documented_period)
+{
+	uint32_t p;
+
+	/* 2 chunks: period 2^30 */
+	ck_assert_uint_eq(tb_pos_wrap(0, 1), tb_pos_wrap(1u << 30, 1));
+	ck_assert_uint_eq(tb_pos_index(0, 2), tb_pos_index(1u << 30, 2));
+	for (p = 2; p <= 14; p += 2)
+		ck_assert_uint_ne(tb_pos_wrap(p, 1), tb_pos_wrap(0, 1));
+	ck_assert_uint_ne(tb_pos_wrap((1u << 30) - 2, 1), tb_pos_wrap(0, 1));
+	/* 4 chunks: period 2^31 */
+	ck_assert_uint_eq(tb_pos_wrap(0, 2), tb_pos_wrap(1u << 31, 2));
+	ck_assert_uint_ne(tb_pos_wrap(0, 2), tb_pos_wrap(1u << 30, 2));
+	/* 8 chunks: the 32-bit position wraps first, no repeat before it */
+	ck_assert_uint_ne(tb_pos_wrap(0, 3), tb_pos_wrap(1u << 31, 3));
+	ck_assert_uint_ne(tb_pos_wrap(0, 3), tb_pos_wrap(0xfffffff8u, 3));
+}
+END_TEST
+
+START_TEST(test_ring_wrap_helpers_match_position_arithmetic)
+{
+	struct tring t;
+	uint32_t p;
+
+	tring_new(&t, 256, 16);
+	ck_assert_uint_eq(t.r.chunk_bits, 4);
+	for (p = 0xffffffe0u; p != 0x20; p++) {
+		ck_assert_uint_eq(tb_ring_wrap(&t.r, p), (p >> 4) & 0x1fffffff);
+		ck_assert_uint_eq(tb_ring_next_wrap(&t.r, p),
+				  ((p + 16) >> 4) & 0x1fffffff);
+		ck_assert_ptr_eq(tb_ring_chunk(&t.r, p), tchunk(&t, p & 15));
+	}
+	tring_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * (b) Geometry, init and attach (sections 3.1, 4.1)
+ */
+START_TEST(test_ring_size_rejects_illegal_geometry)
+{
+	static const uint32_t bad_counts[] = { 0, 1, 3, 6, 12, 1u << 31,
+					       0xffffffffu, (1u << 30) + 1 };
+	static const uint32_t bad_sizes[] = { 0, 1, 128, 255, 257, 384, 768,
+					      65536, 0x80000000u };
+	unsigned i;
+
+	for (i = 0; i < sizeof(bad_counts) / sizeof(bad_counts[0]); i++)
+		ck_assert_uint_eq(tb_ring_size(256, bad_counts[i]), 0);
+	for (i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++)
+		ck_assert_uint_eq(tb_ring_size(bad_sizes[i], 4), 0);
+}
+END_TEST
+
+START_TEST(test_ring_size_accepts_every_legal_geometry)
+{
+	uint32_t cs, n;
+
+	for (cs = 256; cs <= 32768; cs *= 2)
+		for (n = 2; n <= 1024; n *= 2) {
+			size_t len = tb_ring_size(cs, n);
+
+			ck_assert_uint_gt(len, (size_t)cs * n);
+			ck_assert_uint_eq(len - (size_t)cs * n,
+					  tb_ring_size(256, 2) - 512);
+		}
+	/* the largest count: fits a 64-bit size_t, not a 32-bit one */
+	if (SIZE_MAX > 0xffffffffu)
+		ck_assert_uint_gt(tb_ring_size(256, 1u << 30),
+				  (size_t)256 << 30);
+	else
+		ck_assert_uint_eq(tb_ring_size(256, 1u << 30), 0);
+}
+END_TEST
+
+START_TEST(test_init_accepts_each_legal_chunk_size)
+{
+	uint32_t cs, n;
+
+	for (cs = 256; cs <= 32768; cs *= 2) {
+		struct tring t;
+
+		tring_new(&t, cs, 4);
+		ck_assert_uint_eq(t.r.chunk_size, cs);
+		ck_assert_uint_eq(t.r.num_chunks, 4);
+		ck_assert_uint_eq(t.r.chunk_bits, 2);
+		ck_assert_uint_eq(t.r.width, spec_width(cs));
+		tring_free(&t);
+	}
+	for (n = 2; n <= 1024; n *= 2) {
+		struct tring t;
+		uint32_t bits = 0;
+
+		while ((1u << bits) < n)
+			bits++;
+		tring_new(&t, 256, n);
+		ck_assert_uint_eq(t.r.num_chunks, n);
+		ck_assert_uint_eq(t.r.chunk_bits, bits);
+		tring_free(&t);
+	}
+}
+END_TEST
+
+START_TEST(test_init_rejects_bad_memory_and_geometry)
+{
+	size_t len = tb_ring_size(256, 4);
+	uint8_t *mem = (uint8_t *)calloc(1, len + 8);
+	struct tb_ring r;
+
+	ck_assert_int_eq(tb_ring_init(&r, mem, len - 1, 256, 4), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_init(&r, NULL, len, 256, 4), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_init(&r, mem + 1, len, 256, 4), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 384, 4), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 3), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 1), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 4), TB_OK);
+	free(mem);
+}
+END_TEST
+
+START_TEST(test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere)
+{
+	struct tring t;
+	struct tb_ring_stats st;
+	uint32_t i;
+
+	tring_new(&t, 256, 1024);
+	for (i = 0; i < 1024; i++) {
+		ck_assert_uint_eq(tword(&t, i), 0);
+		ck_assert_uint_eq(tb_state_of(tword(&t, i)), TB_FREE);
+	}
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.write_pos, 0);
+	ck_assert_uint_eq(st.read_pos, 0);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_init_makes_no_stamping_pass_over_chunks)
+{
+	/* section 3.2: no initialization pass over every chunk */
+	size_t len = tb_ring_size(512, 8);
+	uint8_t *mem = (uint8_t *)calloc(1, len);
+	struct tb_ring r;
+	size_t i;
+
+	ck_assert_ptr_nonnull(mem);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 512, 8), TB_OK);
+	for (i = 0; i < 8 * 512; i++)
+		r.chunks[i] = 0x5a;
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 512, 8), TB_OK);
+	for (i = 0; i < 8 * 512; i++)
+		ck_assert_uint_eq(r.chunks[i], 0x5a);
+	ck_assert_ptr_eq(r.chunks + 8 * 512, mem + len);
+	free(mem);
+}
+END_TEST
+
+START_TEST(test_chunk_state_words_are_naturally_aligned)
+{
+	uint32_t cs, i;
+
+	for (cs = 256; cs <= 32768; cs *= 2) {
+		size_t len = tb_ring_size(cs, 8);
+		void *mem = NULL;
+		struct tb_ring r;
+
+		ck_assert_int_eq(posix_memalign(&mem, 4096, len), 0);
+		memset(mem, 0, len);
+		ck_assert_int_eq(tb_ring_init(&r, mem, len, cs, 8), TB_OK);
+		for (i = 0; i < 8; i++) {
+			uint8_t *c = tb_ring_chunk(&r, i);
+
+			ck_assert_uint_eq((uintptr_t)tb_ring_word(&r, i) % 4, 0);
+			ck_assert_uint_eq((uintptr_t)c % 64, 0);
+			ck_assert_ptr_eq(c, r.chunks + (size_t)i * cs);
+			/* chunks lie after the header, inside the mapping */
+			ck_assert((uint8_t *)c >= (uint8_t *)mem +
+				  sizeof(struct tb_ring_hdr));
+			ck_assert((uint8_t *)c + cs <= (uint8_t *)mem + len);
+		}
+		free(mem);
+	}
+}
+END_TEST
+
+START_TEST(test_attach_validates_header_as_untrusted)
+{
+	struct tring t;
+	struct tb_ring r;
+	struct tb_ring_hdr *h;
+
+	tring_new(&t, 1024, 8);
+	h = t.r.hdr;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_OK);
+	ck_assert_uint_eq(r.chunk_size, 1024);
+	ck_assert_uint_eq(r.num_chunks, 8);
+	ck_assert_ptr_eq(r.chunks, t.r.chunks);
+
+	h->magic ^= 1;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	h->magic ^= 1;
+	h->version++;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	h->version--;
+	h->hdr_size = 256;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	h->hdr_size = TB_RING_HDR_SIZE;
+	h->chunk_log2 = 7;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	h->chunk_log2 = 16;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	h->chunk_log2 = 0xffffffffu;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	/* larger chunks than the mapping holds */
+	h->chunk_log2 = 11;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	h->chunk_log2 = 10;
+	h->count_log2 = 0;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	h->count_log2 = 31;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	h->count_log2 = 4;	/* more chunks than the mapping holds */
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	h->count_log2 = 3;
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len - 1), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, 100), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, NULL, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_OK);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_attach_second_mapping_of_same_memfd_at_other_address)
+{
+	size_t len = tb_ring_size(512, 4);
+	int fd = memfd_create("tbring-test", 0);
+	struct tb_ring r1, r2;
+	struct collect col;
+	struct tb_reader rd;
+	struct tb_writer w;
+	uint8_t *m1, *m2, *ws, *rs;
+	uint32_t *word;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)len), 0);
+	m1 = (uint8_t *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			     fd, 0);
+	m2 = (uint8_t *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			     fd, 0);
+	ck_assert(m1 != MAP_FAILED && m2 != MAP_FAILED);
+	ck_assert_ptr_ne(m1, m2);
+	ck_assert_int_eq(tb_ring_init(&r1, m1, len, 512, 4), TB_OK);
+	ck_assert_int_eq(tb_ring_attach(&r2, m2, len), TB_OK);
+	ck_assert_uint_eq(r2.chunk_size, 512);
+	ck_assert_uint_eq(r2.num_chunks, 4);
+	ck_assert_ptr_eq(r2.chunks, m2 + (r1.chunks - m1));
+
+	/* writer on one mapping, reader on the other */
+	ws = (uint8_t *)malloc(512);
+	rs = (uint8_t *)malloc(512);
+	ck_assert_int_eq(tb_writer_init(&w, &r1, WA, BID, TB_DROP, ws), TB_OK);
+	ck_assert_int_eq(tb_writer_write_packet(&w, "across", 6), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&w), TB_OK);
+	ck_assert_int_eq(tb_reader_init(&rd, &r2, rs), TB_OK);
+	memset(&col, 0, sizeof(col));
+	ck_assert_int_eq(tb_reader_drain(&rd, 8, TB_READ_SCRAPE, collect_fn,
+					 &col), 1);
+	ck_assert_uint_eq(col.count, 1);
+	ck_assert_uint_eq(col.c[0].writer, WA);
+	ck_assert_uint_eq(col.c[0].bid, BID);
+	ck_assert_str_eq(col.c[0].frag[0], "across");
+	/* the reader's transitions show through the first mapping */
+	word = tb_ring_word(&r1, 0);
+	ck_assert_uint_eq(peek32(word), spec_free(1));
+	ck_assert_uint_eq(peek32(&r1.hdr->read_pos), 1);
+	free(ws);
+	free(rs);
+	munmap(m1, len);
+	munmap(m2, len);
+	close(fd);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * (c) Every transition of section 5.1 through the public steps
+ */
+START_TEST(test_reserve_hands_out_consecutive_tickets_until_full)
+{
+	struct tring t;
+	uint32_t pos = 99, sample = 99, i;
+
+	tring_new(&t, 256, 4);
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_OK);
+		ck_assert_uint_eq(pos, i);
+	}
+	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_FULL);
+	ck_assert_uint_eq(sample, 0);
+	ck_assert_uint_eq(twrite_pos(&t), 4);
+	/* reserving touches no chunk */
+	for (i = 0; i < 4; i++)
+		ck_assert_uint_eq(tword(&t, i), 0);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_capacity_follows_read_pos)
+{
+	struct tring t;
+	uint32_t pos, sample;
+
+	tring_new(&t, 256, 2);
+	treserve(&t);
+	treserve(&t);
+	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_FULL);
+	tb_ring_publish_read_pos(&t.r, 1);
+	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_OK);
+	ck_assert_uint_eq(pos, 2);
+	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_FULL);
+	ck_assert_uint_eq(sample, 1);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reserve_is_full_at_distance_num_chunks_across_rollover)
+{
+	struct tring t;
+	uint32_t pos, sample, i;
+
+	tring_new_at(&t, 256, 4, 0xfffffffeu);
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_OK);
+		ck_assert_uint_eq(pos, 0xfffffffeu + i);
+	}
+	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_FULL);
+	ck_assert_uint_eq(sample, 0xfffffffeu);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_claim_moves_free_for_reserved_wrap_to_acquired)
+{
+	struct tring t;
+	uint32_t pos;
+
+	tring_new(&t, 256, 4);
+	pos = treserve(&t);
+	ck_assert(tb_ring_claim(&t.r, pos, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	ck_assert_uint_eq(tword(&t, 0), 0x20000007u);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_claim_expects_only_its_own_wrap)
+{
+	struct tring t;
+
+	tring_new(&t, 256, 4);
+	/* chunk 0 is FreeForWrap(0); position 4 expects FreeForWrap(1) */
+	ck_assert(!tb_ring_claim(&t.r, 4, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	ck_assert_uint_eq(tword(&t, 0), 0);
+	/* nor may a claim take any non-free word */
+	tset_word(&t, 1, spec_word(SPEC_CMP, 0, 0, 1, WB));
+	ck_assert(!tb_ring_claim(&t.r, 1, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_CMP, 0, 0, 1, WB));
+	tset_word(&t, 2, SPEC_ACKED);
+	ck_assert(!tb_ring_claim(&t.r, 2, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	ck_assert_uint_eq(tword(&t, 2), SPEC_ACKED);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_publish_moves_acquired_to_complete)
+{
+	struct tring t;
+	uint32_t seen;
+
+	tring_new(&t, 256, 4);
+	ck_assert(tb_ring_claim(&t.r, treserve(&t),
+				spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	seen = spec_word(SPEC_ACQ, 0, 0, 0, WA);
+	ck_assert(tb_ring_publish(&t.r, 0, &seen,
+				  spec_word(SPEC_CMP, 0, 0, 2, WA)));
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_CMP, 0, 0, 2, WA));
+	/* a stale expected word fails and reports the word found */
+	seen = spec_word(SPEC_ACQ, 0, 0, 0, WA);
+	ck_assert(!tb_ring_publish(&t.r, 0, &seen,
+				   spec_word(SPEC_CMP, 0, 0, 3, WA)));
+	ck_assert_uint_eq(seen, spec_word(SPEC_CMP, 0, 0, 2, WA));
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_CMP, 0, 0, 2, WA));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_publish_can_extend_acquired_count)
+{
+	/* an open fragment keeps the chunk Acquired with a larger count */
+	struct tring t;
+	uint32_t seen = spec_word(SPEC_ACQ, 0, SPEC_P, 0, WA);
+
+	tring_new(&t, 256, 4);
+	ck_assert(tb_ring_claim(&t.r, 0, seen));
+	ck_assert(tb_ring_publish(&t.r, 0, &seen,
+				  spec_word(SPEC_ACQ, 0, SPEC_P, 1, WA)));
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_ACQ, 0, SPEC_P, 1, WA));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reuse_moves_complete_to_acquired_keeping_fields)
+{
+	struct tring t;
+	uint32_t cmp = spec_word(SPEC_CMP, 1, SPEC_P | SPEC_L, 3, WA);
+	uint32_t seen;
+
+	tring_new(&t, 512, 4);
+	tset_word(&t, 0, cmp);
+	seen = cmp;
+	ck_assert(tb_ring_reuse(&t.r, 0, &seen));
+	ck_assert_uint_eq(tword(&t, 0),
+			  spec_word(SPEC_ACQ, 1, SPEC_P | SPEC_L, 3, WA));
+	/* stale: the word is no longer that Complete */
+	seen = cmp;
+	ck_assert(!tb_ring_reuse(&t.r, 0, &seen));
+	ck_assert_uint_eq(seen, spec_word(SPEC_ACQ, 1, SPEC_P | SPEC_L, 3, WA));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_mark_rewrite_keeps_every_other_field)
+{
+	struct tring t;
+	uint32_t acq = spec_word(SPEC_ACQ, 1, SPEC_P | SPEC_L, 3, WA);
+	uint32_t seen = acq;
+
+	tring_new(&t, 512, 4);
+	tset_word(&t, 0, acq);
+	ck_assert(tb_ring_mark_rewrite(&t.r, 0, &seen));
+	ck_assert_uint_eq(tword(&t, 0),
+			  spec_word(SPEC_RR, 1, SPEC_P | SPEC_L, 3, WA));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_acknowledge_writes_the_exact_acknowledged_word)
+{
+	struct tring t;
+	uint32_t seen = spec_word(SPEC_RR, 0, SPEC_L, 200, 0xffff);
+
+	tring_new(&t, 256, 4);
+	tset_word(&t, 0, seen);
+	ck_assert(tb_ring_acknowledge(&t.r, 0, &seen));
+	ck_assert_uint_eq(tword(&t, 0), 0x80000000u);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_advance_unclaimed_stamps_next_wrap_of_position)
+{
+	struct tring t;
+	uint32_t p, seen;
+
+	tring_new(&t, 256, 4);
+	for (p = 0; p < 12; p++) {
+		seen = peek32(tb_ring_chunk(&t.r, p));
+		ck_assert_uint_eq(seen, spec_free(p / 4));
+		ck_assert(tb_ring_advance(&t.r, p, &seen));
+		ck_assert_uint_eq(tword(&t, p % 4), spec_free(p / 4 + 1));
+	}
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reclaim_complete_stamps_next_wrap)
+{
+	struct tring t;
+	uint32_t seen = spec_word(SPEC_CMP, 0, 0, 5, WA);
+
+	tring_new(&t, 256, 4);
+	tset_word(&t, 1, seen);
+	ck_assert(tb_ring_reclaim_complete(&t.r, 5, &seen));
+	ck_assert_uint_eq(tword(&t, 1), spec_free(2));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reclaim_acknowledged_stamps_next_wrap)
+{
+	struct tring t;
+	uint32_t seen = spec_word(SPEC_ACQ, 0, 0, 0, WA);
+
+	tring_new(&t, 256, 4);
+	ck_assert(tb_ring_claim(&t.r, 0, seen));
+	ck_assert(tb_ring_mark_rewrite(&t.r, 0, &seen));
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 0, WA));
+	seen = tword(&t, 0);
+	ck_assert(tb_ring_acknowledge(&t.r, 0, &seen));
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	seen = SPEC_ACKED;
+	ck_assert(tb_ring_reclaim_acked(&t.r, 4, &seen));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(2));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reclaim_stamps_next_wrap_across_cursor_rollover)
+{
+	struct tring t;
+	uint32_t p = 0xfffffff0u;
+	uint32_t seen = spec_word(SPEC_ACQ, 0, 0, 0, WA);
+
+	tring_new_at(&t, 256, 16, p);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(0x0fffffff));
+	ck_assert(tb_ring_claim(&t.r, p, seen));
+	ck_assert(tb_ring_mark_rewrite(&t.r, p, &seen));
+	seen = tword(&t, 0);
+	ck_assert(tb_ring_acknowledge(&t.r, p, &seen));
+	seen = SPEC_ACKED;
+	ck_assert(tb_ring_reclaim_acked(&t.r, p, &seen));
+	ck_assert_uint_eq(tword(&t, 0), 0);	/* FreeForWrap(0) */
+	ck_assert(tb_ring_claim(&t.r, 0, spec_word(SPEC_ACQ, 0, 0, 0, WB)));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_no_writer_transition_produces_a_free_word)
+{
+	struct tring t;
+	uint32_t seen = spec_word(SPEC_ACQ, 0, 0, 0, WA), w;
+
+	tring_new(&t, 256, 4);
+	ck_assert(tb_ring_claim(&t.r, 0, seen));			/* writer */
+	ck_assert_uint_ne(tword(&t, 0) >> 29, SPEC_FREE);
+	ck_assert(tb_ring_publish(&t.r, 0, &seen,
+				  spec_word(SPEC_CMP, 0, 0, 1, WA)));	/* writer */
+	ck_assert_uint_ne(tword(&t, 0) >> 29, SPEC_FREE);
+	seen = tword(&t, 0);
+	ck_assert(tb_ring_reuse(&t.r, 0, &seen));			/* writer */
+	ck_assert_uint_ne(tword(&t, 0) >> 29, SPEC_FREE);
+	seen = tword(&t, 0);
+	ck_assert(tb_ring_publish(&t.r, 0, &seen,
+				  spec_word(SPEC_ACQ, 0, 0, 2, WA)));	/* writer */
+	ck_assert_uint_ne(tword(&t, 0) >> 29, SPEC_FREE);
+	seen = tword(&t, 0);
+	ck_assert(tb_ring_mark_rewrite(&t.r, 0, &seen));		/* reader */
+	seen = tword(&t, 0);
+	ck_assert(tb_ring_acknowledge(&t.r, 0, &seen));		/* writer */
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	/* the writer steps refuse every word they do not own */
+	for (w = 0; w < 3; w++) {
+		static const uint32_t words[3] = { 0, SPEC_ACKED, 0x40010007u };
+
+		tset_word(&t, 1, words[w]);
+		seen = words[w];
+		tb_ring_publish(&t.r, 1, &seen, 0);
+		ck_assert_uint_eq(tword(&t, 1), words[w]);
+		seen = words[w];
+		tb_ring_acknowledge(&t.r, 1, &seen);
+		ck_assert_uint_eq(tword(&t, 1), words[w]);
+	}
+	/* only the reader's reclaim makes it free */
+	seen = SPEC_ACKED;
+	ck_assert(tb_ring_reclaim_acked(&t.r, 0, &seen));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_steps_given_wrong_state_fail_without_touching_memory)
+{
+	static const uint32_t words[] = {
+		0x00000000u, 0x20000007u, 0x40030007u, 0x60030007u,
+		0x80000000u, 0xa0000000u, 0xc0000001u, 0xe0000007u,
+	};
+	struct tring t;
+	unsigned i;
+
+	tring_new(&t, 256, 4);
+	for (i = 0; i < 8; i++) {
+		uint32_t st = words[i] >> 29, seen;
+
+		tset_word(&t, 0, words[i]);
+		seen = words[i];
+		ck_assert_int_eq(tb_ring_publish(&t.r, 0, &seen, 0x40010007u) &&
+				 st != SPEC_ACQ, 0);
+		tset_word(&t, 0, words[i]);
+		seen = words[i];
+		if (st != SPEC_CMP) {
+			ck_assert(!tb_ring_reuse(&t.r, 0, &seen));
+			ck_assert(!tb_ring_reclaim_complete(&t.r, 0, &seen));
+		}
+		if (st != SPEC_ACQ) {
+			ck_assert(!tb_ring_mark_rewrite(&t.r, 0, &seen));
+			seen = words[i];
+			ck_assert(!tb_ring_publish(&t.r, 0, &seen, 0x40010007u));
+		}
+		if (st != SPEC_RR)
+			ck_assert(!tb_ring_acknowledge(&t.r, 0, &seen));
+		if (words[i] != SPEC_ACKED)
+			ck_assert(!tb_ring_reclaim_acked(&t.r, 0, &seen));
+		if (words[i] != 0)
+			ck_assert(!tb_ring_advance(&t.r, 0, &seen));
+		ck_assert_uint_eq(tword(&t, 0), words[i]);
+	}
+	/* reclaim of Acknowledged wants exactly 0x80000000 */
+	tset_word(&t, 0, 0x80000001u);
+	{
+		uint32_t seen = 0x80000001u;
+
+		ck_assert(!tb_ring_reclaim_acked(&t.r, 0, &seen));
+		ck_assert_uint_eq(tword(&t, 0), 0x80000001u);
+	}
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_stale_claim_fails_after_reader_advanced_wrap)
+{
+	struct tring t;
+	uint32_t p, seen, pos;
+
+	tring_new(&t, 256, 4);
+	for (p = 0; p < 4; p++)
+		treserve(&t);
+	for (p = 0; p < 4; p++) {			/* reader: holes */
+		seen = tb_ring_load_state(&t.r, p);
+		ck_assert(tb_ring_advance(&t.r, p, &seen));
+	}
+	tb_ring_publish_read_pos(&t.r, 4);
+	pos = treserve(&t);				/* writer, then sleeps */
+	ck_assert_uint_eq(pos, 4);
+	seen = tb_ring_load_state(&t.r, 4);		/* reader resolves 4 */
+	ck_assert(tb_ring_advance(&t.r, 4, &seen));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(2));
+	ck_assert(!tb_ring_claim(&t.r, pos, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(2));
+	ck_assert(tb_ring_claim(&t.r, 8, spec_word(SPEC_ACQ, 0, 0, 0, WB)));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_two_stale_claimants_cannot_adopt_the_returned_word)
+{
+	struct tring t;
+	uint32_t seen = 0;
+
+	tring_new(&t, 256, 2);
+	ck_assert(tb_ring_advance(&t.r, 0, &seen));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert(!tb_ring_claim(&t.r, 0, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	ck_assert(!tb_ring_claim(&t.r, 4, spec_word(SPEC_ACQ, 0, 0, 0, WB)));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert(tb_ring_claim(&t.r, 2, spec_word(SPEC_ACQ, 0, 0, 0, WC)));
+	tring_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * (d) The three races of section 5.2, both outcomes each
+ */
+
+/* The reader's seam: runs between its copy and its arbitrating CAS. */
+struct hookctx {
+	unsigned calls;
+	unsigned act_on;		/* call number that acts, 0: none */
+	int every;			/* act on every call */
+	uint32_t words[64];		/* the word the reader copied from */
+	void (*act)(struct hookctx *h, uint32_t pos, uint32_t word);
+	struct twriter *tw;
+	struct tring *t;
+	int ret;
+	uint32_t seed;
+	uint32_t n;
+};
+
+static void hook_fn(void *ctx, uint32_t pos, uint32_t word)
+{
+	struct hookctx *h = (struct hookctx *)ctx;
+
+	if (h->calls < 64)
+		h->words[h->calls] = word;
+	h->calls++;
+	if (h->act && (h->every || h->calls == h->act_on))
+		h->act(h, pos, word);
+}
+
+static void set_hook(struct treader *tr, struct hookctx *h)
+{
+	tr->rd.hook = hook_fn;
+	tr->rd.hook_ctx = h;
+}
+
+static void act_close_three(struct hookctx *h, uint32_t pos, uint32_t word)
+{
+	(void)pos, (void)word;
+	h->ret = tb_writer_close(&h->tw->w, 3, 0);
+}
+
+static void act_open_two(struct hookctx *h, uint32_t pos, uint32_t word)
+{
+	struct tb_span sp;
+
+	(void)pos, (void)word;
+	h->ret = tb_writer_open(&h->tw->w, 3, 0, &sp);
+	if (!h->ret)
+		memcpy(sp.begin, "two", 3);
+}
+
+START_TEST(test_claim_beats_advance_reader_redispatches_on_acquired)
+{
+	struct tring t;
+	uint32_t pos, seen;
+
+	tring_new(&t, 256, 4);
+	pos = treserve(&t);
+	seen = tb_ring_load_state(&t.r, pos);		/* reader loads F(0) */
+	ck_assert(tb_ring_claim(&t.r, pos, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	ck_assert(!tb_ring_advance(&t.r, pos, &seen));	/* reader loses */
+	ck_assert_uint_eq(seen, spec_word(SPEC_ACQ, 0, 0, 0, WA));
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_ACQ, 0, 0, 0, WA));
+	/* it redispatches on the returned Acquired word and scrapes */
+	ck_assert(tb_ring_mark_rewrite(&t.r, pos, &seen));
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 0, WA));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_advance_beats_claim_position_becomes_hole)
+{
+	struct tring t;
+	uint32_t pos, seen;
+
+	tring_new(&t, 256, 4);
+	pos = treserve(&t);
+	seen = tb_ring_load_state(&t.r, pos);
+	ck_assert(tb_ring_advance(&t.r, pos, &seen));	/* reader wins */
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert(!tb_ring_claim(&t.r, pos, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_publish_beats_scrape_reader_discards_speculative_copy)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct hookctx h;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	topen_with(&a, "two", 3, 0, &sp);		/* reuse: Acquired(1) */
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_ACQ, 0, 0, 1, WA));
+
+	memset(&h, 0, sizeof(h));
+	h.act = act_close_three;
+	h.act_on = 1;
+	h.tw = &a;
+	set_hook(&tr, &h);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_int_eq(h.ret, TB_OK);
+	/* first copy of Acquired(1) discarded, then Complete(2) taken */
+	ck_assert_uint_eq(h.calls, 2);
+	ck_assert_uint_eq(h.words[0], spec_word(SPEC_ACQ, 0, 0, 1, WA));
+	ck_assert_uint_eq(h.words[1], spec_word(SPEC_CMP, 0, 0, 2, WA));
+	ck_assert_uint_eq(v.nfrags, 2);
+	ck_assert_vfrag(&v, 0, "one");
+	ck_assert_vfrag(&v, 1, "two");
+	ck_assert_uint_eq(v.scraped, 0);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_uint_eq(tr.rd.pos, 1);
+	/* nothing emitted twice: the writer's next packet is a new chunk */
+	ck_assert_int_eq(twrite(&a, "three", 0, 0), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.nfrags, 1);
+	ck_assert_vfrag(&v, 0, "three");
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_scrape_beats_publish_writer_relocates_only_suffix)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	topen_with(&a, "two", 3, 0, &sp);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.nfrags, 1);
+	ck_assert_vfrag(&v, 0, "one");
+	ck_assert_uint_eq(v.scraped, 1);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 1, WA));
+	/* the writer's publication now fails and it relocates */
+	ck_assert_int_eq(tb_writer_close(&a.w, 3, 0), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	ck_assert_frag(&d, 0, "two");
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.nfrags, 1);
+	ck_assert_vfrag(&v, 0, "two");
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reuse_beats_consume_reader_follows_scrape_path)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct hookctx h;
+	struct tb_chunk_view v;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_CMP, 0, 0, 1, WA));
+
+	memset(&h, 0, sizeof(h));
+	h.act = act_open_two;			/* writer reuses in between */
+	h.act_on = 1;
+	h.tw = &a;
+	set_hook(&tr, &h);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_int_eq(h.ret, TB_OK);
+	ck_assert_uint_eq(h.calls, 2);
+	ck_assert_uint_eq(h.words[0], spec_word(SPEC_CMP, 0, 0, 1, WA));
+	ck_assert_uint_eq(h.words[1], spec_word(SPEC_ACQ, 0, 0, 1, WA));
+	ck_assert_uint_eq(v.nfrags, 1);
+	ck_assert_vfrag(&v, 0, "one");
+	ck_assert_uint_eq(v.scraped, 1);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 1, WA));
+	/* the writer relocates its open fragment when it closes */
+	ck_assert_int_eq(tb_writer_close(&a.w, 3, 0), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.state, SPEC_CMP);
+	ck_assert_uint_eq(d.n, 1);
+	ck_assert_frag(&d, 0, "two");
+	tr.rd.hook = NULL;
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_vfrag(&v, 0, "two");
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_consume_beats_reuse_writer_drops_cached_handle)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.scraped, 0);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));	/* not touched */
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.n, 1);
+	ck_assert_frag(&d, 0, "two");
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * (e) The scenarios of sections 2.1 and 2.2, literally
+ */
+START_TEST(test_delayed_writer_cannot_publish_behind_reader_2_1)
+{
+	struct tring t;
+	struct twriter a, traffic;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+	uint32_t pos_b, p;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&traffic, &t, WC, BID, TB_DROP);
+	treader_new(&tr, &t);
+
+	/* writer_a owns chunk 0 from an older position ... */
+	ck_assert_int_eq(twrite(&a, "a0", 0, 0), TB_OK);
+	topen_with(&a, "a-suffix", 8, 0, &sp);
+	for (p = 1; p < 4; p++)
+		treserve(&t);				/* holes 1..3 */
+	/* ... the reader took its committed prefix and moved to 4 */
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), 4);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 1, WA));
+	ck_assert_uint_eq(tread_pos(&t), 4);
+	ck_assert_uint_eq(twrite_pos(&t), 4);
+
+	/* writer_b reserves position 4 (chunk 0) and is descheduled */
+	pos_b = treserve(&t);
+	ck_assert_uint_eq(pos_b, 4);
+	ck_assert_uint_eq(twrite_pos(&t), 5);
+
+	/* the reader resolves 4: only writer_a can leave R(a) */
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_uint_eq(tr.rd.pos, 5);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 1, WA));
+
+	/* writer_a wakes, moves its suffix elsewhere and writes K */
+	ck_assert_int_eq(tb_writer_close(&a.w, 8, 0), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+
+	/* traffic takes the cursors around: the reader resolves 8 */
+	while (tr.rd.pos <= 8) {
+		int ret = tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					  NULL);
+
+		ck_assert_int_ge(ret, 0);
+		if (tr.rd.pos <= 8)
+			ck_assert_int_eq(twrite(&traffic, "t", 0, 0), TB_OK);
+		tb_writer_release(&traffic.w);
+	}
+	/* K became FreeForWrap(wrap(8 + 4)) = FreeForWrap(3) */
+	ck_assert_uint_eq(tword(&t, 0), spec_free(3));
+
+	/* writer_b's prepared claim for position 4 must fail now */
+	ck_assert(!tb_ring_claim(&t.r, pos_b, spec_word(SPEC_ACQ, 0, 0, 0,
+							WB)));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(3));
+	twriter_free(&a);
+	twriter_free(&traffic);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reserved_position_resolved_before_claim_is_a_hole_2_2)
+{
+	struct tring t;
+	struct treader tr;
+	struct tb_chunk_view v;
+	uint32_t pos;
+
+	tring_new(&t, 256, 4);
+	treader_new(&tr, &t);
+	pos = treserve(&t);			/* expects FreeForWrap(0) */
+	ck_assert_uint_eq(pos, 0);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert(!tb_ring_claim(&t.r, pos, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * (f) Every exit of the reader (section 5.3)
+ */
+
+/* A 4-chunk ring whose chunk 0 holds @word at position 0, write_pos 1. */
+static void forge(struct tring *t, struct treader *tr, uint32_t cs,
+		  uint32_t word)
+{
+	tring_new(t, cs, 4);
+	tset_word(t, 0, word);
+	tset_write_pos(t, 1);
+	treader_new(tr, t);
+}
+
+static void forge_free(struct tring *t, struct treader *tr)
+{
+	treader_free(tr);
+	tring_free(t);
+}
+
+static uint32_t hdr_rstat(const struct tring *t, enum tb_rstat s)
+{
+	return peek32(&t->r.hdr->rstat[s]);
+}
+
+START_TEST(test_reader_nodata_when_nothing_reserved)
+{
+	struct tring t;
+	struct treader tr;
+	struct tb_chunk_view v;
+
+	tring_new(&t, 256, 4);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_NODATA);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_LAZY, &v),
+			 TB_NODATA);
+	ck_assert_uint_eq(tr.rd.pos, 0);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), 0);
+	ck_assert_uint_eq(tread_pos(&t), 0);
+	ck_assert_uint_eq(tword(&t, 0), 0);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reader_emits_complete_chunk_and_reclaims_it)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct collect col;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	tb_writer_record_loss(&a.w);
+	ck_assert_int_eq(twrite(&a, "hello", TB_OPEN_CONT_PREV, 0), TB_OK);
+	ck_assert_int_eq(twrite(&a, "world", 0, 0), TB_OK);
+	memset(&col, 0, sizeof(col));
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn,
+					 &col), 1);
+	ck_assert_uint_eq(col.count, 1);
+	ck_assert_uint_eq(col.c[0].pos, 0);
+	ck_assert_uint_eq(col.c[0].writer, WA);
+	ck_assert_uint_eq(col.c[0].bid, BID);
+	ck_assert_uint_eq(col.c[0].flags, TB_F_CONT_PREV | TB_F_DATA_LOSS);
+	ck_assert_uint_eq(col.c[0].nfrags, 2);
+	ck_assert_uint_eq(col.c[0].scraped, 0);
+	ck_assert_str_eq(col.c[0].frag[0], "hello");
+	ck_assert_str_eq(col.c[0].frag[1], "world");
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_uint_eq(tread_pos(&t), 1);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_EMITTED), 1);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reader_skips_unclaimed_position_and_advances_free_tag)
+{
+	struct tring t;
+	struct treader tr;
+
+	tring_new(&t, 256, 4);
+	treader_new(&tr, &t);
+	treserve(&t);
+	treserve(&t);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), 2);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_uint_eq(tword(&t, 1), spec_free(1));
+	ck_assert_uint_eq(tword(&t, 2), spec_free(0));
+	ck_assert_uint_eq(tread_pos(&t), 2);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_HOLES), 2);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_EMITTED), 0);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reader_leaves_rewrite_requested_alone)
+{
+	struct tring t;
+	struct treader tr;
+	struct tb_chunk_view v;
+	uint32_t rr = spec_word(SPEC_RR, 0, SPEC_L, 2, WA);
+
+	forge(&t, &tr, 256, rr);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_uint_eq(tword(&t, 0), rr);
+	ck_assert_uint_eq(tr.rd.pos, 1);
+	forge_free(&t, &tr);
+}
+END_TEST
+
+START_TEST(test_reader_reclaims_acknowledged_as_hole)
+{
+	struct tring t;
+	struct treader tr;
+
+	forge(&t, &tr, 256, SPEC_ACKED);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), 1);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_uint_eq(tread_pos(&t), 1);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_HOLES), 1);
+	forge_free(&t, &tr);
+}
+END_TEST
+
+START_TEST(test_reader_complete_with_zero_fragments_is_a_hole)
+{
+	struct tring t;
+	struct treader tr;
+	struct tb_chunk_view v;
+
+	forge(&t, &tr, 256, spec_word(SPEC_CMP, 0, 0, 0, WA));
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_uint_eq(tr.rd.pos, 1);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), 0);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_HOLES), 1);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_EMITTED), 0);
+	forge_free(&t, &tr);
+}
+END_TEST
+
+START_TEST(test_reader_marks_acquired_with_zero_fragments)
+{
+	struct tring t;
+	struct treader tr;
+	struct tb_chunk_view v;
+
+	forge(&t, &tr, 256, spec_word(SPEC_ACQ, 0, SPEC_P, 0, WA));
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, SPEC_P, 0, WA));
+	forge_free(&t, &tr);
+}
+END_TEST
+
+START_TEST(test_reader_malformed_directory_dropped_but_transition_done)
+{
+	struct tring t;
+	struct treader tr;
+	struct tb_chunk_view v;
+	uint8_t *c;
+
+	/* Complete: sizes 200 + 100 > 256 - 6 - 2 */
+	forge(&t, &tr, 256, spec_word(SPEC_CMP, 0, 0, 2, WA));
+	c = tchunk(&t, 0);
+	c[255] = 200;
+	c[254] = 100;
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), 1);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_MALFORMED), 1);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_EMITTED), 0);
+	forge_free(&t, &tr);
+
+	/* Acquired: marked even though its bytes are dropped */
+	forge(&t, &tr, 256, spec_word(SPEC_ACQ, 0, 0, 2, WA));
+	c = tchunk(&t, 0);
+	c[255] = 200;
+	c[254] = 100;
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 2, WA));
+	forge_free(&t, &tr);
+
+	/* a directory bigger than the chunk's capacity */
+	forge(&t, &tr, 256, spec_word(SPEC_CMP, 0, 0, 251, WA));
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_uint_eq(tr.rd.stat[TB_RS_MALFORMED], 1);
+	forge_free(&t, &tr);
+}
+END_TEST
+
+START_TEST(test_reader_unknown_format_transitions_without_reading)
+{
+	unsigned fmt;
+
+	for (fmt = 1; fmt < 4; fmt++) {
+		struct tring t;
+		struct treader tr;
+		struct tb_chunk_view v;
+		uint8_t *c;
+
+		/* a directory that would be malformed if it were parsed */
+		forge(&t, &tr, 256, spec_word(SPEC_CMP, fmt, 0, 2, WA));
+		c = tchunk(&t, 0);
+		c[255] = 250;
+		c[254] = 250;
+		ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE,
+						 NULL, NULL), 1);
+		ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+		ck_assert_uint_eq(hdr_rstat(&t, TB_RS_UNKNOWN_FORMAT), 1);
+		ck_assert_uint_eq(hdr_rstat(&t, TB_RS_MALFORMED), 0);
+		ck_assert_uint_eq(hdr_rstat(&t, TB_RS_EMITTED), 0);
+		forge_free(&t, &tr);
+
+		forge(&t, &tr, 256, spec_word(SPEC_ACQ, fmt, SPEC_L, 1, WA));
+		ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE,
+						    &v), TB_SKIPPED);
+		ck_assert_uint_eq(tword(&t, 0),
+				  spec_word(SPEC_RR, fmt, SPEC_L, 1, WA));
+		forge_free(&t, &tr);
+	}
+}
+END_TEST
+
+START_TEST(test_reader_scrapes_published_prefix_of_acquired)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct collect col;
+	struct tb_span sp;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "p0", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&a, "p1", 0, 0), TB_OK);
+	topen_with(&a, "open", 4, 0, &sp);
+	memset(&col, 0, sizeof(col));
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn,
+					 &col), 1);
+	ck_assert_uint_eq(col.count, 1);
+	ck_assert_uint_eq(col.c[0].nfrags, 2);
+	ck_assert_uint_eq(col.c[0].scraped, 1);
+	ck_assert_str_eq(col.c[0].frag[0], "p0");
+	ck_assert_str_eq(col.c[0].frag[1], "p1");
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 2, WA));
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_SCRAPES), 1);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+static void act_change_word(struct hookctx *h, uint32_t pos, uint32_t word)
+{
+	/* a writer racing: a different word of the same state every time */
+	(void)pos;
+	tset_word(h->t, 0, (word & 0xffff0000u) | ((word + 1) & 0xffff));
+}
+
+START_TEST(test_reader_retry_later_when_every_cas_loses)
+{
+	static const uint32_t states[] = { SPEC_CMP, SPEC_ACQ };
+	unsigned k;
+
+	for (k = 0; k < 2; k++) {
+		struct tring t;
+		struct treader tr;
+		struct hookctx h;
+		struct tb_chunk_view v;
+		uint32_t before;
+
+		forge(&t, &tr, 256, spec_word(states[k], 0, 0, 1, WA));
+		tchunk(&t, 0)[255] = 3;
+		memset(&h, 0, sizeof(h));
+		h.act = act_change_word;
+		h.every = 1;
+		h.t = &t;
+		set_hook(&tr, &h);
+		ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE,
+						    &v), TB_RETRY_LATER);
+		ck_assert_uint_gt(h.calls, 1);		/* it did retry */
+		ck_assert_uint_le(h.calls, 64);		/* bounded */
+		ck_assert_uint_eq(tr.rd.pos, 0);
+		before = tword(&t, 0);
+		ck_assert_uint_eq(before >> 29, states[k]);
+		/* a drain pass leaves read_pos and counts it */
+		ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE,
+						 NULL, NULL), 0);
+		ck_assert_uint_eq(tread_pos(&t), 0);
+		ck_assert_uint_eq(tr.rd.pos, 0);
+		ck_assert_uint_eq(hdr_rstat(&t, TB_RS_RETRY_LATER), 2);
+		/* once the writer stops racing, the position resolves */
+		tr.rd.hook = NULL;
+		ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE,
+						    &v), TB_EMITTED);
+		ck_assert_uint_eq(tr.rd.pos, 1);
+		forge_free(&t, &tr);
+	}
+}
+END_TEST
+
+/* Runs the reader on a forged word and expects a latched protocol error. */
+static void expect_eproto(uint32_t word, uint32_t write_pos)
+{
+	struct tring t;
+	struct treader tr;
+	struct tb_chunk_view v;
+
+	forge(&t, &tr, 256, word);
+	tset_write_pos(&t, write_pos);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EPROTO);
+	ck_assert_uint_eq(tword(&t, 0), word);
+	ck_assert_uint_eq(tr.rd.pos, 0);
+	/* latched, also in a drain pass and in lazy mode */
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), TB_EPROTO);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_LAZY, &v),
+			 TB_EPROTO);
+	ck_assert_uint_eq(tword(&t, 0), word);
+	ck_assert_uint_eq(tread_pos(&t), 0);
+	/* repairing the ring does not unlatch this reader */
+	tset_word(&t, 0, 0);
+	tset_write_pos(&t, 1);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EPROTO);
+	ck_assert_uint_eq(tword(&t, 0), 0);
+	forge_free(&t, &tr);
+}
+
+START_TEST(test_reader_eproto_on_mismatched_free_tag)
+{
+	expect_eproto(spec_free(3), 1);
+	expect_eproto(spec_free(1), 1);		/* a tag from the future */
+	expect_eproto(spec_free(0x1fffffff), 1);
+}
+END_TEST
+
+START_TEST(test_reader_eproto_on_reserved_states_5_6_7)
+{
+	uint32_t st;
+
+	for (st = 5; st <= 7; st++) {
+		expect_eproto(st << 29, 1);
+		expect_eproto(st << 29 | 0x00030007u, 1);
+	}
+}
+END_TEST
+
+START_TEST(test_reader_eproto_on_acknowledged_with_nonzero_low_bits)
+{
+	expect_eproto(0x80000001u, 1);
+	expect_eproto(0x80030007u, 1);
+	expect_eproto(0x9fffffffu, 1);
+}
+END_TEST
+
+START_TEST(test_reader_eproto_on_write_pos_beyond_num_chunks)
+{
+	struct tring t;
+	struct treader tr;
+
+	expect_eproto(0, 5);
+	expect_eproto(0, 0x80000000u);
+	expect_eproto(0, 0xffffffffu);		/* "behind" read_pos */
+	/* exactly num_chunks ahead is a legal full ring */
+	forge(&t, &tr, 256, 0);
+	tset_write_pos(&t, 4);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), 4);
+	forge_free(&t, &tr);
+}
+END_TEST
+
+START_TEST(test_lazy_reader_pending_before_acquired_chunk)
+{
+	struct tring t;
+	struct twriter a, b;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct collect col;
+	struct tb_span sp;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&b, "b", 0, 0), TB_OK);		/* p0 */
+	ck_assert_int_eq(twrite(&a, "a", 0, 0), TB_OK);		/* p1 */
+	topen_with(&a, "held", 4, 0, &sp);			/* Acq(1) */
+	memset(&col, 0, sizeof(col));
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_LAZY, collect_fn,
+					 &col), 1);
+	ck_assert_uint_eq(col.count, 1);
+	ck_assert_str_eq(col.c[0].frag[0], "b");
+	ck_assert_uint_eq(tread_pos(&t), 1);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_LAZY, &v),
+			 TB_PENDING);
+	ck_assert_uint_eq(tr.rd.pos, 1);
+	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_ACQ, 0, 0, 1, WA));
+	/* a flush takes the prefix */
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_vfrag(&v, 0, "a");
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_lazy_reader_scrapes_once_under_pressure)
+{
+	struct tring t;
+	struct twriter a, b, c, d;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp, sp2;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_DROP);
+	twriter_new(&d, &t, 13, BID, TB_DROP);
+	ck_assert_int_eq(twrite(&a, "a", 0, 0), TB_OK);		/* p0 */
+	topen_with(&a, "held", 4, 0, &sp);
+	topen_with(&b, "held", 4, 0, &sp2);			/* p1 */
+	ck_assert_int_eq(twrite(&c, "c", 0, 0), TB_OK);		/* p2 */
+	ck_assert_int_eq(twrite(&d, "d", 0, 0), TB_OK);		/* p3 */
+	treader_new(&tr, &t);
+	/* distance 4 >= 8 / 2: the lazy reader scrapes */
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_LAZY, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.scraped, 1);
+	ck_assert_vfrag(&v, 0, "a");
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 1, WA));
+	/* distance 3: no pressure, it stops before writer b's chunk */
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_LAZY, &v),
+			 TB_PENDING);
+	ck_assert_uint_eq(tr.rd.pos, 1);
+	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_ACQ, 0, 0, 0, WB));
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	twriter_free(&d);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * (g) The writer (sections 3.5, 5.4, 6, 7.1)
+ */
+START_TEST(test_writer_payload_up_sizes_down)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d;
+	char f0[6], f1[201], f2[4];
+	uint8_t *c;
+
+	memset(f0, 'a', 5), f0[5] = 0;
+	memset(f1, 'b', 200), f1[200] = 0;
+	memset(f2, 'c', 3), f2[3] = 0;
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(twrite(&a, f0, 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&a, f1, 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&a, f2, 0, 0), TB_OK);
+	c = tchunk(&t, 0);
+	ck_assert_uint_eq(c[255], 5);
+	ck_assert_uint_eq(c[254], 200);
+	ck_assert_uint_eq(c[253], 3);
+	ck_assert_uint_eq(c[4], 0x34);
+	ck_assert_uint_eq(c[5], 0x12);
+	ck_assert_mem_eq(c + 6, f0, 5);
+	ck_assert_mem_eq(c + 11, f1, 200);
+	ck_assert_mem_eq(c + 211, f2, 3);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 3, WA));
+	ck_assert_uint_eq(d.bid, BID);
+	ck_assert_frag(&d, 0, f0);
+	ck_assert_frag(&d, 1, f1);
+	ck_assert_frag(&d, 2, f2);
+	ck_assert_uint_eq(twrite_pos(&t), 1);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_fragment_sizes_at_interesting_boundaries)
+{
+	static const unsigned sizes[] = { 0, 1, 127, 128, 255, 256 };
+	struct tring t;
+	struct twriter a;
+	uint8_t buf[256];
+	unsigned i, k, got = 0, ci;
+
+	tring_new(&t, 512, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	for (i = 0; i < 6; i++) {
+		struct tb_span sp;
+
+		memset(buf, 'A' + sizes[i] % 26, sizes[i]);
+		ck_assert_int_eq(tb_writer_open(&a.w, sizes[i], 0, &sp),
+				 TB_OK);
+		memcpy(sp.begin, buf, sizes[i]);
+		ck_assert_int_eq(tb_writer_close(&a.w, sizes[i], 0), TB_OK);
+	}
+	/* walk every chunk in index order with the independent decoder */
+	for (ci = 0; ci < 8; ci++) {
+		struct dchunk d;
+
+		tdecode(&t, ci, &d);
+		if (d.state != SPEC_CMP)
+			continue;
+		ck_assert(!d.malformed);
+		for (k = 0; k < d.n; k++, got++) {
+			ck_assert_uint_lt(got, 6);
+			ck_assert_uint_eq(d.sizes[k], sizes[got]);
+			memset(buf, 'A' + sizes[got] % 26, sizes[got]);
+			ck_assert_mem_eq(d.frag[k], buf, sizes[got]);
+		}
+	}
+	ck_assert_uint_eq(got, 6);
+	ck_assert_uint_gt(twrite_pos(&t), 1);	/* 767 bytes: > 1 chunk */
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_reuses_its_own_complete_chunk)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), 1);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 2, WA));
+	ck_assert_frag(&d, 0, "one");
+	ck_assert_frag(&d, 1, "two");
+	ck_assert_uint_eq(tword(&t, 1), 0);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_reuse_lost_to_reader_takes_a_new_chunk)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d;
+	uint32_t seen;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	/* the test, as reader, consumes the Complete chunk */
+	seen = tb_ring_load_state(&t.r, 0);
+	ck_assert(tb_ring_reclaim_complete(&t.r, 0, &seen));
+	tb_ring_publish_read_pos(&t.r, 1);
+	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	ck_assert_frag(&d, 0, "two");
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_never_reuses_chunk_with_continues_on_next)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d;
+	struct tb_span sp;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(twrite(&a, "head", 0, TB_CLOSE_CONT_NEXT), TB_OK);
+	/* the continuation starts a new chunk; its Acquired word has no N */
+	topen_with(&a, "tail", 4, TB_OPEN_CONT_PREV, &sp);
+	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_ACQ, 0, SPEC_P, 0, WA));
+	ck_assert_int_eq(tb_writer_close(&a.w, 4, 0), TB_OK);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, SPEC_N, 1, WA));
+	ck_assert_frag(&d, 0, "head");
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, SPEC_P, 1, WA));
+	ck_assert_frag(&d, 0, "tail");
+	/* nor is the N chunk taken back for an unrelated packet */
+	ck_assert_int_eq(twrite(&a, "other", 0, 0), TB_OK);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.n, 1);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_packet_split_sets_continuation_flags)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d0, d1;
+	uint8_t pkt[300];
+	unsigned i;
+
+	for (i = 0; i < sizeof(pkt); i++)
+		pkt[i] = (uint8_t)(i * 7);
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pkt, sizeof(pkt)),
+			 TB_OK);
+	tdecode(&t, 0, &d0);
+	tdecode(&t, 1, &d1);
+	ck_assert_uint_eq(d0.state, SPEC_CMP);
+	ck_assert_uint_eq(d0.flags3, SPEC_N);
+	ck_assert_uint_eq(d1.state, SPEC_CMP);
+	ck_assert_uint_eq(d1.flags3, SPEC_P);
+	ck_assert_uint_eq(d0.n, 1);
+	ck_assert_uint_eq(d1.n, 1);
+	ck_assert_uint_eq(d0.sizes[0] + d1.sizes[0], sizeof(pkt));
+	ck_assert_mem_eq(d0.frag[0], pkt, d0.sizes[0]);
+	ck_assert_mem_eq(d1.frag[0], pkt + d0.sizes[0], d1.sizes[0]);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_data_loss_on_next_claimed_chunk_only_once)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d;
+	char big[501];
+
+	memset(big, 'x', 500), big[500] = 0;
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(twrite(&a, "before", 0, 0), TB_OK);
+	/* loss while a reusable chunk is cached: not reused, flag travels */
+	tb_writer_record_loss(&a.w);
+	ck_assert_int_eq(twrite(&a, "after the gap", 0, 0), TB_OK);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.flags3, SPEC_L);
+	ck_assert_frag(&d, 0, "after the gap");
+	ck_assert_int_eq(twrite(&a, big, 0, 0), TB_OK);
+	tdecode(&t, 2, &d);
+	ck_assert_uint_eq(d.flags3, 0);
+	ck_assert_frag(&d, 0, big);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_full_under_drop_policy_keeps_write_pos)
+{
+	struct tring t;
+	struct twriter a, b, c;
+	struct tb_span sp;
+	struct tb_ring_stats st;
+
+	tring_new(&t, 256, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_DROP);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&b.w, 1, 0, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&c.w, 1, 0, &sp), TB_FULL);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	ck_assert_uint_eq(c.w.holes, 0);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.wstat[TB_WS_FULL], 1);
+	ck_assert_uint_eq(st.wstat[TB_WS_HOLES], 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	tring_free(&t);
+}
+END_TEST
+
+/* Pins every chunk: claimed directly (no reservation), then scraped. */
+static void pin_all(struct tring *t)
+{
+	uint32_t i, seen;
+
+	for (i = 0; i < t->n; i++) {
+		seen = spec_word(SPEC_ACQ, 0, 0, 0, WB);
+		ck_assert(tb_ring_claim(&t->r, i, seen));
+		ck_assert(tb_ring_mark_rewrite(&t->r, i, &seen));
+	}
+	ck_assert_uint_eq(twrite_pos(t), 0);
+}
+
+START_TEST(test_writer_no_chunk_when_chunks_pinned)
+{
+	struct tring t;
+	struct twriter a;
+	struct tb_span sp;
+	struct tb_ring_stats st;
+
+	tring_new(&t, 256, 8);
+	pin_all(&t);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_NO_CHUNK);
+	ck_assert_uint_gt(a.w.holes, 0);
+	ck_assert_uint_eq(twrite_pos(&t), a.w.holes);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.wstat[TB_WS_NO_CHUNK], 1);
+	ck_assert_uint_eq(st.wstat[TB_WS_FULL], 0);
+	ck_assert_uint_eq(st.wstat[TB_WS_HOLES], a.w.holes);
+	/* each lost claim was discarded: the pinned words are intact */
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 0, WB));
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_holes_take_precedence_over_full_even_under_stall)
+{
+	static const enum tb_full_policy pol[] = { TB_DROP, TB_STALL };
+	unsigned k;
+
+	for (k = 0; k < 2; k++) {
+		struct tring t;
+		struct twriter a;
+		struct tb_span sp;
+		struct tb_ring_stats st;
+		uint64_t t0;
+
+		tring_new(&t, 256, 2);
+		pin_all(&t);
+		twriter_new(&a, &t, WA, BID, pol[k]);
+		a.w.stall_ms = 3000;
+		t0 = now_ms();
+		ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_NO_CHUNK);
+		ck_assert_uint_lt(now_ms() - t0, 1000);
+		ck_assert_uint_eq(a.w.holes, 2);
+		ck_assert_uint_eq(twrite_pos(&t), 2);
+		ck_assert_uint_eq(peek32(&t.r.hdr->waiters), 0);
+		tb_ring_stats(&t.r, &st);
+		ck_assert_uint_eq(st.wstat[TB_WS_STALLS], 0);
+		twriter_free(&a);
+		tring_free(&t);
+	}
+}
+END_TEST
+
+START_TEST(test_writer_too_large_reserves_nothing)
+{
+	static const uint32_t css[] = { 256, 512, 4096, 32768 };
+	unsigned k;
+
+	for (k = 0; k < 4; k++) {
+		struct tring t;
+		struct twriter a;
+		struct tb_span sp;
+		uint32_t max = css[k] - 6 - spec_width(css[k]);
+
+		tring_new(&t, css[k], 4);
+		twriter_new(&a, &t, WA, BID, TB_DROP);
+		ck_assert_int_eq(tb_writer_open(&a.w, max + 1, 0, &sp),
+				 TB_TOO_LARGE);
+		ck_assert_int_eq(tb_writer_open(&a.w, 0xffffffffu, 0, &sp),
+				 TB_TOO_LARGE);
+		ck_assert_uint_eq(twrite_pos(&t), 0);
+		ck_assert_uint_eq(tword(&t, 0), 0);
+		twriter_free(&a);
+		tring_free(&t);
+	}
+}
+END_TEST
+
+START_TEST(test_writer_largest_fragment_fits_exactly)
+{
+	static const uint32_t css[] = { 256, 512, 4096, 32768 };
+	unsigned k;
+
+	for (k = 0; k < 4; k++) {
+		struct tring t;
+		struct twriter a;
+		struct tb_span sp;
+		struct dchunk d;
+		uint32_t max = css[k] - 6 - spec_width(css[k]);
+
+		tring_new(&t, css[k], 4);
+		twriter_new(&a, &t, WA, BID, TB_DROP);
+		ck_assert_int_eq(tb_writer_open(&a.w, max, 0, &sp), TB_OK);
+		ck_assert_uint_eq((size_t)(sp.end - sp.begin), max);
+		memset(sp.begin, 0x3c, max);
+		ck_assert_int_eq(tb_writer_close(&a.w, max + 1, 0), TB_EINVAL);
+		ck_assert_int_eq(tb_writer_close(&a.w, max, 0), TB_OK);
+		tdecode(&t, 0, &d);
+		ck_assert(!d.malformed);
+		ck_assert_uint_eq(d.n, 1);
+		ck_assert_uint_eq(d.sizes[0], max);
+		ck_assert_uint_eq(d.frag[0][max - 1], 0x3c);
+		/* nothing fits beside it: the next fragment is a new chunk */
+		ck_assert_int_eq(twrite(&a, "", 0, 0), TB_OK);
+		ck_assert_uint_eq(twrite_pos(&t), 2);
+		twriter_free(&a);
+		tring_free(&t);
+	}
+}
+END_TEST
+
+START_TEST(test_writer_255_fragments_then_new_chunk)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d;
+	unsigned i;
+
+	tring_new(&t, 32768, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	for (i = 0; i < 255; i++)
+		ck_assert_int_eq(twrite(&a, "", 0, 0), TB_OK);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 255, WA));
+	ck_assert_uint_eq(twrite_pos(&t), 1);
+	ck_assert_int_eq(twrite(&a, "x", 0, 0), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.n, 255);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.n, 1);
+	ck_assert_frag(&d, 0, "x");
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_release_publishes_closed_and_abandons_open)
+{
+	struct tring t;
+	struct twriter a;
+	struct tb_span sp;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(twrite(&a, "kept", 0, 0), TB_OK);
+	topen_with(&a, "lost", 4, 0, &sp);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	ck_assert_frag(&d, 0, "kept");
+	/* the abandoned fragment is owed as data loss */
+	ck_assert_int_eq(twrite(&a, "next", 0, 0), TB_OK);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.flags3, SPEC_L);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_publish_lost_to_foreign_word_is_eproto)
+{
+	struct tring t;
+	struct twriter a;
+	struct tb_span sp;
+	uint32_t foreign = spec_word(SPEC_RR, 0, 0, 0, WB);
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	topen_with(&a, "mine", 4, 0, &sp);
+	tset_word(&t, 0, foreign);	/* not our word turned RR */
+	ck_assert_int_eq(tb_writer_close(&a.w, 4, 0), TB_EPROTO);
+	ck_assert_uint_eq(tword(&t, 0), foreign);	/* never acknowledged */
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+/* Stall policy: a writer thread blocked on a full ring. */
+struct stall_arg {
+	struct twriter *tw;
+	const char *s;
+	int close_size;		/* >= 0: close an open fragment instead */
+	volatile int done;
+	int ret;
+	uint64_t ms;
+};
+
+static void *stall_thread(void *p)
+{
+	struct stall_arg *a = (struct stall_arg *)p;
+	uint64_t t0 = now_ms();
+
+	if (a->close_size >= 0)
+		a->ret = tb_writer_close(&a->tw->w, (uint32_t)a->close_size, 0);
+	else
+		a->ret = twrite(a->tw, a->s, 0, 0);
+	a->ms = now_ms() - t0;
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Waits until a writer is parked on read_pos; fails after 5 s. */
+static void wait_for_waiter(struct tring *t, struct stall_arg *a)
+{
+	uint64_t t0 = now_ms();
+
+	while (!__atomic_load_n(&t->r.hdr->waiters, __ATOMIC_ACQUIRE)) {
+		ck_assert_msg(now_ms() - t0 < 5000, "writer never stalled");
+		ck_assert_msg(!__atomic_load_n(&a->done, __ATOMIC_ACQUIRE),
+			      "writer returned %d instead of stalling",
+			      a->ret);
+		sleep_ms(1);
+	}
+	sleep_ms(20);
+	ck_assert(!__atomic_load_n(&a->done, __ATOMIC_ACQUIRE));
+}
+
+START_TEST(test_writer_stall_wakes_when_reader_drains)
+{
+	struct tring t;
+	struct twriter a, b, c;
+	struct treader tr;
+	struct stall_arg arg;
+	struct dchunk d;
+	pthread_t th;
+
+	tring_new(&t, 256, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_STALL);
+	treader_new(&tr, &t);
+	c.w.stall_ms = 10000;
+	ck_assert_int_eq(twrite(&a, "a", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&b, "b", 0, 0), TB_OK);
+	memset(&arg, 0, sizeof(arg));
+	arg.tw = &c;
+	arg.s = "c";
+	arg.close_size = -1;
+	ck_assert_int_eq(pthread_create(&th, NULL, stall_thread, &arg), 0);
+	wait_for_waiter(&t, &arg);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
+					 NULL), 1);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(arg.ret, TB_OK);
+	ck_assert_uint_lt(arg.ms, 5000);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WC));
+	ck_assert_frag(&d, 0, "c");
+	ck_assert_uint_eq(peek32(&t.r.hdr->waiters), 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_stall_times_out_to_full_when_nobody_drains)
+{
+	struct tring t;
+	struct twriter a, b, c;
+	struct tb_span sp;
+	struct tb_ring_stats st;
+	uint64_t t0, ms;
+
+	tring_new(&t, 256, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_STALL);
+	c.w.stall_ms = 100;
+	ck_assert_int_eq(twrite(&a, "a", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&b, "b", 0, 0), TB_OK);
+	t0 = now_ms();
+	ck_assert_int_eq(tb_writer_open(&c.w, 1, 0, &sp), TB_FULL);
+	ms = now_ms() - t0;
+	ck_assert_uint_ge(ms, 90);
+	ck_assert_uint_lt(ms, 3000);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	ck_assert_uint_eq(c.w.holes, 0);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.wstat[TB_WS_FULL], 1);
+	ck_assert_uint_ge(st.wstat[TB_WS_STALLS], 1);
+	ck_assert_uint_eq(peek32(&t.r.hdr->waiters), 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	tring_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * (h) Relocation after a scrape (sections 6.5, 7, 7.1)
+ */
+START_TEST(test_scrape_with_published_prefix_moves_suffix_to_replacement)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	/* the prefix carries P and L, which the suffix must not repeat */
+	tb_writer_record_loss(&a.w);
+	ck_assert_int_eq(twrite(&a, "published-one", TB_OPEN_CONT_PREV, 0),
+			 TB_OK);
+	ck_assert_int_eq(twrite(&a, "published-two", 0, 0), TB_OK);
+	topen_with(&a, "suffix", 6, 0, &sp);
+	ck_assert_uint_eq(tword(&t, 0),
+			  spec_word(SPEC_ACQ, 0, SPEC_P | SPEC_L, 2, WA));
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.nfrags, 2);
+	ck_assert_uint_eq(v.flags, TB_F_CONT_PREV | TB_F_DATA_LOSS);
+	ck_assert_vfrag(&v, 0, "published-one");
+	ck_assert_vfrag(&v, 1, "published-two");
+	ck_assert_int_eq(tb_writer_close(&a.w, 6, 0), TB_OK);
+	ck_assert_uint_eq(a.w.relocations, 1);
+	ck_assert_uint_eq(a.w.dropped_frags, 0);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	ck_assert_uint_eq(d.bid, BID);
+	ck_assert_frag(&d, 0, "suffix");
+	/* the reader takes the suffix exactly once */
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.flags, 0);
+	ck_assert_vfrag(&v, 0, "suffix");
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_NODATA);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_scrape_with_no_published_prefix_carries_flags)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	tb_writer_record_loss(&a.w);
+	topen_with(&a, "tail", 4, TB_OPEN_CONT_PREV, &sp);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_uint_eq(tword(&t, 0),
+			  spec_word(SPEC_RR, 0, SPEC_P | SPEC_L, 0, WA));
+	ck_assert_int_eq(tb_writer_close(&a.w, 4, 0), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, SPEC_P | SPEC_L, 1,
+					    WA));
+	ck_assert_frag(&d, 0, "tail");
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_scrape_with_nothing_unpublished_acknowledges_on_release)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "only", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_OK);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 1, WA));
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	ck_assert_uint_eq(tword(&t, 1), 0);	/* no replacement taken */
+	ck_assert_uint_eq(twrite_pos(&t), 1);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_open_fragment_relocated_by_sync_keeps_writing)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp, sp2;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "first", 0, 0), TB_OK);
+	topen_with(&a, "0123456789", 64, 0, &sp);
+	/* no scrape yet: sync moves nothing */
+	ck_assert_int_eq(tb_writer_sync(&a.w, 10, &sp2), TB_OK);
+	ck_assert_ptr_eq(sp2.begin, sp.begin);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_ACQ, 0, 0, 1, WA));
+
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.nfrags, 1);
+	ck_assert_vfrag(&v, 0, "first");
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 1, WA));
+
+	/* the open fragment moves now, not at close */
+	ck_assert_int_eq(tb_writer_sync(&a.w, 10, &sp2), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	ck_assert_ptr_eq(sp2.begin, tchunk(&t, 1) + 6);
+	ck_assert_mem_eq(sp2.begin, "0123456789", 10);
+	ck_assert_uint_ge((size_t)(sp2.end - sp2.begin), 64);
+	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_ACQ, 0, 0, 0, WA));
+	ck_assert_uint_eq(a.w.relocations, 1);
+
+	/* the writer keeps writing at the rebased pointer and closes */
+	memcpy(sp2.begin + 10, "ABCDEF", 6);
+	ck_assert_int_eq(tb_writer_close(&a.w, 16, 0), TB_OK);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	ck_assert_uint_eq(d.bid, BID);
+	ck_assert_frag(&d, 0, "0123456789ABCDEF");
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.nfrags, 1);
+	ck_assert_vfrag(&v, 0, "0123456789ABCDEF");
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_open_fragment_relocated_by_sync_without_prefix_carries_flags)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+	struct dchunk d;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	tb_writer_record_loss(&a.w);
+	topen_with(&a, "abc", 16, TB_OPEN_CONT_PREV, &sp);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_int_eq(tb_writer_sync(&a.w, 3, &sp), TB_OK);
+	ck_assert_ptr_eq(sp.begin, tchunk(&t, 1) + 6);
+	/* still Acquired while the fragment is open, flags carried */
+	ck_assert_uint_eq(tword(&t, 1),
+			  spec_word(SPEC_ACQ, 0, SPEC_P | SPEC_L, 0, WA));
+	memcpy(sp.begin + 3, "def", 3);
+	ck_assert_int_eq(tb_writer_close(&a.w, 6, TB_CLOSE_CONT_NEXT), TB_OK);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0,
+					    SPEC_P | SPEC_N | SPEC_L, 1, WA));
+	ck_assert_frag(&d, 0, "abcdef");
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_relocation_without_capacity_drops_and_acknowledges)
+{
+	struct tring t;
+	struct twriter a, b;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct collect col;
+	struct tb_span sp, spb;
+	struct dchunk d;
+
+	tring_new(&t, 512, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "published", 0, 0), TB_OK);	/* p0 */
+	ck_assert_int_eq(tb_writer_open(&b.w, 1, 0, &spb), TB_OK);	/* p1 */
+	topen_with(&a, "lost", 4, 0, &sp);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_vfrag(&v, 0, "published");
+	/* read_pos not yet published: the ring is full */
+	ck_assert_int_eq(tb_writer_close(&a.w, 4, 0), TB_DROPPED);
+	ck_assert_uint_eq(a.w.dropped_frags, 1);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+
+	/* b finishes, the reader catches up */
+	ck_assert_int_eq(tb_writer_close(&b.w, 0, 0), TB_OK);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), 1);
+	/* a's next chunk carries data loss */
+	ck_assert_int_eq(twrite(&a, "next", 0, 0), TB_OK);
+	memset(&col, 0, sizeof(col));
+	ck_assert_int_ge(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE,
+					 collect_fn, &col), 1);
+	ck_assert_uint_eq(col.count, 1);
+	ck_assert_uint_eq(col.c[0].writer, WA);
+	ck_assert_uint_eq(col.c[0].flags, TB_F_DATA_LOSS);
+	ck_assert_str_eq(col.c[0].frag[0], "next");
+	/* and the one after that does not */
+	ck_assert_int_eq(twrite(&a, "later", 0, 0), TB_OK);
+	tdecode(&t, tb_pos_index(twrite_pos(&t) - 1, 2), &d);
+	ck_assert_frag(&d, d.n - 1, "later");
+	ck_assert_uint_eq(d.flags3, 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_sync_without_capacity_drops_open_fragment)
+{
+	struct tring t;
+	struct twriter a, b;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp, spb;
+
+	tring_new(&t, 512, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "published", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&b.w, 1, 0, &spb), TB_OK);
+	topen_with(&a, "lost", 16, 0, &sp);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_int_eq(tb_writer_sync(&a.w, 4, &sp), TB_DROPPED);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	ck_assert_uint_eq(a.w.dropped_frags, 1);
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_relocating_writer_under_stall_waits_for_capacity)
+{
+	struct tring t;
+	struct twriter a, b;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct collect col;
+	struct stall_arg arg;
+	struct tb_span sp, spb;
+	pthread_t th;
+	unsigned i;
+	int found = 0;
+
+	tring_new(&t, 512, 2);
+	twriter_new(&a, &t, WA, BID, TB_STALL);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	a.w.stall_ms = 10000;
+	ck_assert_int_eq(twrite(&a, "published", 0, 0), TB_OK);	/* p0 */
+	ck_assert_int_eq(tb_writer_open(&b.w, 1, 0, &spb), TB_OK);	/* p1 */
+	topen_with(&a, "moved", 5, 0, &sp);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+
+	memset(&arg, 0, sizeof(arg));
+	arg.tw = &a;
+	arg.close_size = 5;
+	ck_assert_int_eq(pthread_create(&th, NULL, stall_thread, &arg), 0);
+	wait_for_waiter(&t, &arg);
+	/* it acknowledged before waiting for a replacement */
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+
+	ck_assert_int_eq(tb_writer_close(&b.w, 0, 0), TB_OK);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
+					 NULL), 1);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(arg.ret, TB_OK);
+	ck_assert_uint_lt(arg.ms, 5000);
+	memset(&col, 0, sizeof(col));
+	ck_assert_int_ge(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE,
+					 collect_fn, &col), 1);
+	for (i = 0; i < col.count; i++)
+		if (col.c[i].writer == WA &&
+		    !strcmp(col.c[i].frag[0], "moved")) {
+			ck_assert_uint_eq(col.c[i].flags, 0);
+			found++;
+		}
+	ck_assert_int_eq(found, 1);
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_continues_on_next_set_on_relocated_tail_not_prefix)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "whole", 0, 0), TB_OK);
+	topen_with(&a, "head", 4, 0, &sp);
+	/* an Acquired word never says "continues on next" */
+	ck_assert_uint_eq(tword(&t, 0) >> 24 & 7, 0);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(v.flags & TB_F_CONT_NEXT, 0);
+	ck_assert_int_eq(tb_writer_close(&a.w, 4, TB_CLOSE_CONT_NEXT), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, SPEC_N, 1, WA));
+	ck_assert_frag(&d, 0, "head");
+	/* the continuation goes to a fresh chunk, whose Acquired has no N */
+	topen_with(&a, "tail", 4, TB_OPEN_CONT_PREV, &sp);
+	ck_assert_uint_eq(tword(&t, 2), spec_word(SPEC_ACQ, 0, SPEC_P, 0, WA));
+	ck_assert_int_eq(tb_writer_close(&a.w, 4, 0), TB_OK);
+	tdecode(&t, 2, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, SPEC_P, 1, WA));
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_relocated_replacement_is_not_reused)
+{
+	/* section 7.1: the first implementation never reuses it */
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	topen_with(&a, "two", 3, 0, &sp);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_int_eq(tb_writer_close(&a.w, 3, 0), TB_OK);
+	ck_assert_int_eq(twrite(&a, "three", 0, 0), TB_OK);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.n, 1);
+	ck_assert_frag(&d, 0, "two");
+	tdecode(&t, 2, &d);
+	ck_assert_frag(&d, 0, "three");
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * (i) Hostile memory
+ */
+static int allowed_result(int r)
+{
+	return r == TB_NODATA || r == TB_EMITTED || r == TB_SKIPPED ||
+	       r == TB_RETRY_LATER || r == TB_PENDING || r == TB_EPROTO;
+}
+
+static void act_random_word(struct hookctx *h, uint32_t pos, uint32_t word)
+{
+	uint32_t r = xs32(&h->seed);
+
+	(void)word;
+	/* sometimes a plausible word, sometimes garbage */
+	if (r & 1)
+		r = (r & 0x1fffffffu) | (xs32(&h->seed) % 5) << 29;
+	poke32(tb_ring_chunk(&h->t->r, pos), r);
+}
+
+/* The view stays inside the reader's scratch and the chunk's bounds. */
+static void check_view_bounds(const struct tring *t, const struct treader *tr,
+			      const struct tb_chunk_view *v)
+{
+	uint32_t sum = 0, i;
+
+	ck_assert_uint_ge(v->nfrags, 1);
+	ck_assert_uint_le(v->nfrags, 255);
+	ck_assert_ptr_eq(v->payload, tr->scratch);
+	for (i = 0; i < v->nfrags; i++)
+		sum += v->sizes[i];
+	ck_assert_uint_le(6 + sum + v->nfrags * spec_width(t->cs), t->cs);
+}
+
+START_TEST(test_hostile_state_words_and_cursors_reader_survives)
+{
+	static const uint32_t css[] = { 256, 512, 1024 };
+	static const uint32_t ns[] = { 2, 4, 8 };
+	uint32_t seed = 0x2545f491u;
+	unsigned round;
+
+	for (round = 0; round < 1500; round++) {
+		struct tring t;
+		struct treader tr;
+		struct hookctx h;
+		uint32_t i, rp, wp, calls;
+		int latched = 0;
+
+		tring_new(&t, css[round % 3], ns[(round / 3) % 3]);
+		for (i = 0; i < t.n * t.cs; i++)
+			t.r.chunks[i] = (uint8_t)xs32(&seed);
+		/* plausible words in some chunks, garbage in the rest */
+		for (i = 0; i < t.n; i++) {
+			uint32_t r = xs32(&seed);
+
+			if (r & 1)
+				tset_word(&t, i, (r & 0x1fffffffu) >> (r % 24) |
+					  (xs32(&seed) % 8) << 29);
+		}
+		rp = xs32(&seed);
+		wp = round & 1 ? rp + xs32(&seed) % (2 * t.n + 1) :
+				 xs32(&seed);
+		poke32(&t.r.hdr->read_pos, rp);
+		tset_write_pos(&t, wp);
+		treader_new(&tr, &t);
+		ck_assert_uint_eq(tr.rd.pos, rp);
+		memset(&h, 0, sizeof(h));
+		h.t = &t;
+		h.seed = seed | 1;
+		if (round % 4 == 3) {
+			h.act = act_random_word;
+			h.every = 1;
+			set_hook(&tr, &h);
+		}
+		for (calls = 0; calls < 4 * t.n; calls++) {
+			struct tb_chunk_view v;
+			uint32_t pos = tr.rd.pos, before;
+			enum tb_read_mode mode = xs32(&seed) & 1 ?
+				TB_READ_SCRAPE : TB_READ_LAZY;
+			int ret;
+
+			before = peek32(tb_ring_chunk(&t.r, pos));
+			h.calls = 0;
+			ret = tb_reader_read_one(&tr.rd, mode, &v);
+			ck_assert_msg(allowed_result(ret), "result %d", ret);
+			ck_assert_uint_le(h.calls, 64);
+			if (latched)
+				ck_assert_int_eq(ret, TB_EPROTO);
+			if (ret == TB_EPROTO) {
+				ck_assert_uint_eq(tr.rd.pos, pos);
+				if (!h.calls)
+					ck_assert_uint_eq(peek32(
+						tb_ring_chunk(&t.r, pos)),
+						before);
+				latched = 1;
+			} else if (ret == TB_EMITTED) {
+				check_view_bounds(&t, &tr, &v);
+				ck_assert_uint_eq(tr.rd.pos, pos + 1);
+			} else if (ret == TB_SKIPPED) {
+				ck_assert_uint_eq(tr.rd.pos, pos + 1);
+			} else {
+				ck_assert_uint_eq(tr.rd.pos, pos);
+			}
+			if (ret == TB_NODATA || ret == TB_PENDING)
+				break;
+		}
+		/* a drain pass also survives and returns */
+		ck_assert_int_ge(tb_reader_drain(&tr.rd, 4 * t.n,
+						 TB_READ_SCRAPE, NULL, NULL),
+				 TB_EPROTO);
+		treader_free(&tr);
+		tring_free(&t);
+	}
+}
+END_TEST
+
+START_TEST(test_hostile_directory_rejected_as_malformed_without_oob)
+{
+	static const uint32_t css[] = { 256, 512, 2048 };
+	uint32_t seed = 0x1234567u;
+	unsigned round;
+
+	for (round = 0; round < 3000; round++) {
+		struct tring t;
+		struct treader tr;
+		struct tb_chunk_view v;
+		struct dchunk d;
+		uint32_t cs = css[round % 3], i, n, word;
+		int ret;
+
+		tring_new(&t, cs, 2);
+		/* small bytes half of the time, so some directories pass */
+		for (i = 0; i < cs; i++)
+			tchunk(&t, 0)[i] = (uint8_t)(round & 2 ? xs32(&seed) :
+						      xs32(&seed) % 3);
+		n = xs32(&seed) % 256;
+		word = spec_word(round & 1 ? SPEC_CMP : SPEC_ACQ, 0, 0, n, WA);
+		tset_word(&t, 0, word);
+		tset_write_pos(&t, 1);
+		treader_new(&tr, &t);
+		tdecode(&t, 0, &d);
+		ret = tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v);
+		if (!n || d.malformed) {
+			ck_assert_int_eq(ret, TB_SKIPPED);
+			ck_assert_uint_eq(tr.rd.stat[TB_RS_MALFORMED],
+					  n ? 1 : 0);
+		} else {
+			ck_assert_int_eq(ret, TB_EMITTED);
+			ck_assert_uint_eq(v.nfrags, n);
+			check_view_bounds(&t, &tr, &v);
+			for (i = 0; i < n; i++)
+				ck_assert_uint_eq(v.sizes[i], d.sizes[i]);
+			ck_assert_mem_eq(v.payload, d.frag[0],
+					 (size_t)(d.frag[n - 1] - d.frag[0]) +
+					 d.sizes[n - 1]);
+		}
+		/* the ownership transition happened either way */
+		ck_assert_uint_eq(tword(&t, 0), round & 1 ? spec_free(1) :
+				  tb_state_with(word, TB_REWRITE));
+		treader_free(&tr);
+		tring_free(&t);
+	}
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Suites
+ */
+static Suite *abi_suite(void)
+{
+	Suite *s = suite_create("tbring abi");
+	TCase *tc = tcase_create("abi");
+
+	tcase_add_test(tc, test_state_words_are_the_spec_hex_values);
+	tcase_add_test(tc, test_data_bearing_fields_round_trip);
+	tcase_add_test(tc, test_free_word_carries_only_the_wrap_count);
+	tcase_add_test(tc, test_with_state_changes_only_bits_31_to_29);
+	tcase_add_test(tc, test_reserved_states_decode_as_5_6_7);
+	tcase_add_test(tc, test_chunk_index_and_wrap_table_for_4_chunks);
+	tcase_add_test(tc, test_chunk_index_and_wrap_for_several_ring_sizes);
+	tcase_add_test(tc, test_distance_is_exact_across_cursor_rollover);
+	tcase_add_test(tc, test_next_wrap_is_computed_from_the_position);
+	tcase_add_test(tc, test_wrap_identity_repeats_after_documented_period);
+	tcase_add_test(tc, test_ring_wrap_helpers_match_position_arithmetic);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static Suite *geometry_suite(void)
+{
+	Suite *s = suite_create("tbring geometry");
+	TCase *tc = tcase_create("geometry");
+
+	tcase_add_test(tc, test_ring_size_rejects_illegal_geometry);
+	tcase_add_test(tc, test_ring_size_accepts_every_legal_geometry);
+	tcase_add_test(tc, test_init_accepts_each_legal_chunk_size);
+	tcase_add_test(tc, test_init_rejects_bad_memory_and_geometry);
+	tcase_add_test(tc,
+		test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere);
+	tcase_add_test(tc, test_init_makes_no_stamping_pass_over_chunks);
+	tcase_add_test(tc, test_chunk_state_words_are_naturally_aligned);
+	tcase_add_test(tc, test_attach_validates_header_as_untrusted);
+	tcase_add_test(tc,
+		test_attach_second_mapping_of_same_memfd_at_other_address);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static Suite *transition_suite(void)
+{
+	Suite *s = suite_create("tbring transitions");
+	TCase *tc = tcase_create("transitions");
+
+	tcase_add_test(tc, test_reserve_hands_out_consecutive_tickets_until_full);
+	tcase_add_test(tc, test_capacity_follows_read_pos);
+	tcase_add_test(tc,
+		test_reserve_is_full_at_distance_num_chunks_across_rollover);
+	tcase_add_test(tc, test_claim_moves_free_for_reserved_wrap_to_acquired);
+	tcase_add_test(tc, test_claim_expects_only_its_own_wrap);
+	tcase_add_test(tc, test_publish_moves_acquired_to_complete);
+	tcase_add_test(tc, test_publish_can_extend_acquired_count);
+	tcase_add_test(tc, test_reuse_moves_complete_to_acquired_keeping_fields);
+	tcase_add_test(tc, test_mark_rewrite_keeps_every_other_field);
+	tcase_add_test(tc, test_acknowledge_writes_the_exact_acknowledged_word);
+	tcase_add_test(tc, test_advance_unclaimed_stamps_next_wrap_of_position);
+	tcase_add_test(tc, test_reclaim_complete_stamps_next_wrap);
+	tcase_add_test(tc, test_reclaim_acknowledged_stamps_next_wrap);
+	tcase_add_test(tc,
+		test_reclaim_stamps_next_wrap_across_cursor_rollover);
+	tcase_add_test(tc, test_no_writer_transition_produces_a_free_word);
+	tcase_add_test(tc,
+		test_steps_given_wrong_state_fail_without_touching_memory);
+	tcase_add_test(tc, test_stale_claim_fails_after_reader_advanced_wrap);
+	tcase_add_test(tc,
+		test_two_stale_claimants_cannot_adopt_the_returned_word);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static Suite *race_suite(void)
+{
+	Suite *s = suite_create("tbring races and scenarios");
+	TCase *tc = tcase_create("races");
+
+	tcase_add_test(tc,
+		test_claim_beats_advance_reader_redispatches_on_acquired);
+	tcase_add_test(tc, test_advance_beats_claim_position_becomes_hole);
+	tcase_add_test(tc,
+		test_publish_beats_scrape_reader_discards_speculative_copy);
+	tcase_add_test(tc,
+		test_scrape_beats_publish_writer_relocates_only_suffix);
+	tcase_add_test(tc, test_reuse_beats_consume_reader_follows_scrape_path);
+	tcase_add_test(tc, test_consume_beats_reuse_writer_drops_cached_handle);
+	tcase_add_test(tc, test_delayed_writer_cannot_publish_behind_reader_2_1);
+	tcase_add_test(tc,
+		test_reserved_position_resolved_before_claim_is_a_hole_2_2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static Suite *reader_suite(void)
+{
+	Suite *s = suite_create("tbring reader");
+	TCase *tc = tcase_create("reader");
+
+	tcase_add_test(tc, test_reader_nodata_when_nothing_reserved);
+	tcase_add_test(tc, test_reader_emits_complete_chunk_and_reclaims_it);
+	tcase_add_test(tc,
+		test_reader_skips_unclaimed_position_and_advances_free_tag);
+	tcase_add_test(tc, test_reader_leaves_rewrite_requested_alone);
+	tcase_add_test(tc, test_reader_reclaims_acknowledged_as_hole);
+	tcase_add_test(tc, test_reader_complete_with_zero_fragments_is_a_hole);
+	tcase_add_test(tc, test_reader_marks_acquired_with_zero_fragments);
+	tcase_add_test(tc,
+		test_reader_malformed_directory_dropped_but_transition_done);
+	tcase_add_test(tc,
+		test_reader_unknown_format_transitions_without_reading);
+	tcase_add_test(tc, test_reader_scrapes_published_prefix_of_acquired);
+	tcase_add_test(tc, test_reader_retry_later_when_every_cas_loses);
+	tcase_add_test(tc, test_reader_eproto_on_mismatched_free_tag);
+	tcase_add_test(tc, test_reader_eproto_on_reserved_states_5_6_7);
+	tcase_add_test(tc,
+		test_reader_eproto_on_acknowledged_with_nonzero_low_bits);
+	tcase_add_test(tc, test_reader_eproto_on_write_pos_beyond_num_chunks);
+	tcase_add_test(tc, test_lazy_reader_pending_before_acquired_chunk);
+	tcase_add_test(tc, test_lazy_reader_scrapes_once_under_pressure);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static Suite *writer_suite(void)
+{
+	Suite *s = suite_create("tbring writer");
+	TCase *tc = tcase_create("writer");
+
+	tcase_add_test(tc, test_writer_payload_up_sizes_down);
+	tcase_add_test(tc, test_writer_fragment_sizes_at_interesting_boundaries);
+	tcase_add_test(tc, test_writer_reuses_its_own_complete_chunk);
+	tcase_add_test(tc, test_writer_reuse_lost_to_reader_takes_a_new_chunk);
+	tcase_add_test(tc, test_writer_never_reuses_chunk_with_continues_on_next);
+	tcase_add_test(tc, test_writer_packet_split_sets_continuation_flags);
+	tcase_add_test(tc, test_writer_data_loss_on_next_claimed_chunk_only_once);
+	tcase_add_test(tc, test_writer_full_under_drop_policy_keeps_write_pos);
+	tcase_add_test(tc, test_writer_no_chunk_when_chunks_pinned);
+	tcase_add_test(tc,
+		test_writer_holes_take_precedence_over_full_even_under_stall);
+	tcase_add_test(tc, test_writer_too_large_reserves_nothing);
+	tcase_add_test(tc, test_writer_largest_fragment_fits_exactly);
+	tcase_add_test(tc, test_writer_255_fragments_then_new_chunk);
+	tcase_add_test(tc,
+		test_writer_release_publishes_closed_and_abandons_open);
+	tcase_add_test(tc, test_writer_publish_lost_to_foreign_word_is_eproto);
+	tcase_add_test(tc, test_writer_stall_wakes_when_reader_drains);
+	tcase_add_test(tc,
+		test_writer_stall_times_out_to_full_when_nobody_drains);
+	tcase_set_timeout(tc, 20);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static Suite *relocation_suite(void)
+{
+	Suite *s = suite_create("tbring relocation");
+	TCase *tc = tcase_create("relocation");
+
+	tcase_add_test(tc,
+		test_scrape_with_published_prefix_moves_suffix_to_replacement);
+	tcase_add_test(tc, test_scrape_with_no_published_prefix_carries_flags);
+	tcase_add_test(tc,
+		test_scrape_with_nothing_unpublished_acknowledges_on_release);
+	tcase_add_test(tc, test_open_fragment_relocated_by_sync_keeps_writing);
+	tcase_add_test(tc,
+	    test_open_fragment_relocated_by_sync_without_prefix_carries_flags);
+	tcase_add_test(tc,
+		test_relocation_without_capacity_drops_and_acknowledges);
+	tcase_add_test(tc, test_sync_without_capacity_drops_open_fragment);
+	tcase_add_test(tc,
+		test_relocating_writer_under_stall_waits_for_capacity);
+	tcase_add_test(tc,
+		test_continues_on_next_set_on_relocated_tail_not_prefix);
+	tcase_add_test(tc, test_relocated_replacement_is_not_reused);
+	tcase_set_timeout(tc, 20);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static Suite *hostile_suite(void)
+{
+	Suite *s = suite_create("tbring hostile memory");
+	TCase *tc = tcase_create("hostile");
+
+	tcase_add_test(tc, test_hostile_state_words_and_cursors_reader_survives);
+	tcase_add_test(tc,
+		test_hostile_directory_rejected_as_malformed_without_oob);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(abi_suite());
+	int failed;
+
+	srunner_add_suite(sr, geometry_suite());
+	srunner_add_suite(sr, transition_suite());
+	srunner_add_suite(sr, race_suite());
+	srunner_add_suite(sr, reader_suite());
+	srunner_add_suite(sr, writer_suite());
+	srunner_add_suite(sr, relocation_suite());
+	srunner_add_suite(sr, hostile_suite());
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
