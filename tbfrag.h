@@ -158,7 +158,9 @@ static inline int tb_frag_append(struct tb_frag_cursor *c, const void *src,
 {
 	uint8_t *b, *e;
 
-	if (tb_frag_open(c, &b, &e) || len > (uint32_t)(e - b)) {
+	if (tb_frag_open(c, &b, &e))
+		return -1;	/* leaves a fragment already open alone */
+	if (len > (uint32_t)(e - b)) {
 		c->open = 0;
 		return -1;
 	}
@@ -193,6 +195,8 @@ static inline int32_t tb_frag_parse_dir(const uint8_t *dir, unsigned n,
 	uint32_t total = 0;
 	unsigned i;
 
+	if (!tb_frag_dir_fits(chunk_size, n, w))
+		return -1;	/* and limit above wrapped */
 	for (i = 0; i < n; i++) {
 		uint32_t size = tb_frag_get_le(dir + (n - 1 - i) * w, w);
 
