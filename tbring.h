@@ -810,6 +810,8 @@ static inline void tb_ring_notify(const struct tb_ring *r)
 /*
  * Publishes read_pos (release: pairs with the writers' acquire load in
  * reserve; the chunk transitions come first) and wakes stalled writers.
+ * The waiter hint is only a hint: a writer killed while waiting leaves it
+ * raised, which costs one needless FUTEX_WAKE per drain pass, no more.
  */
 static inline void tb_ring_publish_read_pos(const struct tb_ring *r,
 					    uint32_t read_pos)
@@ -1372,15 +1374,14 @@ static inline int __tb_reader_done(struct tb_reader *rd, int copied)
 
 /*
  * Is the ring under pressure, so that a lazy reader must scrape?  Half the
- * ring is waiting behind the held chunk, or writers wait for capacity.
+ * ring is waiting behind the held chunk.  (A stalled writer implies a full
+ * ring, so this covers it; the waiter hint is not consulted, because a
+ * writer killed while stalled leaves it raised for good.)
  */
 static inline bool __tb_reader_pressed(const struct tb_reader *rd,
 				       uint32_t write_pos)
 {
-	const struct tb_ring *r = rd->ring;
-
-	return tb_pos_distance(write_pos, rd->pos) >= r->num_chunks / 2 ||
-	       __tb_load(&r->hdr->waiters, TB_RLX);
+	return tb_pos_distance(write_pos, rd->pos) >= rd->ring->num_chunks / 2;
 }
 
 /*
