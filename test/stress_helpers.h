@@ -20,7 +20,10 @@
  * it pending; a pending packet followed by a fragment that does not
  * continue it was lost (its writer saw an error) and is discarded.  Every
  * whole packet is checked: per-writer strictly increasing seq (so exactly
- * once), length, checksum, every payload byte.
+ * once), length, checksum, every payload byte.  Data-loss flags: a packet
+ * after a seq gap must have started after a chunk flagged TB_F_DATA_LOSS
+ * (seed 3.3, 7.1); with strict_loss (writers that never retry a seq) a
+ * flag also means a gap.
  *
  * Everything is static: one copy per test program, no shared state.
  */
@@ -40,6 +43,7 @@
 #define SH_HDR		16u
 #define SH_MAGIC	0xa75bu
 #define SH_MAX_WRITERS	8
+#define SH_ABANDONED	(-50)	/* sh_write_stalling() gave the packet up */
 
 /* ------------------------------------------------------------------------
  * Randomness: xorshift64*, one state per thread.
@@ -131,6 +135,7 @@ static void sh_fill(uint8_t *pkt, unsigned writer, uint32_t seq,
 struct sh_stall {
 	uint32_t syncs;		/* tb_writer_sync() calls */
 	uint32_t moved;		/* ... that relocated the open fragment */
+	uint32_t abandoned;	/* packets given up with a fragment open */
 	const char *bad;	/* a broken promise of the API, or NULL */
 };
 
@@ -171,6 +176,8 @@ static void sh_pause(uint64_t *rng)
  * random part written, a stall with the fragment open, maybe
  * tb_writer_sync() and a rebase of the write pointer (twice), the rest
  * written, then closed.  Checks that a sync keeps the bytes written.
+ * Now and then it abandons the packet instead, with the fragment open
+ * (tb_writer_release()): SH_ABANDONED, the packet is lost.
  */
 static int sh_write_stalling(struct tb_writer *w, const uint8_t *p,
 			     uint32_t len, uint64_t *rng, struct sh_stall *st)
@@ -193,6 +200,13 @@ static int sh_write_stalling(struct tb_writer *w, const uint8_t *p,
 		n = len < room ? len : room;
 		used = sh_range(rng, 0, n);
 		memcpy(s.begin, p, used);
+		if (!sh_range(rng, 0, 40)) {
+			ret = tb_writer_release(w);
+			if (ret != TB_OK && ret != TB_DROPPED)
+				st->bad = "release of an open fragment failed";
+			st->abandoned++;
+			return SH_ABANDONED;
+		}
 		for (round = 0; round < 2; round++) {
 			uint8_t *old = s.begin;
 
@@ -242,6 +256,8 @@ struct sh_stream {
 	uint32_t len;
 	uint8_t pending;	/* it continues in a later chunk */
 	uint8_t broken;		/* it lost its start: discard at its end */
+	uint8_t loss_mark;	/* a TB_F_DATA_LOSS chunk since a packet began */
+	uint8_t loss_before;	/* ... before the pending packet began */
 	uint8_t *seen;		/* per seq: received */
 	uint32_t nseq;
 	int64_t last;		/* last seq received, -1 before the first */
@@ -259,6 +275,7 @@ struct sh_asm {
 	unsigned nwriters;
 	struct sh_stream s[SH_MAX_WRITERS];
 	uint32_t chunks;
+	uint8_t strict_loss;	/* TB_F_DATA_LOSS only before a seq gap */
 	uint32_t failures;
 	char err[512];
 };
@@ -346,6 +363,16 @@ static void sh_deliver(struct sh_asm *a, unsigned idx, uint32_t pos)
 			"out of order");
 		return;
 	}
+	if ((int64_t)seq != s->last + 1 && !s->loss_before) {
+		sh_fail(a, "writer %u: seq %u after %lld without a data-loss flag (pos %#x)",
+			idx, seq, (long long)s->last, pos);
+		return;
+	}
+	if ((int64_t)seq == s->last + 1 && s->loss_before && a->strict_loss) {
+		sh_fail(a, "writer %u: data-loss flag but no gap before seq %u (pos %#x)",
+			idx, seq, pos);
+		return;
+	}
 	if (sh_fnv(p + SH_HDR, len - SH_HDR) != sh_get32(p + 12)) {
 		sh_fail(a, "writer %u seq %u: checksum (len %u, pos %#x)",
 			idx, seq, len, pos);
@@ -401,7 +428,10 @@ static void sh_asm_chunk(void *ctx, const struct tb_chunk_view *v)
 	s = &a->s[idx];
 	s->chunks++;
 	s->scraped += v->scraped ? 1 : 0;
-	s->loss_flags += v->flags & TB_F_DATA_LOSS ? 1 : 0;
+	if (v->flags & TB_F_DATA_LOSS) {
+		s->loss_flags++;
+		s->loss_mark = 1;
+	}
 	if (v->bid != (uint16_t)(a->bid + idx))
 		sh_fail(a, "writer %u: chunk at pos %#x has BufferID %#x",
 			idx, v->pos, v->bid);
@@ -419,15 +449,18 @@ static void sh_asm_chunk(void *ctx, const struct tb_chunk_view *v)
 		if (!cont_prev && s->pending) {
 			s->discarded++;		/* its writer gave up on it */
 			s->pending = 0;
+			s->loss_mark |= s->loss_before;
 		}
 		if (cont_prev && !s->pending) {
 			s->orphans++;
 			s->broken = 1;
 			s->pending = 1;
 		}
-		if (!s->pending) {
+		if (!s->pending) {		/* a packet begins */
 			s->len = 0;
 			s->broken = 0;
+			s->loss_before = s->loss_mark;
+			s->loss_mark = 0;
 		}
 		sh_append(a, idx, p, v->sizes[i], v->pos);
 		p += v->sizes[i];

@@ -56,7 +56,6 @@ struct st_writer {
 	uint8_t *status;		/* per seq: ST_* */
 	uint32_t ok;
 	uint32_t dropped;
-	uint32_t by_err[8];		/* by -result */
 	uint32_t stalled;		/* packets written with a stall */
 	struct sh_stall st;
 	int bad;			/* an unexpected result, or 0 */
@@ -152,9 +151,8 @@ static void *st_writer_main(void *arg)
 		}
 		sw->status[seq] = ST_DROPPED;
 		sw->dropped++;
-		if (ret < 0 && ret > -8)
-			sw->by_err[-ret]++;
-		if (ret != TB_FULL && ret != TB_NO_CHUNK && ret != TB_DROPPED)
+		if (ret != TB_FULL && ret != TB_NO_CHUNK && ret != TB_DROPPED &&
+		    ret != SH_ABANDONED)
 			st_bad(sw, ret, "write");
 		if (sw->st.bad)
 			st_bad(sw, TB_EINVAL, sw->st.bad);
@@ -188,6 +186,7 @@ static void st_setup(struct st_run *run, const struct st_cfg *cfg,
 			 TB_OK);
 	sh_asm_init(&run->asm_, cfg->writers, ST_WID, ST_BID, cfg->packets,
 		    run->maxlen);
+	run->asm_.strict_loss = 1;	/* a dropped seq is never retried */
 	for (i = 0; i < cfg->writers; i++) {
 		struct st_writer *sw = &run->wr[i];
 
@@ -269,7 +268,7 @@ static void st_read(struct st_run *run)
 
 struct st_totals {
 	uint32_t written, ok, dropped, received, discarded, orphans;
-	uint32_t stalled, syncs, sync_moved, scraped_chunks;
+	uint32_t stalled, syncs, sync_moved, abandoned, scraped_chunks;
 	struct tb_ring_stats rs;
 };
 
@@ -316,6 +315,7 @@ static void st_check(struct st_run *run, struct st_totals *t)
 		t->stalled += sw->stalled;
 		t->syncs += sw->st.syncs;
 		t->sync_moved += sw->st.moved;
+		t->abandoned += sw->st.abandoned;
 		t->scraped_chunks += s->scraped;
 	}
 	ck_assert_uint_eq(t->written, t->received + t->dropped);
@@ -332,7 +332,7 @@ static void st_print(const struct st_run *run, const struct st_totals *t,
 
 	printf("%s: %uw %ux%u start %#x %s: written %u received %u "
 	       "dropped %u (full %u nochunk %u reloc-dropped %u) | "
-	       "scrapes %u relocations %u syncs %u/%u moved | "
+	       "scrapes %u relocations %u syncs %u/%u moved abandoned %u | "
 	       "holes r%u w%u | retry-later %u | stalls %u | "
 	       "drains %u/%u waits %u\n",
 	       name, c->writers, c->num_chunks, c->chunk_size, c->start,
@@ -340,7 +340,7 @@ static void st_print(const struct st_run *run, const struct st_totals *t,
 	       t->received, t->dropped, t->rs.wstat[TB_WS_FULL],
 	       t->rs.wstat[TB_WS_NO_CHUNK], t->rs.wstat[TB_WS_DROPPED_FRAGS],
 	       t->rs.rstat[TB_RS_SCRAPES], t->rs.wstat[TB_WS_RELOCATIONS],
-	       t->sync_moved, t->syncs, t->rs.rstat[TB_RS_HOLES],
+	       t->sync_moved, t->syncs, t->abandoned, t->rs.rstat[TB_RS_HOLES],
 	       t->rs.wstat[TB_WS_HOLES], t->rs.rstat[TB_RS_RETRY_LATER],
 	       t->rs.wstat[TB_WS_STALLS], run->drains[0], run->drains[1],
 	       run->waits);

@@ -195,7 +195,7 @@ static void xp_child_write(struct xp_ring *x, struct tb_writer *w,
 			ret = stall ? sh_write_stalling(w, pkt, len, &rng, &st) :
 				      tb_writer_write_packet(w, pkt, len);
 			if (ret != TB_FULL && ret != TB_NO_CHUNK &&
-			    ret != TB_DROPPED)
+			    ret != TB_DROPPED && ret != SH_ABANDONED)
 				break;
 			sched_yield();
 		}
@@ -547,6 +547,113 @@ START_TEST(test_xproc_kill_mid_fragment)
 }
 END_TEST
 
+/*
+ * The parent writes one packet (stream @idx, @seq) by hand on a drained
+ * ring: while its fragment is open, a lazy drain must leave the chunk
+ * alone (no pressure: one position pending, no live writer waiting).
+ */
+static void xp_probe_lazy(struct xp_ring *x, unsigned idx, uint32_t seq,
+			  const char *when)
+{
+	uint32_t cs = x->r.chunk_size, scrapes, word;
+	uint8_t *scratch = malloc(cs), pkt[SH_HDR + 24];
+	int n;
+	struct tb_writer w;
+	struct tb_span sp;
+
+	ck_assert_ptr_nonnull(scratch);
+	xp_drain_all(x);
+	ck_assert_int_eq(tb_writer_init(&w, &x->r, (uint16_t)(XP_WID + idx),
+					(uint16_t)(XP_BID + idx), TB_DROP,
+					scratch), TB_OK);
+	sh_fill(pkt, idx, seq, sizeof(pkt));
+	ck_assert_int_eq(tb_writer_open(&w, sizeof(pkt), 0, &sp), TB_OK);
+	memcpy(sp.begin, pkt, SH_HDR);
+	scrapes = x->rd.stat[TB_RS_SCRAPES];
+	n = xp_drain(x, TB_READ_LAZY);
+	word = tb_ring_load_state(&x->r, w.pos);
+	ck_assert_msg(!n && x->rd.stat[TB_RS_SCRAPES] == scrapes &&
+		      word == w.word,
+		      "%s: a lazy drain resolved %d, scraped %u live writer's "
+		      "chunk with one position pending (word %#x, waiters "
+		      "hint %u)", when, n, x->rd.stat[TB_RS_SCRAPES] - scrapes,
+		      word,
+		      __atomic_load_n(&x->r.hdr->waiters, __ATOMIC_RELAXED));
+	memcpy(sp.begin + SH_HDR, pkt + SH_HDR, sizeof(pkt) - SH_HDR);
+	ck_assert_int_eq(tb_writer_close(&w, sizeof(pkt), 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&w), TB_OK);
+	ck_assert_int_eq(xp_drain(x, TB_READ_LAZY), 1);
+	ck_assert_msg(x->asm_.s[idx].seen[seq], "probe packet lost");
+	free(scratch);
+}
+
+/*
+ * A victim killed -9 while it waits for room (TB_STALL, futex on
+ * read_pos): the reader gets everything it published, the ring keeps
+ * working for the next writer, and the dead waiter does not leave the
+ * ring looking under pressure for good: a lazy drain still leaves a live
+ * writer's held chunk alone.
+ */
+START_TEST(test_xproc_kill_while_stalled)
+{
+	uint32_t n = xp_packets(400), seq, waiters;
+	time_t end;
+	struct xp_ring x;
+	struct sh_stream *s;
+	pid_t pid;
+	int status;
+
+	xp_create(&x, 256, 4, _i ? 0xffffffffu - 1 : 0, 3, XP_MAX_SEQ,
+		  0x57a11 + (uint64_t)_i);
+	xp_probe_lazy(&x, 1, 0, "before the kill");
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (!pid)	/* nobody reads: it fills the ring, then waits */
+		xp_child_writer(&x, 0, XP_MAX_SEQ, 0, 0x57a11);
+	end = xp_now() + XP_DEADLINE_S;
+	while (!__atomic_load_n(&x.r.hdr->waiters, __ATOMIC_RELAXED)) {
+		ck_assert_msg(waitpid(pid, &status, WNOHANG) == 0,
+			      "victim exited: %#x", status);
+		ck_assert_msg(xp_now() < end, "victim never stalled");
+		usleep(1000);
+	}
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	waiters = __atomic_load_n(&x.r.hdr->waiters, __ATOMIC_RELAXED);
+
+	/* what it published arrives; the packet it was writing does not */
+	xp_drain_all(&x);
+	ck_assert_msg(!x.asm_.failures, "%s", x.asm_.err);
+	s = &x.asm_.s[0];
+	ck_assert_uint_gt(x.rep->ok, 0);
+	ck_assert_uint_eq(s->received, x.rep->ok);
+	for (seq = 0; seq < XP_MAX_SEQ; seq++)
+		ck_assert_msg(s->seen[seq] == (x.rep->status[seq] == XP_OK),
+			      "victim seq %u: status %u, %s", seq,
+			      x.rep->status[seq],
+			      s->seen[seq] ? "received" : "not received");
+
+	/* a new writer gets through */
+	memset(x.rep, 0, sizeof(*x.rep));
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (!pid)
+		xp_child_writer(&x, 2, n, 20, 0x57a12);
+	status = xp_read_until_exit(&x, pid);
+	xp_check_exit(status, "writer after the stalled victim");
+	xp_check_stream(&x, 2, n);
+	if (getenv("TB_STRESS_VERBOSE"))
+		printf("stalled-kill[%d]: victim wrote %u packets; waiters "
+		       "hint %u after the kill, %u at the end; scrapes %u "
+		       "relocations %u\n", _i, s->received, waiters,
+		       __atomic_load_n(&x.r.hdr->waiters, __ATOMIC_RELAXED),
+		       x.rd.stat[TB_RS_SCRAPES], x.rep->relocations);
+	xp_probe_lazy(&x, 1, 1, "after a writer died stalled");
+	xp_destroy(&x);
+}
+END_TEST
+
 static Suite *xproc_suite(void)
 {
 	Suite *s = suite_create("tbring_xproc");
@@ -555,6 +662,7 @@ static Suite *xproc_suite(void)
 	tcase_set_timeout(tc, xp_long() ? 120 : 30);
 	tcase_add_loop_test(tc, test_xproc_remapped_writer, 0, 2);
 	tcase_add_loop_test(tc, test_xproc_kill_mid_fragment, 0, 2);
+	tcase_add_loop_test(tc, test_xproc_kill_while_stalled, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
