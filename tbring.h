@@ -425,6 +425,17 @@ enum tb_rstat {			/* reader-side counters */
 	TB_RS_MAX
 };
 
+/*
+ * A doorbell: writers bump @seq (a futex word) when @sleeping says the
+ * reader waits on it.  Each ring has one in its header; rings that one
+ * reader thread serves can share another one (tb_ring_set_bell()), kept
+ * in memory every producer of those rings maps.
+ */
+struct tb_bell {
+	uint32_t seq;
+	uint32_t sleeping;
+};
+
 struct tb_ring_hdr {
 	/* line 0: identity and geometry, written once by tb_ring_init() */
 	uint32_t magic;
@@ -440,9 +451,8 @@ struct tb_ring_hdr {
 	uint32_t read_pos;
 	uint32_t waiters;	/* hint: writers waiting on read_pos */
 	uint32_t pad2[14];
-	/* line 3: the doorbell writers ring and the reader waits on */
-	uint32_t doorbell;
-	uint32_t sleeping;	/* hint: the reader waits on doorbell */
+	/* line 3: the ring's own doorbell */
+	struct tb_bell bell;
 	uint32_t pad3[14];
 	/* line 4: writer counters (enum tb_wstat) */
 	uint32_t wstat[16];
@@ -459,6 +469,7 @@ typedef char __tb_hdr_size_check[sizeof(struct tb_ring_hdr) ==
 /* One process's view of a ring: private, never stored in the mapping. */
 struct tb_ring {
 	struct tb_ring_hdr *hdr;
+	struct tb_bell *bell;
 	uint8_t *chunks;
 	uint32_t chunk_size;
 	uint32_t num_chunks;
@@ -518,6 +529,7 @@ static inline void __tb_ring_view(struct tb_ring *r, void *mem,
 				  uint32_t chunk_log2, uint32_t count_log2)
 {
 	r->hdr = (struct tb_ring_hdr *)mem;
+	r->bell = &r->hdr->bell;
 	r->chunks = (uint8_t *)mem + TB_RING_HDR_SIZE;
 	r->chunk_size = 1u << chunk_log2;
 	r->num_chunks = 1u << count_log2;
@@ -593,6 +605,15 @@ static inline int tb_ring_init(struct tb_ring *r, void *mem, size_t len,
 			       uint32_t chunk_size, uint32_t num_chunks)
 {
 	return tb_ring_init_at(r, mem, len, chunk_size, num_chunks, 0);
+}
+
+/*
+ * Rings this process's writers (or its reader) through @bell instead of
+ * the ring's own doorbell.  Writers and reader of a ring must agree.
+ */
+static inline void tb_ring_set_bell(struct tb_ring *r, struct tb_bell *bell)
+{
+	r->bell = bell;
 }
 
 /* Counters, read as untrusted statistics (relaxed loads). */
@@ -795,16 +816,38 @@ static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
  */
 static inline void tb_ring_notify(const struct tb_ring *r)
 {
-	struct tb_ring_hdr *h = r->hdr;
+	struct tb_bell *b = r->bell;
 	uint32_t one = 1;
 
-	__tb_fence_after_cas();	/* pairs with the fence in tb_reader_wait */
+	__tb_fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
 	/* relaxed: the futex word below carries the wake, not this flag */
-	if (__tb_load(&h->sleeping, TB_RLX) &&
-	    __tb_cas(&h->sleeping, &one, 0, TB_RLX, TB_RLX)) {
-		__tb_add(&h->doorbell, 1);
-		__tb_futex_wake(&h->doorbell);
+	if (__tb_load(&b->sleeping, TB_RLX) &&
+	    __tb_cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
+		__tb_add(&b->seq, 1);
+		__tb_futex_wake(&b->seq);
 	}
+}
+
+/*
+ * The reader's side of a doorbell, for one ring or many: prepare (returns
+ * the ticket to wait on), check every ring for work, then wait - or just
+ * go back to draining; the next prepare resets the flag.
+ */
+static inline uint32_t tb_bell_prepare(struct tb_bell *b)
+{
+	uint32_t seq = __tb_load(&b->seq, TB_RLX);
+
+	__tb_store(&b->sleeping, 1, TB_RLX);
+	__tb_fence_sc();	/* pairs with the fence in tb_ring_notify */
+	return seq;
+}
+
+/* Sleeps until a writer rings after @seq was taken, or @timeout_ms. */
+static inline void tb_bell_wait(struct tb_bell *b, uint32_t seq,
+				uint32_t timeout_ms)
+{
+	__tb_futex_wait(&b->seq, seq, timeout_ms);
+	__tb_store(&b->sleeping, 0, TB_RLX);
 }
 
 /*
@@ -1492,23 +1535,32 @@ static inline int tb_reader_drain(struct tb_reader *rd, unsigned max,
 }
 
 /*
+ * True when nothing changed at this ring since the last drain stopped:
+ * same write_pos and, if it stopped before a held chunk, the same word.
+ * Call between tb_bell_prepare() and tb_bell_wait().
+ */
+static inline bool tb_reader_idle(const struct tb_reader *rd)
+{
+	uint32_t wp = __tb_load(&rd->ring->hdr->write_pos, TB_RLX);
+
+	return rd->stopped || (wp == rd->wait_pos && (wp == rd->pos ||
+	       tb_ring_load_state(rd->ring, rd->pos) == rd->wait_word));
+}
+
+/*
  * Waits up to @timeout_ms for writers to publish or burn a position since
  * the last drain.  Returns at once if something already changed; returns
  * without waiting where futexes are unavailable (poll instead).
  */
 static inline void tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
 {
-	struct tb_ring_hdr *h = rd->ring->hdr;
-	uint32_t bell = __tb_load(&h->doorbell, TB_RLX);
-	uint32_t wp;
+	struct tb_bell *b = rd->ring->bell;
+	uint32_t seq = tb_bell_prepare(b);
 
-	__tb_store(&h->sleeping, 1, TB_RLX);
-	__tb_fence_sc();	/* pairs with the fence in tb_ring_notify */
-	wp = __tb_load(&h->write_pos, TB_RLX);
-	if (wp == rd->wait_pos && (wp == rd->pos ||
-	    tb_ring_load_state(rd->ring, rd->pos) == rd->wait_word))
-		__tb_futex_wait(&h->doorbell, bell, timeout_ms);
-	__tb_store(&h->sleeping, 0, TB_RLX);
+	if (tb_reader_idle(rd))
+		tb_bell_wait(b, seq, timeout_ms);
+	else
+		__tb_store(&b->sleeping, 0, TB_RLX);
 }
 
 #endif /* TBRING_H */
