@@ -334,6 +334,29 @@ static inline uint32_t __tb_buf_unread(const struct __tb_buf_hdr *c)
 	return (uint32_t)c->payload_size - c->payload_avail;
 }
 
+/*
+ * Walking a record chases varint headers: each position depends on the
+ * previous length, so cold cache lines would be fetched one at a time.
+ * Asking for all of them first lets the misses overlap.
+ */
+static inline void __tb_buf_prefetch(const uint8_t *p, uint32_t n, int write)
+{
+#if defined(__GNUC__)
+	const uint8_t *end = p + n;
+
+	for (; p < end; p += 64) {
+		if (write)
+			__builtin_prefetch(p, 1);
+		else
+			__builtin_prefetch(p, 0);
+	}
+#else
+	(void)p;
+	(void)n;
+	(void)write;
+#endif
+}
+
 static inline uint32_t __tb_buf_key(uint16_t producer, uint16_t writer)
 {
 	return (uint32_t)producer << 16 | writer;
@@ -881,6 +904,7 @@ static inline void __tb_buf_overwrite(struct tb_buf *b, uint32_t off)
 	struct __tb_buf_seq *s = __tb_buf_seq_find(b, c->key);
 	bool want = b->cb != NULL, destroyed = false;
 
+	__tb_buf_prefetch(b->data + off, __tb_buf_outer(c->size), 0);
 	TB_BUF_BUG_ON(!s);
 	if (s) {
 		__tb_buf_gap_check(b, s);
@@ -913,6 +937,9 @@ static inline void __tb_buf_make_room(struct tb_buf *b, uint32_t n)
 {
 	uint32_t end = b->wr + n, off = b->wr;
 
+	if (off < b->used)
+		__tb_buf_prefetch(b->data + off, (end < b->used ? end : b->used)
+				  - off, 1);
 	while (off < end && off < b->used) {
 		struct __tb_buf_hdr *c = __tb_buf_hdr_at(b, off);
 		uint32_t outer = __tb_buf_outer(c->size);
@@ -1541,6 +1568,8 @@ static inline bool tb_buf_read_packet(struct tb_buf *b,
 			s = c->key ? __tb_buf_seq_find(b, c->key) : NULL;
 			TB_BUF_BUG_ON(c->key && !s);
 			if (s) {
+				__tb_buf_prefetch(b->data + b->rd,
+						  __tb_buf_outer(c->size), 0);
 				b->inner = 1;
 				b->target = b->rd;
 				b->inner_seq = (uint32_t)(s - b->seqs);
