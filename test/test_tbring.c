@@ -1827,10 +1827,30 @@ START_TEST(test_writer_never_reuses_chunk_with_continues_on_next)
 	tdecode(&t, 1, &d);
 	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, SPEC_P, 1, WA));
 	ck_assert_frag(&d, 0, "tail");
-	/* nor is the N chunk taken back for an unrelated packet */
-	ck_assert_int_eq(twrite(&a, "other", 0, 0), TB_OK);
 	tdecode(&t, 0, &d);
 	ck_assert_uint_eq(d.n, 1);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_never_reuses_n_chunk_for_unrelated_packet)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	/* the packet is abandoned after its head: still no reuse */
+	ck_assert_int_eq(twrite(&a, "head", 0, TB_CLOSE_CONT_NEXT), TB_OK);
+	ck_assert_int_eq(twrite(&a, "other", 0, 0), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, SPEC_N, 1, WA));
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	ck_assert_frag(&d, 0, "other");
 	twriter_free(&a);
 	tring_free(&t);
 }
@@ -2916,6 +2936,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_reuses_its_own_complete_chunk);
 	tcase_add_test(tc, test_writer_reuse_lost_to_reader_takes_a_new_chunk);
 	tcase_add_test(tc, test_writer_never_reuses_chunk_with_continues_on_next);
+	tcase_add_test(tc, test_writer_never_reuses_n_chunk_for_unrelated_packet);
 	tcase_add_test(tc, test_writer_packet_split_sets_continuation_flags);
 	tcase_add_test(tc, test_writer_data_loss_on_next_claimed_chunk_only_once);
 	tcase_add_test(tc, test_writer_full_under_drop_policy_keeps_write_pos);
