@@ -807,7 +807,8 @@ static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
 }
 
 /*
- * Writers ring the doorbell after a publication or a burned position.
+ * Writers ring the doorbell when they hand a chunk over (published and not
+ * kept for reuse, forgotten, abandoned), burn a position, or stall.
  * The reader sets "sleeping" before it waits; one fence on each side
  * (Dekker) guarantees that either the reader sees our change or we see
  * it sleeping.  The common case costs a fence and one shared load; of
@@ -939,14 +940,25 @@ static inline int32_t tb_writer_room(const struct tb_writer *w)
 }
 
 /*
+ * The writer lets go of a Complete chunk it kept for reuse: the chunk is
+ * final now, so tell the reader (a cached chunk does not ring the bell).
+ */
+static inline void __tb_writer_forget(struct tb_writer *w)
+{
+	if (w->own != TB_OWN_CACHED)
+		return;
+	w->own = TB_OWN_NONE;
+	tb_ring_notify(w->ring);
+}
+
+/*
  * The next chunk this writer claims says "data loss".  Drops a cached
  * chunk, so the flag cannot be owed while a reusable chunk is kept.
  */
 static inline void tb_writer_record_loss(struct tb_writer *w)
 {
 	w->loss_owed = 1;
-	if (w->own == TB_OWN_CACHED)
-		w->own = TB_OWN_NONE;
+	__tb_writer_forget(w);
 }
 
 /*
@@ -961,6 +973,7 @@ static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
 	if (!TB_HAVE_FUTEX)
 		return false;
 	__tb_wstat(w, TB_WS_STALLS, 1);
+	tb_ring_notify(w->ring);	/* the reader may be asleep */
 	__tb_add(&h->waiters, 1);
 	__tb_fence_sc();	/* pairs with tb_ring_publish_read_pos() */
 	ret = __tb_load(&h->read_pos, TB_RLX) != sample ? 1 :
@@ -1140,10 +1153,17 @@ static inline int __tb_writer_publish(struct tb_writer *w, uint32_t used)
 		if (tb_ring_publish(r, w->pos, &seen, want)) {
 			w->word = want;
 			w->pub_off = w->cur.payload;
-			if (!w->cur.open)
-				w->own = __tb_writer_cacheable(w) ?
-					 TB_OWN_CACHED : TB_OWN_NONE;
-			tb_ring_notify(r);
+			if (w->cur.open)
+				return TB_OK;
+			/*
+			 * Ring only when the chunk is handed over: one kept
+			 * for reuse is not final, and waking the reader for
+			 * every packet would cost a system call each and
+			 * chop chunks into few packets.
+			 */
+			w->own = TB_OWN_CACHED;
+			if (!__tb_writer_cacheable(w))
+				__tb_writer_forget(w);
 			return TB_OK;
 		}
 		ret = __tb_writer_relocate(w, seen, used);
@@ -1181,8 +1201,10 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 		    tb_ring_reuse(w->ring, w->pos, &seen)) {
 			w->word = tb_state_with(w->word, TB_ACQUIRED);
 			w->own = TB_OWN_ACQUIRED;
+		} else if (seen == w->word) {
+			__tb_writer_forget(w);	/* no room: no CAS */
 		} else {
-			w->own = TB_OWN_NONE;	/* forget it, no CAS */
+			w->own = TB_OWN_NONE;	/* the reader took it */
 		}
 	}
 	if (w->own == TB_OWN_NONE) {
@@ -1265,6 +1287,7 @@ static inline int tb_writer_release(struct tb_writer *w)
 		}
 		ret = __tb_writer_publish(w, 0);
 	}
+	__tb_writer_forget(w);
 	w->own = TB_OWN_NONE;
 	return ret;
 }
