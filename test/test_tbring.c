@@ -13,6 +13,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -881,6 +882,90 @@ START_TEST(test_two_stale_claimants_cannot_adopt_the_returned_word)
 }
 END_TEST
 
+START_TEST(test_init_at_stamps_first_position_mapping_to_each_chunk)
+{
+	struct tring t;
+
+	tring_new_at(&t, 256, 4, 0xfffffffeu);
+	ck_assert_uint_eq(tread_pos(&t), 0xfffffffeu);
+	ck_assert_uint_eq(twrite_pos(&t), 0xfffffffeu);
+	ck_assert_uint_eq(tword(&t, 2), spec_free(0xfffffffeu >> 2));
+	ck_assert_uint_eq(tword(&t, 3), spec_free(0xffffffffu >> 2));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(0));
+	ck_assert_uint_eq(tword(&t, 1), spec_free(0));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_identity_limit_is_period_minus_num_chunks)
+{
+	/*
+	 * Two chunks: the identity period is 2^30 reservations, but resolving
+	 * position 2^30 - 2 already stamps FreeForWrap(wrap(2^30)) = the
+	 * tag of position 0: a writer stuck since reserving 0 is fooled then
+	 * (the limit documented in tbring.h), and not one position earlier.
+	 */
+	struct tring t;
+	uint32_t p = (1u << 30) - 4, seen;
+
+	tring_new(&t, 256, 2);
+	tset_word(&t, 0, spec_free(p >> 1));
+	seen = tword(&t, 0);
+	ck_assert(tb_ring_advance(&t.r, p, &seen));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(0x1fffffff));
+	ck_assert(!tb_ring_claim(&t.r, 0, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	seen = tword(&t, 0);
+	ck_assert(tb_ring_advance(&t.r, p + 2, &seen));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(0));
+	ck_assert(tb_ring_claim(&t.r, 0, spec_word(SPEC_ACQ, 0, 0, 0, WA)));
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_writer_and_reader_across_cursor_rollover)
+{
+	static const uint32_t counts[] = { 2, 8, 16 };
+	unsigned k;
+
+	for (k = 0; k < 3; k++) {
+		struct tring t;
+		struct twriter a;
+		struct treader tr;
+		struct collect col;
+		uint32_t start = 0u - 3 * counts[k] / 2, i, next = 0;
+
+		tring_new_at(&t, 256, counts[k], start);
+		twriter_new(&a, &t, WA, BID, TB_DROP);
+		treader_new(&tr, &t);
+		for (i = 0; i < 4 * counts[k]; i++) {
+			char msg[16];
+
+			snprintf(msg, sizeof(msg), "m%u", i);
+			ck_assert_int_eq(twrite(&a, msg, 0,
+						TB_CLOSE_CONT_NEXT), TB_OK);
+			/* continues-on-next: every message its own chunk */
+			memset(&col, 0, sizeof(col));
+			ck_assert_int_eq(tb_reader_drain(&tr.rd, 64,
+							 TB_READ_SCRAPE,
+							 collect_fn, &col), 1);
+			ck_assert_uint_eq(col.count, 1);
+			ck_assert_uint_eq(col.c[0].pos, start + i);
+			snprintf(msg, sizeof(msg), "m%u", next++);
+			ck_assert_str_eq(col.c[0].frag[0], msg);
+			/* the chunk is ready for its next traversal */
+			ck_assert_uint_eq(peek32(tb_ring_chunk(&t.r, start + i)),
+					  spec_free(((start + i + counts[k]) /
+						     counts[k]) & 0x1fffffff));
+		}
+		ck_assert_uint_eq(tread_pos(&t), start + 4 * counts[k]);
+		ck_assert_uint_lt(tread_pos(&t), start);	/* wrapped */
+		twriter_free(&a);
+		treader_free(&tr);
+		tring_free(&t);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * (d) The three races of section 5.2, both outcomes each
  */
@@ -1329,6 +1414,16 @@ START_TEST(test_reader_leaves_rewrite_requested_alone)
 			 TB_SKIPPED);
 	ck_assert_uint_eq(tword(&t, 0), rr);
 	ck_assert_uint_eq(tr.rd.pos, 1);
+	forge_free(&t, &tr);
+
+	forge(&t, &tr, 256, rr);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL), 1);
+	ck_assert_uint_eq(tword(&t, 0), rr);
+	ck_assert_uint_eq(tread_pos(&t), 1);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_HOLES), 1);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_EMITTED), 0);
+	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_SCRAPES), 0);
 	forge_free(&t, &tr);
 }
 END_TEST
@@ -2636,6 +2731,69 @@ START_TEST(test_relocated_replacement_is_not_reused)
 }
 END_TEST
 
+START_TEST(test_relocated_open_fragment_can_be_scraped_again)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+	struct dchunk d;
+
+	tring_new(&t, 512, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "first", 0, 0), TB_OK);
+	topen_with(&a, "ab", 32, 0, &sp);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_int_eq(tb_writer_sync(&a.w, 2, &sp), TB_OK);
+	ck_assert_ptr_eq(sp.begin, tchunk(&t, 1) + 6);
+	memcpy(sp.begin + 2, "cd", 2);
+	/* the reader reaches the replacement before the fragment closes */
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_SKIPPED);
+	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_RR, 0, 0, 0, WA));
+	ck_assert_int_eq(tb_writer_sync(&a.w, 4, &sp), TB_OK);
+	ck_assert_uint_eq(tword(&t, 1), SPEC_ACKED);
+	ck_assert_ptr_eq(sp.begin, tchunk(&t, 2) + 6);
+	ck_assert_mem_eq(sp.begin, "abcd", 4);
+	memcpy(sp.begin + 4, "ef", 2);
+	ck_assert_int_eq(tb_writer_close(&a.w, 6, 0), TB_OK);
+	ck_assert_uint_eq(a.w.relocations, 2);
+	tdecode(&t, 2, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	ck_assert_frag(&d, 0, "abcdef");
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	ck_assert_vfrag(&v, 0, "abcdef");
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_sync_rejects_bad_calls)
+{
+	struct tring t;
+	struct twriter a;
+	struct tb_span sp;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(tb_writer_sync(&a.w, 0, &sp), TB_EINVAL);
+	ck_assert_int_eq(twrite(&a, "x", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_sync(&a.w, 0, &sp), TB_EINVAL);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_sync(&a.w, (uint32_t)(sp.end - sp.begin) + 1,
+					&sp), TB_EINVAL);
+	ck_assert_int_eq(tb_writer_sync(&a.w, (uint32_t)(sp.end - sp.begin),
+					&sp), TB_OK);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * (i) Hostile memory
  */
@@ -2871,6 +3029,10 @@ static Suite *transition_suite(void)
 	tcase_add_test(tc, test_stale_claim_fails_after_reader_advanced_wrap);
 	tcase_add_test(tc,
 		test_two_stale_claimants_cannot_adopt_the_returned_word);
+	tcase_add_test(tc,
+		test_init_at_stamps_first_position_mapping_to_each_chunk);
+	tcase_add_test(tc, test_identity_limit_is_period_minus_num_chunks);
+	tcase_add_test(tc, test_writer_and_reader_across_cursor_rollover);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -2978,6 +3140,8 @@ static Suite *relocation_suite(void)
 	tcase_add_test(tc,
 		test_continues_on_next_set_on_relocated_tail_not_prefix);
 	tcase_add_test(tc, test_relocated_replacement_is_not_reused);
+	tcase_add_test(tc, test_relocated_open_fragment_can_be_scraped_again);
+	tcase_add_test(tc, test_sync_rejects_bad_calls);
 	tcase_set_timeout(tc, 20);
 	suite_add_tcase(s, tc);
 	return s;
