@@ -79,12 +79,12 @@
 /* Results: 0 or a small negative number (tb_buf_strerror() names it). */
 #define TB_BUF_OK		0
 #define TB_BUF_EINVAL		(-1)	/* bad argument from the caller */
-#define TB_BUF_ENOMEM		(-2)	/* allocator hook failed; chunk dropped */
-#define TB_BUF_EROFS		(-3)	/* write or patch to a read-only clone */
-#define TB_BUF_EFULL		(-4)	/* DISCARD buffer is full; chunk dropped */
+#define TB_BUF_ENOMEM		(-2)	/* allocator failed; chunk dropped */
+#define TB_BUF_EROFS		(-3)	/* write or patch to a read-only buf */
+#define TB_BUF_EFULL		(-4)	/* DISCARD buffer full; chunk dropped */
 #define TB_BUF_ESTALE		(-5)	/* chunk id already consumed; dropped */
 #define TB_BUF_ETOOBIG		(-6)	/* chunk larger than the buffer (ABI) */
-#define TB_BUF_EPROTO		(-7)	/* bad fragments; valid prefix kept (ABI) */
+#define TB_BUF_EPROTO		(-7)	/* bad fragments; prefix kept (ABI) */
 #define TB_BUF_ERECOMMIT	(-8)	/* invalid recommit; ignored (ABI) */
 #define TB_BUF_EBADID		(-9)	/* invalid writer or chunk id (ABI) */
 #define TB_BUF_ENOENT		(-10)	/* patch: no such sequence or chunk */
@@ -173,7 +173,7 @@ struct tb_buf_packet {
 	uint16_t producer_id;
 	uint16_t writer_id;
 	struct tb_buf_ident ident;
-	uint32_t loss;			/* TB_BUF_LOSS_* since the last packet */
+	uint32_t loss;			/* TB_BUF_LOSS_* since last packet */
 };
 
 /* Called for each packet destroyed by an overwrite, in sequence order. */
@@ -214,7 +214,7 @@ struct tb_buf_stats {
  */
 struct __tb_buf_hdr {
 	uint32_t id;
-	uint32_t key;			/* producer << 16 | writer; 0: padding */
+	uint32_t key;			/* producer << 16 | writer; 0: pad */
 	uint16_t size;			/* reserved payload bytes */
 	uint16_t payload_size;		/* valid payload bytes */
 	uint16_t payload_avail;		/* unread payload bytes */
@@ -403,8 +403,8 @@ static inline int __tb_buf_table_alloc(struct tb_buf *b, uint32_t cap)
 }
 
 /* Places @s (not in the table) at its probe position. */
-static inline struct __tb_buf_seq *__tb_buf_table_put(struct tb_buf *b,
-						      const struct __tb_buf_seq *s)
+static inline struct __tb_buf_seq *
+__tb_buf_table_put(struct tb_buf *b, const struct __tb_buf_seq *s)
 {
 	uint32_t mask = b->seq_cap - 1, i = __tb_buf_slot(b, s->key);
 
@@ -1212,8 +1212,9 @@ static inline bool __tb_buf_id_fits(const struct __tb_buf_seq *s, uint32_t id)
 /* A commit of a chunk id the sequence still holds (at index @i). */
 static inline int __tb_buf_recommit(struct tb_buf *b, struct __tb_buf_seq *s,
 				    uint32_t i, const struct __tb_buf_src *src,
-				    uint32_t nfrags, uint32_t all, uint8_t flags,
-				    bool complete, bool *relocate)
+				    uint32_t nfrags, uint32_t all,
+				    uint8_t flags, bool complete,
+				    bool *relocate)
 {
 	struct __tb_buf_hdr *r = __tb_buf_chunk(b, s, i);
 	uint32_t consumed = __tb_buf_unread(r);

@@ -156,7 +156,10 @@ static void wr_iteration(struct tb_buf *b, unsigned nwriters)
 		if (nwriters == 1) {
 			commit(b, t, 1, 1, wr_ids[0]++, &one);
 		} else {
-			struct tb_buf_ident id = { 1000 + w, (int32_t)(100 + w) };
+			struct tb_buf_ident id;
+
+			id.uid = 1000 + w;
+			id.pid = (int32_t)(100 + w);
 
 			commit(b, t, (uint16_t)(w + 1), (uint16_t)(w + 1),
 			       wr_ids[w]++, &id);

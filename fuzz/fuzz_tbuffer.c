@@ -88,7 +88,8 @@ static void check_packet(struct checker *k, const struct tb_buf_packet *p)
 		CHECK(p->slices[s].size && p->slices[s].data);
 		if (p->producer_id == 1) {
 			CHECK(off + p->slices[s].size <= MAXPKT);
-			memcpy(flat + off, p->slices[s].data, p->slices[s].size);
+			memcpy(flat + off, p->slices[s].data,
+			       p->slices[s].size);
 		} else {
 			volatile uint8_t touch = 0;
 

@@ -5,6 +5,7 @@
  * TraceBufferV2 (../shared/reference/tbuffer-semantics.md).
  */
 #include <check.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,22 @@ static int put(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id,
 	struct tb_buf_chunk_in in = mk_in(p, w, id, flags, c);
 
 	return tb_buf_copy_chunk(b, &in);
+}
+
+/* Commits one chunk whose fragments are the strings up to NULL. */
+static int put_f(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id,
+		 uint8_t flags, ...)
+{
+	static struct chunk c;
+	const char *frag;
+	va_list ap;
+
+	ch_init(&c);
+	va_start(ap, flags);
+	while ((frag = va_arg(ap, const char *)))
+		ch_data(&c, frag);
+	va_end(ap);
+	return put(b, p, w, id, flags, &c);
 }
 
 /* Commits a scraped (incomplete) chunk of @size SMB bytes. */
@@ -372,19 +389,10 @@ END_TEST
 START_TEST(test_lone_fragment_with_both_flags_is_a_continuation)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "w");
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
-	ch_init(&c);
-	ch_data(&c, "mid-");
-	put(b, 1, 1, 2, F | L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	ch_data(&c, "z");
-	put(b, 1, 1, 3, F, &c);
+	put_f(b, 1, 1, 1, L, "w", "beg-", NULL);
+	put_f(b, 1, 1, 2, F | L, "mid-", NULL);
+	put_f(b, 1, 1, 3, F, "end", "z", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 3);
 	ck_assert_str_eq(pk[0].str, "w");
 	ck_assert_str_eq(pk[1].str, "beg-mid-end");
@@ -400,14 +408,9 @@ END_TEST
 START_TEST(test_lone_fragment_with_first_flag_is_an_end)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 2, F, &c);
+	put_f(b, 1, 1, 1, L, "beg-", NULL);
+	put_f(b, 1, 1, 2, F, "end", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
 	ck_assert_str_eq(pk[0].str, "beg-end");
 	ck_assert_uint_eq(pk[0].nslices, 2);
@@ -418,11 +421,8 @@ END_TEST
 START_TEST(test_lone_fragment_with_last_flag_is_a_begin)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
+	put_f(b, 1, 1, 1, L, "beg-", NULL);
 	/* A Begin waits for its continuation: nothing comes out. */
 	ck_assert_int_eq(read_all(b, pk, 10), 0);
 	ck_assert_uint_eq(tb_buf_stats(b)->readaheads_failed, 1);
@@ -433,14 +433,9 @@ END_TEST
 START_TEST(test_first_flag_applies_only_to_the_first_fragment)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
 	/* No Begin before: the End is an orphan; the rest are whole. */
-	ch_init(&c);
-	ch_data(&c, "orphan");
-	ch_data(&c, "a");
-	ch_data(&c, "b");
-	put(b, 1, 1, 1, F, &c);
+	put_f(b, 1, 1, 1, F, "orphan", "a", "b", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 2);
 	ck_assert_str_eq(pk[0].str, "a");
 	ck_assert_uint_eq(pk[0].loss,
@@ -454,16 +449,9 @@ END_TEST
 START_TEST(test_last_flag_applies_only_to_the_last_fragment)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "a");
-	ch_data(&c, "b");
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 2, F, &c);
+	put_f(b, 1, 1, 1, L, "a", "b", "beg-", NULL);
+	put_f(b, 1, 1, 2, F, "end", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 3);
 	ck_assert_str_eq(pk[0].str, "a");
 	ck_assert_str_eq(pk[1].str, "b");
@@ -475,15 +463,9 @@ END_TEST
 START_TEST(test_orphan_continuation_is_consumed_and_reported)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "mid");
-	put(b, 1, 1, 5, F | L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	ch_data(&c, "x");
-	put(b, 1, 1, 6, F, &c);
+	put_f(b, 1, 1, 5, F | L, "mid", NULL);
+	put_f(b, 1, 1, 6, F, "end", "x", NULL);
 	/* Continue then End without a Begin: both orphans. */
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
 	ck_assert_str_eq(pk[0].str, "x");
@@ -531,17 +513,10 @@ END_TEST
 START_TEST(test_reassembly_across_out_of_order_chunks)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 12, F, &c);
-	ch_init(&c);
-	ch_data(&c, "mid-");
-	put(b, 1, 1, 11, F | L, &c);
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 10, L, &c);
+	put_f(b, 1, 1, 12, F, "end", NULL);
+	put_f(b, 1, 1, 11, F | L, "mid-", NULL);
+	put_f(b, 1, 1, 10, L, "beg-", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
 	ck_assert_str_eq(pk[0].str, "beg-mid-end");
 	ck_assert_uint_eq(pk[0].loss, 0);
@@ -628,18 +603,12 @@ END_TEST
 START_TEST(test_missing_continuation_stalls_without_consuming)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "a");
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
+	put_f(b, 1, 1, 1, L, "a", "beg-", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
 	ck_assert_str_eq(pk[0].str, "a");
 	ck_assert_int_eq(read_all(b, pk, 10), 0);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 2, F, &c);
+	put_f(b, 1, 1, 2, F, "end", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
 	ck_assert_str_eq(pk[0].str, "beg-end");
 	ck_assert_uint_eq(pk[0].loss, 0);
@@ -650,18 +619,13 @@ END_TEST
 START_TEST(test_stall_blocks_only_its_own_sequence)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
 	/* Sequence 1 waits for a continuation, sequence 3 for a patch. */
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
+	put_f(b, 1, 1, 1, L, "beg-", NULL);
 	put_s(b, 2, 1, 1, "x");
 	put_s(b, 2, 1, 2, "y");
-	put(b, 3, 1, 1, L | NP, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 3, 1, 2, F, &c);
+	put_f(b, 3, 1, 1, L | NP, "beg-", NULL);
+	put_f(b, 3, 1, 2, F, "end", NULL);
 	put_s(b, 2, 1, 3, "z");
 	ck_assert_str_eq(read_str(b), "xyz");
 	tb_buf_destroy(b);
@@ -671,15 +635,9 @@ END_TEST
 START_TEST(test_reassembly_gap_consumes_and_reports)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	ch_data(&c, "x");
-	put(b, 1, 1, 3, F, &c);
+	put_f(b, 1, 1, 1, L, "beg-", NULL);
+	put_f(b, 1, 1, 3, F, "end", "x", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
 	ck_assert_str_eq(pk[0].str, "x");
 	ck_assert_uint_eq(pk[0].loss, 27);	/* 1 | 2 | 8 | 16 */
@@ -694,14 +652,9 @@ END_TEST
 START_TEST(test_broken_chain_leaves_the_next_fragment_for_reading)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
-	ch_init(&c);
-	ch_data(&c, "whole");
-	put(b, 1, 1, 2, 0, &c);
+	put_f(b, 1, 1, 1, L, "beg-", NULL);
+	put_f(b, 1, 1, 2, 0, "whole", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
 	ck_assert_str_eq(pk[0].str, "whole");
 	ck_assert_uint_eq(pk[0].loss,
@@ -715,14 +668,10 @@ START_TEST(test_empty_chunk_inside_a_chain_is_skipped)
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
 	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
+	put_f(b, 1, 1, 1, L, "beg-", NULL);
 	ch_init(&c);
 	put(b, 1, 1, 2, F | L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 3, F, &c);
+	put_f(b, 1, 1, 3, F, "end", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
 	ck_assert_str_eq(pk[0].str, "beg-end");
 	ck_assert_uint_eq(pk[0].loss, 0);
@@ -774,14 +723,9 @@ START_TEST(test_patch_applies_bytes_and_clears_flag_when_no_more_pending)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
 	struct tb_buf_patch p[2];
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-XXXX-YYYY");
-	put(b, 1, 1, 1, L | NP, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 2, F, &c);
+	put_f(b, 1, 1, 1, L | NP, "beg-XXXX-YYYY", NULL);
+	put_f(b, 1, 1, 2, F, "end", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 0);
 	/* Offsets count the payload from its start, varint included. */
 	p[0] = mk_patch(5, "abcd");
@@ -800,17 +744,10 @@ END_TEST
 START_TEST(test_unpatched_continuation_chunk_stalls_reassembly)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
-	ch_init(&c);
-	ch_data(&c, "mid-");
-	put(b, 1, 1, 2, F | L | NP, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 3, F, &c);
+	put_f(b, 1, 1, 1, L, "beg-", NULL);
+	put_f(b, 1, 1, 2, F | L | NP, "mid-", NULL);
+	put_f(b, 1, 1, 3, F, "end", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 0);
 	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 2, NULL, 0, false), TB_BUF_OK);
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
@@ -828,9 +765,7 @@ START_TEST(test_failed_patch_batch_counts_once_and_keeps_earlier_patches)
 	ch_init(&c);
 	ch_data(&c, "beg-XXXX");		/* payload 9 bytes */
 	put(b, 1, 1, 1, L | NP, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 2, F, &c);
+	put_f(b, 1, 1, 2, F, "end", NULL);
 	p[0] = mk_patch(5, "abcd");
 	p[1] = mk_patch(6, "zzzz");		/* 6 + 4 > 9 */
 	p[2] = mk_patch(1, "qqqq");
@@ -1069,9 +1004,7 @@ START_TEST(test_recommit_may_add_flags_but_not_remove_them)
 	ck_assert_uint_eq(tb_buf_stats(b)->abi_violations, 1);
 	ck_assert_int_eq(put(b, 1, 1, 1, F | L, &c), TB_BUF_OK);
 	ck_assert_uint_eq(tb_buf_stats(b)->chunks_rewritten, 1);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 2, F, &c);
+	put_f(b, 1, 1, 2, F, "end", NULL);
 	/* F made "a" an orphan End; L made "beg-" a Begin. */
 	ck_assert_int_eq(read_all(b, pk, 10), 2);
 	ck_assert_str_eq(pk[0].str, "b");
@@ -1086,12 +1019,9 @@ END_TEST
 START_TEST(test_identical_recommit_is_a_no_op)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "a");
-	put(b, 1, 1, 1, 0, &c);
-	ck_assert_int_eq(put(b, 1, 1, 1, 0, &c), TB_BUF_OK);
+	put_f(b, 1, 1, 1, 0, "a", NULL);
+	ck_assert_int_eq(put_f(b, 1, 1, 1, 0, "a", NULL), TB_BUF_OK);
 	ck_assert_uint_eq(tb_buf_stats(b)->chunks_rewritten, 0);
 	ck_assert_uint_eq(tb_buf_stats(b)->chunks_written, 1);
 	ck_assert_uint_eq(tb_buf_stats(b)->abi_violations, 0);
@@ -1298,18 +1228,9 @@ START_TEST(test_overwrite_callback_gets_packets_in_sequence_order)
 	memset(&v, 0, sizeof(v));
 	tb_buf_on_overwrite(b, on_overwrite, &v);
 	/* Buffer order: seq 1 chunk 2, then chunk 1 (OOO), then chunk 3. */
-	ch_init(&c);
-	ch_data(&c, "c");
-	ch_data(&c, "d-beg/");
-	put(b, 1, 1, 2, L, &c);
-	ch_init(&c);
-	ch_data(&c, "a");
-	ch_data(&c, "b");
-	put(b, 1, 1, 1, 0, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	ch_data(&c, "e");
-	put(b, 1, 1, 3, F, &c);
+	put_f(b, 1, 1, 2, L, "c", "d-beg/", NULL);
+	put_f(b, 1, 1, 1, 0, "a", "b", NULL);
+	put_f(b, 1, 1, 3, F, "end", "e", NULL);
 	ch_init(&c);
 	ch_frag(&c, 2000, 'z');		/* 2032 */
 	put(b, 2, 1, 1, 0, &c);
@@ -1340,12 +1261,8 @@ START_TEST(test_overwrite_without_callback_only_counts)
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
 	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 2, F, &c);
+	put_f(b, 1, 1, 1, L, "beg-", NULL);
+	put_f(b, 1, 1, 2, F, "end", NULL);
 	ch_init(&c);
 	ch_frag(&c, 4040, 'z');		/* 4064: does not fit after 64 */
 	put(b, 2, 1, 1, 0, &c);
@@ -1354,6 +1271,45 @@ START_TEST(test_overwrite_without_callback_only_counts)
 	ck_assert_uint_eq(tb_buf_stats(b)->bytes_overwritten, 64);
 	ck_assert_uint_eq(tb_buf_stats(b)->readaheads_succeeded, 1);
 	tb_buf_destroy(b);
+}
+END_TEST
+
+/* Overwrites a 40-chunk packet; returns the slice capacity afterwards. */
+static uint32_t overwrite_long_packet(struct seen *v)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	struct chunk c;
+	uint32_t i, cap;
+
+	if (v)
+		tb_buf_on_overwrite(b, on_overwrite, v);
+	for (i = 0; i < 40; i++) {
+		ch_init(&c);
+		ch_frag(&c, 100, 'p');
+		put(b, 1, 1, i, (i ? F : 0) | (i < 39 ? L : 0), &c);
+	}
+	ch_init(&c);
+	ch_frag(&c, 60500, 'z');	/* does not fit after 40 * 128 */
+	put(b, 2, 1, 1, 0, &c);
+	ck_assert_uint_eq(tb_buf_stats(b)->readaheads_succeeded, 1);
+	ck_assert_uint_eq(tb_buf_stats(b)->chunks_overwritten, 40);
+	cap = b->slices_cap;
+	tb_buf_destroy(b);
+	return cap;
+}
+
+START_TEST(test_overwrite_without_callback_reconstructs_no_packets)
+{
+	struct seen v;
+
+	memset(&v, 0, sizeof(v));
+	/* With a callback the 40 slices are gathered for it ... */
+	ck_assert_uint_ge(overwrite_long_packet(&v), 40);
+	ck_assert_int_eq(v.n, 1);
+	ck_assert_uint_eq(v.last.size, 4000);
+	ck_assert_uint_eq(v.last.nslices, 40);
+	/* ... without one nothing is gathered: the slice array never grew. */
+	ck_assert_uint_lt(overwrite_long_packet(NULL), 40);
 }
 END_TEST
 
@@ -1369,13 +1325,8 @@ START_TEST(test_overwrite_forces_out_incomplete_and_unpatched_chunks)
 	ch_data(&c, "a");
 	ch_data(&c, "b");
 	put_scraped(b, 1, 1, 1, 0, &c, c.len);
-	ch_init(&c);
-	ch_data(&c, "c");
-	ch_data(&c, "beg-");
-	put(b, 2, 1, 1, L | NP, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 2, 1, 2, F, &c);
+	put_f(b, 2, 1, 1, L | NP, "c", "beg-", NULL);
+	put_f(b, 2, 1, 2, F, "end", NULL);
 	ch_init(&c);
 	ch_frag(&c, 4000, 'z');
 	put(b, 3, 1, 1, 0, &c);
@@ -1393,17 +1344,12 @@ START_TEST(test_overwrite_of_stalled_begin_reports_overwrite_on_next_packet)
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
 	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 1, L | NP, &c);
+	put_f(b, 1, 1, 1, L | NP, "beg-", NULL);
 	ch_init(&c);
 	ch_frag(&c, 2020, 'f');		/* 2048 */
 	put(b, 2, 1, 1, 0, &c);
 	put(b, 2, 1, 2, 0, &c);		/* evicts chunk 1 of seq 1 */
-	ch_init(&c);
-	ch_data(&c, "end");
-	ch_data(&c, "next");
-	put(b, 1, 1, 2, F, &c);
+	put_f(b, 1, 1, 2, F, "end", "next", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 2);
 	ck_assert_str_eq(pk[1].str, "next");
 	ck_assert_uint_eq(pk[1].loss, PRESENT | TB_BUF_LOSS_OVERWRITE |
@@ -1586,12 +1532,8 @@ START_TEST(test_patched_garbage_reports_chunk_corrupted)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
 	struct tb_buf_patch p = mk_patch(2, "\xff\xff\xff\xff");
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "a");
-	ch_data(&c, "bcdefgh");
-	put(b, 1, 1, 1, 0, &c);
+	put_f(b, 1, 1, 1, 0, "a", "bcdefgh", NULL);
 	put_s(b, 1, 1, 2, "z");
 	/* The second varint now runs past the payload. */
 	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 1, &p, 1, false), TB_BUF_OK);
@@ -1684,17 +1626,12 @@ END_TEST
 START_TEST(test_clone_keeps_sequence_state)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER), *k;
-	struct chunk c;
 
 	put_s(b, 1, 1, 1, "a");
 	ck_assert_str_eq(read_str(b), "a");
 	put_s(b, 1, 1, 3, "b");
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 4, L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 5, F, &c);
+	put_f(b, 1, 1, 4, L, "beg-", NULL);
+	put_f(b, 1, 1, 5, F, "end", NULL);
 	k = tb_buf_clone_readonly(b);
 	ck_assert_int_eq(read_all(k, pk, 10), 2);
 	ck_assert_uint_eq(pk[0].loss, PRESENT | TB_BUF_LOSS_READ_GAP);
@@ -1733,15 +1670,10 @@ END_TEST
 START_TEST(test_clone_copies_stats_but_resets_read_counters)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER), *k;
-	struct chunk c;
 
 	put_s(b, 1, 1, 1, "a");
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 2, L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 3, F, &c);
+	put_f(b, 1, 1, 2, L, "beg-", NULL);
+	put_f(b, 1, 1, 3, F, "end", NULL);
 	read_str(b);
 	put_s(b, 1, 1, 4, "b");
 	k = tb_buf_clone_readonly(b);
@@ -1851,14 +1783,9 @@ END_TEST
 START_TEST(test_reassembly_across_chunk_id_wraparound)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "beg-");
-	put(b, 1, 1, 0xffffffffu, L, &c);
-	ch_init(&c);
-	ch_data(&c, "end");
-	put(b, 1, 1, 0, F, &c);
+	put_f(b, 1, 1, 0xffffffffu, L, "beg-", NULL);
+	put_f(b, 1, 1, 0, F, "end", NULL);
 	ck_assert_int_eq(read_all(b, pk, 10), 1);
 	ck_assert_str_eq(pk[0].str, "beg-end");
 	ck_assert_uint_eq(pk[0].loss, 0);
@@ -2063,11 +1990,8 @@ START_TEST(test_out_of_bounds_patch_does_not_touch_neighbours)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
 	struct tb_buf_patch p = mk_patch(5, "EVIL");
-	struct chunk c;
 
-	ch_init(&c);
-	ch_data(&c, "abc");
-	put(b, 1, 1, 1, 0, &c);
+	put_f(b, 1, 1, 1, 0, "abc", NULL);
 	put_s(b, 2, 1, 1, "x");
 	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 1, &p, 1, false),
 			 TB_BUF_ERANGE);
@@ -2108,7 +2032,9 @@ START_TEST(test_lying_producer_does_not_damage_other_sequences)
 		in.complete = (x >> 7) & 1;
 		tb_buf_copy_chunk(b, &in);
 		if (i % 3 == 0) {
-			struct tb_buf_patch p = mk_patch(x % 700, "\xff\xff\xff\xff");
+			struct tb_buf_patch p;
+
+			p = mk_patch(x % 700, "\xff\xff\xff\xff");
 
 			tb_buf_patch(b, 2, (uint16_t)(1 + x % 3), x >> 3, &p, 1,
 				     x & 1);
@@ -2207,7 +2133,8 @@ START_TEST(test_fragment_vector_over_64k_is_rejected)
 {
 	struct tb_buf *b = tb_buf_create(1 << 20, TB_BUF_RING_BUFFER);
 	static char big[40000];
-	struct tb_buf_frag fr[2] = { { big, sizeof(big) }, { big, sizeof(big) } };
+	struct tb_buf_frag fr[2] = { { big, sizeof(big) },
+				     { big, sizeof(big) } };
 	struct tb_buf_chunk_in in;
 	struct chunk c;
 
@@ -2374,7 +2301,8 @@ static Suite *order_suite(void)
 	tcase_add_test(t, test_gap_in_out_of_order_walk_is_reported);
 	tcase_add_test(t, test_new_sequence_never_reports_a_gap);
 	tcase_add_test(t, test_ids_at_or_below_last_consumed_are_discarded);
-	tcase_add_test(t, test_buffer_wraparound_keeps_the_newest_data_in_order);
+	tcase_add_test(t,
+		test_buffer_wraparound_keeps_the_newest_data_in_order);
 	tcase_add_test(t,
 		test_chunk_id_wraparound_keeps_order_and_detects_no_gap);
 	tcase_add_test(t, test_reassembly_across_chunk_id_wraparound);
@@ -2432,12 +2360,15 @@ static Suite *overwrite_suite(void)
 	Suite *s = suite_create("tbuffer_overwrite");
 	TCase *t = tcase_create("overwrite");
 
-	tcase_add_test(t, test_overwrite_deletes_oldest_chunks_and_reports_loss);
+	tcase_add_test(t,
+		test_overwrite_deletes_oldest_chunks_and_reports_loss);
 	tcase_add_test(t,
 		test_overwrite_loss_goes_only_to_the_overwritten_sequence);
 	tcase_add_test(t,
 		test_overwrite_callback_gets_packets_in_sequence_order);
 	tcase_add_test(t, test_overwrite_without_callback_only_counts);
+	tcase_add_test(t,
+		test_overwrite_without_callback_reconstructs_no_packets);
 	tcase_add_test(t,
 		test_overwrite_forces_out_incomplete_and_unpatched_chunks);
 	tcase_add_test(t,
@@ -2479,7 +2410,8 @@ static Suite *bad_input_suite(void)
 	TCase *t = tcase_create("bad_input");
 
 	tcase_set_timeout(t, 30);
-	tcase_add_test(t, test_fewer_fragments_than_declared_is_an_abi_violation);
+	tcase_add_test(t,
+		test_fewer_fragments_than_declared_is_an_abi_violation);
 	tcase_add_test(t, test_fragment_size_past_the_payload_keeps_the_prefix);
 	tcase_add_test(t, test_eleven_byte_varint_is_an_abi_violation);
 	tcase_add_test(t, test_truncated_varint_is_an_abi_violation);
