@@ -118,6 +118,13 @@ static inline uint32_t tword(const struct tring *t, uint32_t idx)
 	return peek32(tchunk(t, idx));
 }
 
+/* The same word while other threads run: one atomic load. */
+static inline uint32_t tword_atomic(const struct tring *t, uint32_t idx)
+{
+	return __atomic_load_n((const uint32_t *)(const void *)tchunk(t, idx),
+			       __ATOMIC_ACQUIRE);
+}
+
 static inline void tset_word(struct tring *t, uint32_t idx, uint32_t v)
 {
 	poke32(tchunk(t, idx), v);

@@ -2291,7 +2291,8 @@ START_TEST(test_writer_stall_wakes_when_reader_drains)
 	arg.close_size = -1;
 	ck_assert_int_eq(pthread_create(&th, NULL, stall_thread, &arg), 0);
 	wait_for_waiter(&t, &arg);
-	ck_assert_uint_eq(twrite_pos(&t), 2);
+	ck_assert_uint_eq(__atomic_load_n(&t.r.hdr->write_pos,
+					  __ATOMIC_RELAXED), 2);
 	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
 					 NULL), 1);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
@@ -2640,7 +2641,7 @@ START_TEST(test_relocating_writer_under_stall_waits_for_capacity)
 	ck_assert_int_eq(pthread_create(&th, NULL, stall_thread, &arg), 0);
 	wait_for_waiter(&t, &arg);
 	/* it acknowledged before waiting for a replacement */
-	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	ck_assert_uint_eq(tword_atomic(&t, 0), SPEC_ACKED);
 
 	ck_assert_int_eq(tb_writer_close(&b.w, 0, 0), TB_OK);
 	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
