@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tbring.h"
 #include "stress_helpers.h"
@@ -41,6 +42,7 @@ struct st_cfg {
 	enum tb_full_policy policy;
 	unsigned stall_pct;		/* packets written by hand, stalling */
 	unsigned packets;		/* per writer */
+	unsigned wait_ms;		/* reader's tb_reader_wait(), 0: 1 */
 };
 
 struct st_run;
@@ -77,6 +79,8 @@ struct st_run {
 	struct sh_asm asm_;
 	unsigned drains[2];		/* by mode */
 	unsigned waits;
+	unsigned slept_through;		/* waits that missed a change */
+	char slept_what[160];
 };
 
 static bool st_long(void)
@@ -224,6 +228,46 @@ static uint32_t st_write_pos(const struct st_run *run)
 	return __atomic_load_n(&run->ring.hdr->write_pos, __ATOMIC_ACQUIRE);
 }
 
+static uint64_t st_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/*
+ * tb_reader_wait(), watched: a wait that runs to its timeout although
+ * writers published meanwhile (write_pos or the word the reader stopped
+ * at changed, and writers are still running) slept through a wake-up.
+ */
+static void st_wait(struct st_run *run)
+{
+	struct tb_reader *rd = &run->rd;
+	unsigned ms = run->cfg.wait_ms ? run->cfg.wait_ms : 1;
+	uint32_t wp = st_write_pos(run), pos = rd->pos;
+	uint32_t word = tb_ring_load_state(&run->ring, pos);
+	uint64_t t0 = st_usec(), slept;
+
+	run->waits++;
+	tb_reader_wait(rd, ms);
+	slept = st_usec() - t0;
+	if (ms < 50 || slept < (uint64_t)ms * 1000)
+		return;
+	if (__atomic_load_n(&run->done, __ATOMIC_ACQUIRE) ==
+	    (int)run->cfg.writers)
+		return;
+	if (st_write_pos(run) == wp &&
+	    tb_ring_load_state(&run->ring, pos) == word)
+		return;
+	if (!run->slept_through++)
+		snprintf(run->slept_what, sizeof(run->slept_what),
+			 "slept %llu us at pos %#x: write_pos %#x -> %#x, "
+			 "word %#x -> %#x", (unsigned long long)slept, pos, wp,
+			 st_write_pos(run), word,
+			 tb_ring_load_state(&run->ring, pos));
+}
+
 /* The test thread reads while the writers run, then drains the rest. */
 static void st_read(struct st_run *run)
 {
@@ -249,8 +293,7 @@ static void st_read(struct st_run *run)
 		    (int)run->cfg.writers)
 			break;
 		if (sh_range(&rng, 0, 1)) {
-			run->waits++;
-			tb_reader_wait(rd, 1);
+			st_wait(run);
 		} else {
 			sched_yield();
 		}
@@ -284,6 +327,9 @@ static void st_check(struct st_run *run, struct st_totals *t)
 		      (unsigned long long)run->seed, run->asm_.err,
 		      run->asm_.failures);
 	ck_assert_msg(!rd->stopped, "reader stopped: protocol error");
+	ck_assert_msg(!run->slept_through,
+		      "reader slept through %u wake-ups: first %s",
+		      run->slept_through, run->slept_what);
 	ck_assert_msg(rd->pos == st_write_pos(run),
 		      "positions left unresolved: read %#x write %#x",
 		      rd->pos, st_write_pos(run));
@@ -334,7 +380,7 @@ static void st_print(const struct st_run *run, const struct st_totals *t,
 	       "dropped %u (full %u nochunk %u reloc-dropped %u) | "
 	       "scrapes %u relocations %u syncs %u/%u moved abandoned %u | "
 	       "holes r%u w%u | retry-later %u | stalls %u | "
-	       "drains %u/%u waits %u\n",
+	       "drains %u/%u waits %u (%u ms)\n",
 	       name, c->writers, c->num_chunks, c->chunk_size, c->start,
 	       c->policy == TB_STALL ? "stall" : "drop", t->written,
 	       t->received, t->dropped, t->rs.wstat[TB_WS_FULL],
@@ -343,7 +389,7 @@ static void st_print(const struct st_run *run, const struct st_totals *t,
 	       t->sync_moved, t->syncs, t->abandoned, t->rs.rstat[TB_RS_HOLES],
 	       t->rs.wstat[TB_WS_HOLES], t->rs.rstat[TB_RS_RETRY_LATER],
 	       t->rs.wstat[TB_WS_STALLS], run->drains[0], run->drains[1],
-	       run->waits);
+	       run->waits, c->wait_ms ? c->wait_ms : 1);
 	fflush(stdout);
 }
 
@@ -394,6 +440,8 @@ START_TEST(test_stress_matrix)
 	cfg.num_chunks = cfg.chunk_size == 256 ? 4 : 8;
 	cfg.stall_pct = 25;
 	cfg.packets = st_packets(6000 / cfg.writers);
+	/* half of them wait long enough to notice a missed wake-up */
+	cfg.wait_ms = _i & 2 ? 300 : 1;
 	snprintf(name, sizeof(name), "matrix[%d]", _i);
 	st_run_once(&cfg, sh_seed(st_base_seed(), (uint64_t)_i), &t, name);
 	ck_assert_uint_gt(t.received, 0);
