@@ -2228,6 +2228,49 @@ START_TEST(test_writer_publish_lost_to_foreign_word_is_eproto)
 }
 END_TEST
 
+START_TEST(test_writer_lost_claim_burns_position_and_moves_on)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d;
+	uint32_t foreign = spec_word(SPEC_RR, 0, 0, 0, WB);
+
+	tring_new(&t, 256, 4);
+	tset_word(&t, 0, foreign);		/* chunk 0 pinned by b */
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(twrite(&a, "x", 0, 0), TB_OK);
+	/* position 0 is a hole, never retried against the word it saw */
+	ck_assert_uint_eq(a.w.holes, 1);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	ck_assert_uint_eq(tword(&t, 0), foreign);
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	ck_assert_frag(&d, 0, "x");
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_burned_position_rings_the_doorbell)
+{
+	/* section 5.4: a burned position notifies the reader */
+	struct tring t;
+	struct twriter a;
+	struct tb_span sp;
+	uint32_t seq;
+
+	tring_new(&t, 256, 4);
+	pin_all(&t);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	seq = tb_bell_prepare(t.r.bell);	/* the reader goes to sleep */
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_NO_CHUNK);
+	ck_assert_uint_ne(__atomic_load_n(&t.r.bell->seq, __ATOMIC_RELAXED),
+			  seq);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
 /* Stall policy: a writer thread blocked on a full ring. */
 struct stall_arg {
 	struct twriter *tw;
@@ -2387,6 +2430,39 @@ START_TEST(test_scrape_with_published_prefix_moves_suffix_to_replacement)
 	ck_assert_vfrag(&v, 0, "suffix");
 	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
 			 TB_NODATA);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_published_prefix_never_moves_during_relocation)
+{
+	/* section 6.3: published payload and size entries never move */
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+	struct tb_span sp;
+	uint8_t before[512];
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "alpha", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&a, "beta", 0, 0), TB_OK);
+	topen_with(&a, "gamma", 64, 0, &sp);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
+			 TB_EMITTED);
+	memcpy(before, tchunk(&t, 0), 512);
+	/* the writer keeps encoding, relocates, closes */
+	memcpy(sp.begin + 5, "-more", 5);
+	ck_assert_int_eq(tb_writer_sync(&a.w, 10, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_close(&a.w, 10, 0), TB_OK);
+	/* state word aside, the published ranges are byte-identical */
+	ck_assert_mem_eq(tchunk(&t, 0) + 4, before + 4, 2 + 5 + 4);
+	ck_assert_mem_eq(tchunk(&t, 0) + 512 - 4, before + 512 - 4, 4);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
 	twriter_free(&a);
 	treader_free(&tr);
 	tring_free(&t);
@@ -3112,6 +3188,8 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc,
 		test_writer_release_publishes_closed_and_abandons_open);
 	tcase_add_test(tc, test_writer_publish_lost_to_foreign_word_is_eproto);
+	tcase_add_test(tc, test_writer_lost_claim_burns_position_and_moves_on);
+	tcase_add_test(tc, test_burned_position_rings_the_doorbell);
 	tcase_add_test(tc, test_writer_stall_wakes_when_reader_drains);
 	tcase_add_test(tc,
 		test_writer_stall_times_out_to_full_when_nobody_drains);
@@ -3127,6 +3205,7 @@ static Suite *relocation_suite(void)
 
 	tcase_add_test(tc,
 		test_scrape_with_published_prefix_moves_suffix_to_replacement);
+	tcase_add_test(tc, test_published_prefix_never_moves_during_relocation);
 	tcase_add_test(tc, test_scrape_with_no_published_prefix_carries_flags);
 	tcase_add_test(tc,
 		test_scrape_with_nothing_unpublished_acknowledges_on_release);
