@@ -48,6 +48,22 @@
  * table, one index ring per sequence (grown by doubling) and a slice array
  * (grown when a packet spans more chunks than ever before).  Nothing is
  * allocated per chunk.
+ *
+ * Where this deliberately differs from TraceBufferV2:
+ *  - Writer id 0 is an ABI violation (TB_BUF_EBADID), and so is a chunk id
+ *    that would spread one sequence's chunks over TB_BUF_ID_WINDOW or more,
+ *    where wrapping comparison stops being a total order.
+ *  - A recommit or re-admission whose fragments no longer end where reading
+ *    stopped is refused (TB_BUF_ERECOMMIT) instead of being read from the
+ *    middle of a fragment.
+ *  - A gap met while a read rewinds through out-of-order chunks is reported
+ *    (READ_GAP), and a gap before a chunk the sequence stalls on is
+ *    reported once, not again at every later visit.
+ *  - If making room consumed a sequence past the chunk being written (only
+ *    possible for an out-of-order or relocated chunk), the chunk is dropped
+ *    (TB_BUF_ESTALE, OVERWRITE) so its sequence stays in order.
+ *  - Packets handed to the overwrite callback carry loss 0: pending loss
+ *    bits stay with the sequence for its next packet read.
  */
 #ifndef TBUFFER_H
 #define TBUFFER_H
@@ -307,10 +323,15 @@ static inline void *__tb_buf_mem(const struct tb_buf *b, void *ptr,
 	return b->alloc(b->alloc_ctx, ptr, old_size, new_size);
 }
 
-/* Wrapping chunk-id order: <0 if a is before b, 0 if equal, >0 after. */
-static inline int32_t tb_buf_id_cmp(uint32_t a, uint32_t b)
+/*
+ * Wrapping chunk-id order: <0 if @a is before @b, 0 if equal, >0 after (a
+ * comes after b when a - b, modulo 2^32, is below 2^31).
+ */
+static inline int tb_buf_id_cmp(uint32_t a, uint32_t b)
 {
-	return (int32_t)(a - b);
+	if (a == b)
+		return 0;
+	return (a - b) & 0x80000000u ? -1 : 1;
 }
 
 static inline uint32_t __tb_buf_outer(uint32_t payload)

@@ -88,7 +88,7 @@ static int put(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id,
 
 /* Commits one chunk whose fragments are the strings up to NULL. */
 static int put_f(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id,
-		 uint8_t flags, ...)
+		 unsigned flags, ...)
 {
 	static struct chunk c;
 	const char *frag;
@@ -99,7 +99,7 @@ static int put_f(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id,
 	while ((frag = va_arg(ap, const char *)))
 		ch_data(&c, frag);
 	va_end(ap);
-	return put(b, p, w, id, flags, &c);
+	return put(b, p, w, id, (uint8_t)flags, &c);
 }
 
 /* Commits a scraped (incomplete) chunk of @size SMB bytes. */
