@@ -40,6 +40,7 @@
 #define XP_MAX_SEQ	40000u
 #define XP_TRIES	100000u		/* write attempts per packet */
 #define XP_DEADLINE_S	60		/* the parent never waits longer */
+#define XP_CHILDREN	8		/* reports: one per child at most */
 
 /* child exit codes */
 enum { XP_EXIT_OK, XP_EXIT_MAP, XP_EXIT_ATTACH, XP_EXIT_INIT, XP_EXIT_WRITE,
@@ -70,7 +71,8 @@ struct xp_ring {
 	struct tb_ring r;
 	struct tb_reader rd;
 	uint8_t *rscratch;
-	struct xp_report *rep;
+	struct xp_report *reps;		/* XP_CHILDREN, shared */
+	struct xp_report *rep;		/* the next child's */
 	struct sh_asm asm_;
 	uint64_t rng;
 };
@@ -114,9 +116,11 @@ static void xp_create(struct xp_ring *x, uint32_t chunk_size,
 	x->rscratch = malloc(chunk_size);
 	ck_assert_ptr_nonnull(x->rscratch);
 	ck_assert_int_eq(tb_reader_init(&x->rd, &x->r, x->rscratch), TB_OK);
-	x->rep = mmap(NULL, sizeof(*x->rep), PROT_READ | PROT_WRITE,
-		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ck_assert(x->rep != MAP_FAILED);
+	x->reps = mmap(NULL, XP_CHILDREN * sizeof(*x->reps),
+		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		       0);
+	ck_assert(x->reps != MAP_FAILED);
+	x->rep = x->reps;
 	sh_asm_init(&x->asm_, streams, XP_WID, XP_BID, nseq,
 		    2 * chunk_size);
 	x->rng = sh_seed(seed, 0x9e);
@@ -125,7 +129,7 @@ static void xp_create(struct xp_ring *x, uint32_t chunk_size,
 static void xp_destroy(struct xp_ring *x)
 {
 	sh_asm_free(&x->asm_);
-	munmap(x->rep, sizeof(*x->rep));
+	munmap(x->reps, XP_CHILDREN * sizeof(*x->reps));
 	munmap(x->map, x->len);
 	close(x->fd);
 	free(x->rscratch);
@@ -314,31 +318,50 @@ static void xp_drain_all(struct xp_ring *x)
 	}
 }
 
-/* Reads while child @pid runs; returns its wait status. */
-static int xp_read_until_exit(struct xp_ring *x, pid_t pid)
+/* Reads while children @pids[@n] run; their wait statuses to @status. */
+static void xp_read_until_all_exit(struct xp_ring *x, const pid_t *pids,
+				   unsigned n, int *status)
 {
 	time_t end = xp_now() + XP_DEADLINE_S;
-	unsigned iter;
-	int status;
+	unsigned iter, left = n, i;
 
-	for (iter = 0;; iter++) {
-		pid_t got;
-
+	for (i = 0; i < n; i++)
+		status[i] = -1;
+	for (iter = 0; left; iter++) {
 		if (xp_drain(x, iter & 1 ? TB_READ_SCRAPE : TB_READ_LAZY))
 			continue;
-		got = waitpid(pid, &status, WNOHANG);
-		ck_assert_int_ne(got, -1);
-		if (got == pid)
-			break;
+		for (i = 0; i < n; i++) {
+			pid_t got;
+
+			if (status[i] != -1)
+				continue;
+			got = waitpid(pids[i], &status[i], WNOHANG);
+			ck_assert_int_ne(got, -1);
+			if (got == pids[i])
+				left--;
+			else
+				status[i] = -1;
+		}
 		if (xp_now() >= end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			ck_abort_msg("writer child did not finish in %d s",
+			for (i = 0; i < n; i++)
+				if (status[i] == -1)
+					kill(pids[i], SIGKILL);
+			while (wait(NULL) > 0)
+				;
+			ck_abort_msg("writer children did not finish in %d s",
 				     XP_DEADLINE_S);
 		}
 		tb_reader_wait(&x->rd, 1);
 	}
 	xp_drain_all(x);
+}
+
+/* Reads while child @pid runs; returns its wait status. */
+static int xp_read_until_exit(struct xp_ring *x, pid_t pid)
+{
+	int status;
+
+	xp_read_until_all_exit(x, &pid, 1, &status);
 	return status;
 }
 
@@ -370,38 +393,49 @@ static void xp_check_exit(int status, const char *who)
 }
 
 /*
- * A writer child maps the memfd at another address and writes; the
- * parent reads everything in order.  _i: 0 starts at position 0, 1 just
- * below 2^32.
+ * Writer children (1, 2 or 3, at the same time) each map the memfd at
+ * another address and write; the parent reads everything, in order per
+ * writer.  Even _i start at position 0, odd ones just below 2^32.
  */
-START_TEST(test_xproc_remapped_writer)
+START_TEST(test_xproc_remapped_writers)
 {
+	unsigned children = 1 + (unsigned)_i / 2, c;
+	uint32_t n = xp_packets(3000) / children;
+	uint64_t seed = 0x1234 + (uint64_t)_i;
+	pid_t pids[3];
+	int status[3];
 	struct xp_ring x;
-	uint32_t n = xp_packets(3000);
-	pid_t pid;
-	int status;
 
-	xp_create(&x, 512, 8, _i ? 0xffffffffu - 20 : 0, 1, n,
-		  0x1234 + (uint64_t)_i);
-	pid = fork();
-	ck_assert_int_ne(pid, -1);
-	if (!pid)
-		xp_child_writer(&x, 0, n, 20, 0x1234 + (uint64_t)_i);
-	status = xp_read_until_exit(&x, pid);
-	xp_check_exit(status, "writer");
-	ck_assert_msg(x.rep->addr && x.rep->addr != (uint64_t)(uintptr_t)x.map,
-		      "child mapped the ring at the parent's address %p",
-		      x.map);
-	xp_check_stream(&x, 0, n);
+	xp_create(&x, 512, 8, _i & 1 ? 0xffffffffu - 20 : 0, children, n,
+		  seed);
+	for (c = 0; c < children; c++) {
+		x.rep = &x.reps[c];
+		pids[c] = fork();
+		ck_assert_int_ne(pids[c], -1);
+		if (!pids[c])
+			xp_child_writer(&x, c, n, 20, seed + c);
+	}
+	xp_read_until_all_exit(&x, pids, children, status);
+	for (c = 0; c < children; c++) {
+		x.rep = &x.reps[c];
+		xp_check_exit(status[c], "writer");
+		ck_assert_msg(x.rep->addr &&
+			      x.rep->addr != (uint64_t)(uintptr_t)x.map,
+			      "child %u mapped the ring at the parent's "
+			      "address %p", c, x.map);
+		xp_check_stream(&x, c, n);
+		if (getenv("TB_STRESS_VERBOSE"))
+			printf("remap[%d] child %u/%u: at %#llx, parent at "
+			       "%p: %u packets, %u stalled, syncs %u/%u "
+			       "moved, relocations %u\n", _i, c, children,
+			       (unsigned long long)x.rep->addr, x.map, n,
+			       x.rep->stalled, x.rep->moved, x.rep->syncs,
+			       x.rep->relocations);
+	}
 	ck_assert_uint_gt(x.asm_.chunks, x.r.num_chunks);	/* wrapped */
 	if (getenv("TB_STRESS_VERBOSE"))
-		printf("remap[%d]: child at %#llx, parent at %p: %u packets, "
-		       "%u stalled, syncs %u/%u moved, scrapes %u, "
-		       "relocations %u, holes %u\n", _i,
-		       (unsigned long long)x.rep->addr, x.map, n,
-		       x.rep->stalled, x.rep->moved, x.rep->syncs,
-		       x.rd.stat[TB_RS_SCRAPES], x.rep->relocations,
-		       x.rd.stat[TB_RS_HOLES]);
+		printf("remap[%d]: scrapes %u, holes %u\n", _i,
+		       x.rd.stat[TB_RS_SCRAPES], x.rd.stat[TB_RS_HOLES]);
 	xp_destroy(&x);
 }
 END_TEST
@@ -658,15 +692,102 @@ START_TEST(test_xproc_kill_while_stalled)
 }
 END_TEST
 
+/*
+ * Writers killed -9 at random moments (mid-fragment, mid-relocation,
+ * between reserve and claim, stalled, holding a cached chunk: wherever
+ * the signal lands), one after the other, then a clean writer.  Each
+ * victim's packets that returned TB_OK arrive, in order; the packet it
+ * was writing may or may not; nothing else does.  A dead writer pins at
+ * most one chunk, and the ring keeps working around the pins.
+ */
+START_TEST(test_xproc_random_kills)
+{
+	unsigned victims = 6, v, j, pinned;
+	uint32_t cs = 256, nc = 16, n = xp_packets(400), seq, flying;
+	uint64_t seed = 0xc4a05 + (uint64_t)_i;
+	struct xp_ring x;
+	struct timespec ts;
+	pid_t pid;
+	int status;
+
+	xp_create(&x, cs, nc, _i ? 0xffffffffu - 40 : 0, victims + 1,
+		  XP_MAX_SEQ, seed);
+	for (v = 0; v < victims; v++) {
+		time_t end = xp_now() + XP_DEADLINE_S;
+		struct sh_stream *s = &x.asm_.s[v];
+		unsigned iter, budget;
+
+		x.rep = &x.reps[v];
+		pid = fork();
+		ck_assert_int_ne(pid, -1);
+		if (!pid)
+			xp_child_writer(&x, v, XP_MAX_SEQ, 30, seed + v);
+		/* read for a random while, then shoot */
+		budget = sh_range(&x.rng, 20, 400);
+		for (iter = 0; iter < budget || !x.rep->ok; iter++) {
+			ck_assert_msg(xp_now() < end, "victim wrote nothing");
+			if (xp_drain(&x, iter & 1 ? TB_READ_SCRAPE :
+					 TB_READ_LAZY))
+				continue;
+			ts.tv_sec = 0;
+			ts.tv_nsec = (long)sh_range(&x.rng, 0, 50000);
+			nanosleep(&ts, NULL);
+		}
+		ck_assert_int_eq(kill(pid, SIGKILL), 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) ==
+			      SIGKILL, "victim %u ended on its own: %#x", v,
+			      status);
+		xp_drain_all(&x);
+		ck_assert_msg(!x.asm_.failures, "%s", x.asm_.err);
+		ck_assert_uint_eq(x.rep->dropped, 0);
+		/* statuses: ok for [0, flying), untried from flying on */
+		for (flying = 0; flying < XP_MAX_SEQ &&
+		     x.rep->status[flying] == XP_OK; flying++)
+			;
+		ck_assert_uint_lt(flying, XP_MAX_SEQ);
+		for (seq = 0; seq < XP_MAX_SEQ; seq++)
+			ck_assert_msg(s->seen[seq] == (seq < flying) ||
+				      seq == flying,
+				      "victim %u seq %u (%u ok): %s", v, seq,
+				      flying, s->seen[seq] ? "received" :
+				      "lost");
+		ck_assert_uint_eq(s->orphans, 0);
+		for (j = 0, pinned = 0; j < nc; j++)
+			if (tb_state_of(tb_ring_load_state(&x.r, j)) ==
+			    TB_REWRITE)
+				pinned++;
+		ck_assert_uint_le(pinned, v + 1);
+		if (getenv("TB_STRESS_VERBOSE"))
+			printf("random-kill[%d] victim %u: %u ok, packet %u "
+			       "%s, %u chunks pinned, ring relocations %u\n", _i,
+			       v, flying, flying, s->seen[flying] ?
+			       "arrived" : "lost", pinned,
+			       __atomic_load_n(&x.r.hdr->wstat[TB_WS_RELOCATIONS],
+					       __ATOMIC_RELAXED));
+	}
+	x.rep = &x.reps[victims];
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (!pid)
+		xp_child_writer(&x, victims, n, 30, seed + 99);
+	status = xp_read_until_exit(&x, pid);
+	xp_check_exit(status, "writer after the random kills");
+	xp_check_stream(&x, victims, n);
+	xp_destroy(&x);
+}
+END_TEST
+
 static Suite *xproc_suite(void)
 {
 	Suite *s = suite_create("tbring_xproc");
 	TCase *tc = tcase_create("xproc");
 
 	tcase_set_timeout(tc, xp_long() ? 120 : 30);
-	tcase_add_loop_test(tc, test_xproc_remapped_writer, 0, 2);
+	tcase_add_loop_test(tc, test_xproc_remapped_writers, 0, 6);
 	tcase_add_loop_test(tc, test_xproc_kill_mid_fragment, 0, 2);
 	tcase_add_loop_test(tc, test_xproc_kill_while_stalled, 0, 2);
+	tcase_add_loop_test(tc, test_xproc_random_kills, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
