@@ -50,6 +50,14 @@
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
  *     resolves as a hole.
+ *   - "Notify the reader" (5.4; the transport is left open) happens when a
+ *     writer hands a chunk over - publishes it and does not keep it for
+ *     reuse, forgets it, abandons it - burns a position or stalls, not
+ *     after every publication: waking a sleeping reader per packet costs
+ *     a system call each and makes it reclaim the very chunk the writer
+ *     was about to reuse.  A chunk an idle writer keeps is taken at the
+ *     reader's next pass (tb_reader_wait() times out), or when the writer
+ *     calls tb_writer_release().
  */
 #ifndef TBRING_H
 #define TBRING_H
