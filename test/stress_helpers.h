@@ -227,7 +227,7 @@ static int sh_write_stalling(struct tb_writer *w, const uint8_t *p,
 			if (n > room)
 				n = room;
 			if (memcmp(s.begin, p, used)) {
-				st->bad = "sync lost bytes of the open fragment";
+				st->bad = "sync lost bytes of the fragment";
 				return TB_EINVAL;
 			}
 		}
@@ -256,7 +256,7 @@ struct sh_stream {
 	uint32_t len;
 	uint8_t pending;	/* it continues in a later chunk */
 	uint8_t broken;		/* it lost its start: discard at its end */
-	uint8_t loss_mark;	/* a TB_F_DATA_LOSS chunk since a packet began */
+	uint8_t loss_mark;	/* TB_F_DATA_LOSS seen since a packet began */
 	uint8_t loss_before;	/* ... before the pending packet began */
 	uint8_t *seen;		/* per seq: received */
 	uint32_t nseq;

@@ -338,7 +338,8 @@ static void st_check(struct st_run *run, struct st_totals *t)
 			      sw->bad_what, sw->bad, tb_strerror(sw->bad));
 		ck_assert_uint_eq(sw->ok + sw->dropped, cfg->packets);
 		for (seq = 0; seq < cfg->packets; seq++)
-			ck_assert_msg(s->seen[seq] == (sw->status[seq] == ST_OK),
+			ck_assert_msg(s->seen[seq] ==
+				      (sw->status[seq] == ST_OK),
 				      "seed %#llx writer %u seq %u: write %s, %s",
 				      (unsigned long long)run->seed, i, seq,
 				      sw->status[seq] == ST_OK ? "ok" :

@@ -196,8 +196,9 @@ static void xp_child_write(struct xp_ring *x, struct tb_writer *w,
 		sh_fill(pkt, idx, seq, len);
 		x->rep->stalled += stall;
 		for (tries = 0; tries < XP_TRIES; tries++) {
-			ret = stall ? sh_write_stalling(w, pkt, len, &rng, &st) :
-				      tb_writer_write_packet(w, pkt, len);
+			ret = stall ?
+			      sh_write_stalling(w, pkt, len, &rng, &st) :
+			      tb_writer_write_packet(w, pkt, len);
 			if (ret != TB_FULL && ret != TB_NO_CHUNK &&
 			    ret != TB_DROPPED && ret != SH_ABANDONED)
 				break;
@@ -705,6 +706,7 @@ START_TEST(test_xproc_random_kills)
 	unsigned victims = 6, v, j, pinned;
 	uint32_t cs = 256, nc = 16, n = xp_packets(400), seq, flying;
 	uint64_t seed = 0xc4a05 + (uint64_t)_i;
+	struct tb_ring_stats st;
 	struct xp_ring x;
 	struct timespec ts;
 	pid_t pid;
@@ -758,13 +760,13 @@ START_TEST(test_xproc_random_kills)
 			    TB_REWRITE)
 				pinned++;
 		ck_assert_uint_le(pinned, v + 1);
+		tb_ring_stats(&x.r, &st);
 		if (getenv("TB_STRESS_VERBOSE"))
 			printf("random-kill[%d] victim %u: %u ok, packet %u "
-			       "%s, %u chunks pinned, ring relocations %u\n", _i,
-			       v, flying, flying, s->seen[flying] ?
+			       "%s, %u chunks pinned, ring relocations %u\n",
+			       _i, v, flying, flying, s->seen[flying] ?
 			       "arrived" : "lost", pinned,
-			       __atomic_load_n(&x.r.hdr->wstat[TB_WS_RELOCATIONS],
-					       __ATOMIC_RELAXED));
+			       st.wstat[TB_WS_RELOCATIONS]);
 	}
 	x.rep = &x.reps[victims];
 	pid = fork();
