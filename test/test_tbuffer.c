@@ -2236,6 +2236,67 @@ START_TEST(test_strerror_names_every_error)
 }
 END_TEST
 
+/* ---- The varint tokenizer (tbfrag.h) ------------------------------------ */
+
+START_TEST(test_varint_round_trips_boundary_values)
+{
+	static const uint64_t v[] = { 0, 1, 127, 128, 16383, 16384,
+				      0x0fffffffu, 0xffffffffu,
+				      0x7fffffffffffffffull,
+				      0xffffffffffffffffull };
+	static const unsigned len[] = { 1, 1, 1, 2, 2, 3, 4, 5, 9, 10 };
+	uint8_t b[16];
+	uint64_t out;
+	unsigned i, n;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		n = tb_frag_varint_put(b, v[i]);
+		ck_assert_uint_eq(n, len[i]);
+		ck_assert_uint_eq(tb_frag_varint_len(v[i]), len[i]);
+		ck_assert_uint_eq(tb_frag_varint_get(b, n, &out), n);
+		ck_assert(out == v[i]);
+		/* One byte short is truncated. */
+		ck_assert_uint_eq(tb_frag_varint_get(b, n - 1, &out), 0);
+	}
+	/* Redundant encodings are accepted: 4-byte zero, as producers do. */
+	b[0] = 0x80;
+	b[1] = 0x80;
+	b[2] = 0x80;
+	b[3] = 0x00;
+	ck_assert_uint_eq(tb_frag_varint_get(b, 4, &out), 4);
+	ck_assert(out == 0);
+}
+END_TEST
+
+START_TEST(test_frag_iter_reports_end_abort_and_bad_without_advancing)
+{
+	static const uint8_t ok[] = { 2, 'h', 'i', 0, 0xff, 0xff, 0xff, 0x7f };
+	static const uint8_t past[] = { 5, 'a', 'b' };
+	struct tb_frag_iter it;
+	const uint8_t *d;
+	uint32_t len;
+
+	tb_frag_iter_init(&it, ok, sizeof(ok), 0);
+	ck_assert_int_eq(tb_frag_iter_next(&it, &d, &len), TB_FRAG_ITER_OK);
+	ck_assert_uint_eq(len, 2);
+	ck_assert(d == ok + 1);
+	ck_assert_int_eq(tb_frag_iter_next(&it, &d, &len), TB_FRAG_ITER_OK);
+	ck_assert_uint_eq(len, 0);
+	ck_assert_uint_eq(it.off, 4);
+	ck_assert_int_eq(tb_frag_iter_next(&it, &d, &len),
+			 TB_FRAG_ITER_ABORT);
+	ck_assert_uint_eq(it.off, 4);
+	tb_frag_iter_init(&it, ok, 3, 3);
+	ck_assert_int_eq(tb_frag_iter_next(&it, &d, &len), TB_FRAG_ITER_END);
+	tb_frag_iter_init(&it, past, sizeof(past), 0);
+	ck_assert_int_eq(tb_frag_iter_next(&it, &d, &len), TB_FRAG_ITER_BAD);
+	ck_assert_uint_eq(it.off, 0);
+	/* An abort marker cut short is a bad varint, not an abort. */
+	tb_frag_iter_init(&it, ok + 4, 3, 0);
+	ck_assert_int_eq(tb_frag_iter_next(&it, &d, &len), TB_FRAG_ITER_BAD);
+}
+END_TEST
+
 /* ---- Suites ------------------------------------------------------------- */
 
 static Suite *storage_suite(void)
@@ -2283,6 +2344,9 @@ static Suite *fragments_suite(void)
 	tcase_add_test(t, test_fragment_vector_is_framed_while_copying);
 	tcase_add_test(t, test_fragment_vector_abort_and_incomplete);
 	tcase_add_test(t, test_fragment_vector_over_64k_is_rejected);
+	tcase_add_test(t, test_varint_round_trips_boundary_values);
+	tcase_add_test(t,
+	    test_frag_iter_reports_end_abort_and_bad_without_advancing);
 	suite_add_tcase(s, t);
 	return s;
 }
