@@ -1427,18 +1427,29 @@ static inline int __tb_buf_copy_one(struct tb_buf *b,
 	return ret;
 }
 
-static inline int __tb_buf_copy(struct tb_buf *b,
-				const struct tb_buf_chunk_in *in,
-				const struct __tb_buf_src *src,
-				uint32_t nfrags)
+/*
+ * Whether a write or patch may go ahead now.  Either ends the read batch:
+ * it may move or erase what the reader was walking.
+ */
+static inline int __tb_buf_may_write(struct tb_buf *b)
 {
-	int ret;
-
 	if (b->in_cb)
 		return TB_BUF_EBUSY;
 	if (b->read_only)
 		return TB_BUF_EROFS;
 	b->rd_valid = 0;
+	return TB_BUF_OK;
+}
+
+static inline int __tb_buf_copy(struct tb_buf *b,
+				const struct tb_buf_chunk_in *in,
+				const struct __tb_buf_src *src,
+				uint32_t nfrags)
+{
+	int ret = __tb_buf_may_write(b);
+
+	if (ret != TB_BUF_OK)
+		return ret;
 	ret = __tb_buf_copy_one(b, in, src, nfrags);
 	if (b->nempty > TB_BUF_GC_THRESHOLD)
 		__tb_buf_gc(b);
@@ -1520,15 +1531,14 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	struct __tb_buf_hdr *c;
 	int64_t i;
 	size_t k;
+	int ret;
 
 	TB_BUF_BUG_ON(!b || (!patches && n));
 	if (!b || (!patches && n))
 		return TB_BUF_EINVAL;
-	if (b->in_cb)
-		return TB_BUF_EBUSY;
-	if (b->read_only)
-		return TB_BUF_EROFS;
-	b->rd_valid = 0;
+	ret = __tb_buf_may_write(b);
+	if (ret != TB_BUF_OK)
+		return ret;
 	s = __tb_buf_seq_find(b, __tb_buf_key(producer, writer));
 	i = s ? __tb_buf_ring_find(s, chunk_id) : -1;
 	if (i < 0) {
