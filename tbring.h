@@ -823,18 +823,33 @@ static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
  * several writers that find the reader asleep, the one that clears the
  * flag makes the system call.
  */
-static inline void tb_ring_notify(const struct tb_ring *r)
+static inline void __tb_bell_wake(struct tb_bell *b)
 {
-	struct tb_bell *b = r->bell;
 	uint32_t one = 1;
 
-	__tb_fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
 	/* relaxed: the futex word below carries the wake, not this flag */
 	if (__tb_load(&b->sleeping, TB_RLX) &&
 	    __tb_cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
 		__tb_add(&b->seq, 1);
 		__tb_futex_wake(&b->seq);
 	}
+}
+
+static inline void tb_ring_notify(const struct tb_ring *r)
+{
+	__tb_fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
+	__tb_bell_wake(r->bell);
+}
+
+/*
+ * Rings @b from anywhere, after any store the reader must see (a flag, a
+ * stop request): the full fence orders that store before the load of the
+ * sleeping hint.
+ */
+static inline void tb_bell_ring(struct tb_bell *b)
+{
+	__tb_fence_sc();	/* pairs with the fence in tb_bell_prepare */
+	__tb_bell_wake(b);
 }
 
 /*
@@ -856,6 +871,12 @@ static inline void tb_bell_wait(struct tb_bell *b, uint32_t seq,
 				uint32_t timeout_ms)
 {
 	__tb_futex_wait(&b->seq, seq, timeout_ms);
+	__tb_store(&b->sleeping, 0, TB_RLX);
+}
+
+/* Goes back to work instead of waiting: writers stop ringing. */
+static inline void tb_bell_cancel(struct tb_bell *b)
+{
 	__tb_store(&b->sleeping, 0, TB_RLX);
 }
 
@@ -1591,7 +1612,7 @@ static inline void tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
 	if (tb_reader_idle(rd))
 		tb_bell_wait(b, seq, timeout_ms);
 	else
-		__tb_store(&b->sleeping, 0, TB_RLX);
+		tb_bell_cancel(b);
 }
 
 #endif /* TBRING_H */
