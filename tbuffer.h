@@ -112,6 +112,7 @@
 #define TB_BUF_LAST_CONT	0x02u	/* last fragment continues on next */
 #define TB_BUF_NEEDS_PATCH	0x04u	/* chunk waits for patches */
 #define TB_BUF_ABI_FLAGS	0x07u
+#define TB_BUF_DATA_LOSS	0x08u	/* producer lost data before it */
 
 /* Why packets were lost before a packet (Perfetto's DataLossReason). */
 #define TB_BUF_LOSS_PRESENT			0x001u
@@ -158,7 +159,7 @@ struct tb_buf_chunk_in {
 	uint16_t writer_id;
 	uint32_t chunk_id;
 	uint16_t nfrags;		/* tb_buf_copy_chunk() only */
-	uint8_t flags;			/* TB_BUF_FIRST_CONT | ... */
+	uint8_t flags;			/* TB_BUF_FIRST_CONT | ... | DATA_LOSS */
 	bool complete;			/* false: scraped while being written */
 	const void *payload;		/* tb_buf_copy_chunk() only */
 	size_t size;
@@ -670,19 +671,26 @@ static inline void __tb_buf_consume(struct tb_buf *b, struct __tb_buf_hdr *c,
 
 /*
  * A sequence's head chunk is about to be read for the first time: report
- * a gap to the last chunk consumed.  A re-admitted chunk carries the id of
- * the last one consumed and is no gap.  A head that was already partly
- * read was checked before, so a gap is reported once.
+ * the producer's own loss before it (TB_BUF_DATA_LOSS, once) and a gap to
+ * the last chunk consumed.  A re-admitted chunk carries the id of the last
+ * one consumed and is no gap.  A head that was already partly read was
+ * checked before, so a gap is reported once.
  */
 static inline void __tb_buf_gap_check(const struct tb_buf *b,
 				      struct __tb_buf_seq *s)
 {
 	struct __tb_buf_hdr *c;
 
-	if (!s->n || !s->has_last)
+	if (!s->n)
 		return;
 	c = __tb_buf_chunk(b, s, 0);
 	if (c->payload_avail != c->payload_size)
+		return;
+	if (c->flags & TB_BUF_DATA_LOSS) {
+		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_SMB_FULL;
+		c->flags &= (uint8_t)~TB_BUF_DATA_LOSS;
+	}
+	if (!s->has_last)
 		return;
 	if (c->id == s->last_id + 1 || c->id == s->last_id)
 		return;
@@ -1312,7 +1320,7 @@ static inline int __tb_buf_copy_one(struct tb_buf *b,
 				    uint32_t nfrags)
 {
 	uint32_t key, all, stored, outer, prev, pos;
-	uint8_t flags = in->flags & TB_BUF_ABI_FLAGS;
+	uint8_t flags = in->flags & (TB_BUF_ABI_FLAGS | TB_BUF_DATA_LOSS);
 	struct __tb_buf_seq *s;
 	struct __tb_buf_hdr *c;
 	int ret = TB_BUF_OK, st;

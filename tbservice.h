@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tbservice.h - the service side: rings -> central buffers -> a trace.
+ *
+ * Three pieces, each usable alone:
+ *
+ *  - The bridge (struct tb_bridge): one per ring.  It drains the ring's
+ *    reader and routes every emitted chunk into the central buffer its
+ *    target BufferID selects, copying each fragment once from the reader's
+ *    scratch.  Chunk ids are assigned per {writer, BufferID} in the order
+ *    the reader resolves that writer's chunks, which is the order the
+ *    writer wrote them; the ring's continuation flags become the buffer's,
+ *    and the ring's data-loss flag becomes SMB_FULL on that sequence.  An
+ *    unknown BufferID is counted and the chunk dropped.
+ *
+ *  - The trace writer (tb_trace_write()): reads a central buffer and writes
+ *    its packets as a Perfetto trace: each TracePacket framed as field 1 of
+ *    Trace, followed by the trusted fields the service appends (trusted_uid
+ *    3, trusted_packet_sequence_id 10, trusted_pid 79 and, when there was
+ *    loss, previous_packet_dropped 42 carrying the loss bits).  Appended
+ *    last, they override anything a producer forged.  The protobuf needed
+ *    for that is the handful of tb_pb_* helpers below; nothing else in the
+ *    library knows about protobuf.
+ *
+ *  - The service loop (struct tb_service): one thread serves any number of
+ *    bridges.  Each tb_service_poll() drains what is complete in every
+ *    ring, and when nothing is there sleeps on a shared doorbell (struct
+ *    tb_bell) with a timeout, so an idle service does not spin.  It
+ *    scrapes (flushes) on request and at stop, stops a ring that breaks
+ *    the protocol while the others carry on, and in long-trace mode
+ *    writes the central buffers to the output every period.
+ *
+ * Threading: everything here runs on the service thread, except
+ * tb_service_request_flush() and tb_service_stop(), which any thread may
+ * call.  Time is passed in by the caller (milliseconds, any monotonic
+ * origin), so this header needs nothing beyond C99 and the other headers.
+ */
+#ifndef TBSERVICE_H
+#define TBSERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tbring.h"
+#include "tbuffer.h"
+
+/* ------------------------------------------------------------------------
+ * Protobuf, the little the service needs: varints and tags.
+ */
+enum {
+	TB_PB_VARINT = 0,
+	TB_PB_LEN = 2,
+};
+
+#define TB_PB_VARINT_MAX	10
+
+static inline size_t tb_pb_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Writes @v at @p (room for TB_PB_VARINT_MAX); returns the bytes used. */
+static inline size_t tb_pb_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static inline size_t tb_pb_tag(uint8_t *p, uint32_t field, unsigned type)
+{
+	return tb_pb_varint(p, (uint64_t)field << 3 | type);
+}
+
+/* A varint field: tag and value. */
+static inline size_t tb_pb_uint(uint8_t *p, uint32_t field, uint64_t v)
+{
+	size_t n = tb_pb_tag(p, field, TB_PB_VARINT);
+
+	return n + tb_pb_varint(p + n, v);
+}
+
+/* An int32 field: negative values are sign-extended to 64 bits. */
+static inline size_t tb_pb_int32(uint8_t *p, uint32_t field, int32_t v)
+{
+	return tb_pb_uint(p, field, (uint64_t)(int64_t)v);
+}
+
+/* The header of a length-delimited field of @len bytes. */
+static inline size_t tb_pb_len(uint8_t *p, uint32_t field, uint64_t len)
+{
+	size_t n = tb_pb_tag(p, field, TB_PB_LEN);
+
+	return n + tb_pb_varint(p + n, len);
+}
+
+/* ------------------------------------------------------------------------
+ * The bridge: one ring's reader into central buffers.
+ */
+#define TB_BRIDGE_MAX_KEYS	65536u	/* {writer, BufferID} pairs */
+
+enum tb_bridge_stat {
+	TB_BS_CHUNKS,		/* chunks copied into a buffer */
+	TB_BS_BAD_TARGET,	/* unknown BufferID: dropped */
+	TB_BS_REJECTED,		/* the buffer refused the chunk */
+	TB_BS_TOO_MANY_KEYS,	/* {writer, BufferID} table full: dropped */
+	TB_BS_LOSS_FLAGS,	/* chunks that carried the data-loss flag */
+	TB_BS_MAX
+};
+
+struct __tb_bridge_key {
+	uint32_t key;		/* writer << 16 | BufferID, +1; 0: free */
+	uint32_t next_id;
+};
+
+struct tb_bridge {
+	struct tb_reader reader;
+	uint16_t producer_id;
+	struct tb_buf_ident ident;
+	struct tb_buf *const *bufs;	/* indexed by target BufferID */
+	unsigned nbufs;
+	tb_buf_alloc_fn alloc;
+	void *alloc_ctx;
+	struct __tb_bridge_key *keys;	/* open addressing, power of two */
+	uint32_t keys_cap;
+	uint32_t keys_n;
+	int error;			/* TB_EPROTO once the ring stopped */
+	uint64_t stat[TB_BS_MAX];
+	struct tb_buf_frag frags[TB_FRAG_MAX];
+};
+
+/*
+ * Sets up a bridge over @ring for producer @producer_id with the trusted
+ * identity @ident; @scratch is the reader's (chunk_size bytes); @bufs maps
+ * a target BufferID to a central buffer (NULL entries are unknown ids).
+ * @alloc may be NULL for malloc.
+ */
+static inline int tb_bridge_init(struct tb_bridge *br,
+				 const struct tb_ring *ring, void *scratch,
+				 uint16_t producer_id,
+				 struct tb_buf_ident ident,
+				 struct tb_buf *const *bufs, unsigned nbufs,
+				 tb_buf_alloc_fn alloc, void *alloc_ctx)
+{
+	int ret;
+
+	memset(br, 0, sizeof(*br));
+#ifndef TB_BUF_NO_DEFAULT_ALLOC
+	if (!alloc)
+		alloc = __tb_buf_std_alloc;
+#endif
+	if (!alloc || (!bufs && nbufs))
+		return TB_EINVAL;
+	ret = tb_reader_init(&br->reader, ring, scratch);
+	if (ret)
+		return ret;
+	br->producer_id = producer_id;
+	br->ident = ident;
+	br->bufs = bufs;
+	br->nbufs = nbufs;
+	br->alloc = alloc;
+	br->alloc_ctx = alloc_ctx;
+	return TB_OK;
+}
+
+static inline void tb_bridge_destroy(struct tb_bridge *br)
+{
+	if (br->keys)
+		br->alloc(br->alloc_ctx, br->keys,
+			  (size_t)br->keys_cap * sizeof(*br->keys), 0);
+	br->keys = NULL;
+	br->keys_cap = br->keys_n = 0;
+}
+
+static inline struct __tb_bridge_key *
+__tb_bridge_slot(struct __tb_bridge_key *keys, uint32_t cap, uint32_t key)
+{
+	uint32_t i = (key * 0x9e3779b1u) & (cap - 1);
+
+	while (keys[i].key && keys[i].key != key)
+		i = (i + 1) & (cap - 1);
+	return &keys[i];
+}
+
+/* Doubles the table (16 entries at first); false when it cannot. */
+static inline bool __tb_bridge_grow(struct tb_bridge *br)
+{
+	uint32_t cap = br->keys_cap ? br->keys_cap * 2 : 16, i;
+	struct __tb_bridge_key *keys;
+
+	if (br->keys_n >= TB_BRIDGE_MAX_KEYS)
+		return false;
+	keys = (struct __tb_bridge_key *)br->alloc(br->alloc_ctx, NULL, 0,
+						   (size_t)cap * sizeof(*keys));
+	if (!keys)
+		return false;
+	memset(keys, 0, (size_t)cap * sizeof(*keys));
+	for (i = 0; i < br->keys_cap; i++)
+		if (br->keys[i].key)
+			*__tb_bridge_slot(keys, cap, br->keys[i].key) =
+				br->keys[i];
+	tb_bridge_destroy(br);
+	br->keys = keys;
+	br->keys_cap = cap;
+	return true;
+}
+
+/* The next chunk id of {writer, BufferID}, or NULL (table full). */
+static inline uint32_t *__tb_bridge_next_id(struct tb_bridge *br,
+					    uint16_t writer, uint16_t bid)
+{
+	uint32_t key = ((uint32_t)writer << 16 | bid) + 1;
+	struct __tb_bridge_key *k;
+
+	if (br->keys_cap) {
+		k = __tb_bridge_slot(br->keys, br->keys_cap, key);
+		if (k->key)
+			return &k->next_id;
+	}
+	/* keep the table at most half full */
+	if ((br->keys_n + 1) * 2 > br->keys_cap && !__tb_bridge_grow(br))
+		return NULL;
+	k = __tb_bridge_slot(br->keys, br->keys_cap, key);
+	k->key = key;
+	k->next_id = 0;
+	br->keys_n++;
+	return &k->next_id;
+}
+
+/* Reader callback: one emitted chunk into its central buffer. */
+static inline void __tb_bridge_chunk(void *ctx, const struct tb_chunk_view *v)
+{
+	struct tb_bridge *br = (struct tb_bridge *)ctx;
+	struct tb_buf *buf = v->bid < br->nbufs ? br->bufs[v->bid] : NULL;
+	const uint8_t *p = v->payload;
+	struct tb_buf_chunk_in in;
+	uint32_t *id, i;
+
+	if (!buf) {
+		br->stat[TB_BS_BAD_TARGET]++;
+		return;
+	}
+	id = __tb_bridge_next_id(br, v->writer, v->bid);
+	if (!id) {
+		br->stat[TB_BS_TOO_MANY_KEYS]++;
+		return;
+	}
+	for (i = 0; i < v->nfrags; p += v->sizes[i++]) {
+		br->frags[i].data = p;
+		br->frags[i].size = v->sizes[i];
+	}
+	memset(&in, 0, sizeof(in));
+	in.producer_id = br->producer_id;
+	in.ident = br->ident;
+	in.writer_id = v->writer;
+	in.chunk_id = (*id)++;
+	in.flags = (uint8_t)((v->flags & TB_F_CONT_PREV ? TB_BUF_FIRST_CONT :
+			      0) |
+			     (v->flags & TB_F_CONT_NEXT ? TB_BUF_LAST_CONT : 0));
+	/* a scraped prefix is final too: the suffix moves to a new chunk */
+	in.complete = true;
+	if (v->flags & TB_F_DATA_LOSS) {
+		in.flags |= TB_BUF_DATA_LOSS;	/* read back as SMB_FULL */
+		br->stat[TB_BS_LOSS_FLAGS]++;
+	}
+	/* a refused chunk still used its id: the buffer sees the gap */
+	if (tb_buf_copy_frags(buf, &in, br->frags, v->nfrags))
+		br->stat[TB_BS_REJECTED]++;
+	else
+		br->stat[TB_BS_CHUNKS]++;
+}
+
+/*
+ * Drains up to @max positions of the ring into the central buffers.
+ * Returns the positions resolved, or TB_EPROTO once the ring is stopped
+ * (for good: later calls return it at once and touch nothing).
+ */
+static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
+				  enum tb_read_mode mode)
+{
+	int ret;
+
+	if (br->error)
+		return br->error;
+	ret = tb_reader_drain(&br->reader, max, mode, __tb_bridge_chunk, br);
+	if (ret < 0)
+		br->error = ret;
+	return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * The trace writer.
+ */
+typedef int (*tb_trace_write_fn)(void *ctx, const void *data, size_t len);
+
+struct tb_trace_out {
+	tb_trace_write_fn write;	/* returns 0, or the write failed */
+	void *ctx;
+	uint64_t packets;
+	uint64_t bytes;
+	uint64_t lossy_packets;		/* packets that carried loss bits */
+	int error;			/* the first failed write, latched */
+};
+
+/* Perfetto's field numbers in TracePacket (and Trace.packet). */
+#define TB_PB_TRACE_PACKET		1
+#define TB_PB_TRUSTED_UID		3
+#define TB_PB_TRUSTED_SEQ_ID		10
+#define TB_PB_PREVIOUS_DROPPED		42
+#define TB_PB_TRUSTED_PID		79
+
+/* The trusted_packet_sequence_id of {producer, writer}: unique, never 0 or
+ * 1 (Perfetto's service sequence) for valid ids (both nonzero). */
+static inline uint32_t tb_trace_seq_id(uint16_t producer, uint16_t writer)
+{
+	return (uint32_t)producer << 16 | writer;
+}
+
+static inline void __tb_trace_put(struct tb_trace_out *o, const void *p,
+				  size_t n)
+{
+	if (!o->error && n && o->write(o->ctx, p, n))
+		o->error = -1;
+	o->bytes += n;
+}
+
+/* Writes one packet with its trusted fields.  0 or -1 (write failed). */
+static inline int tb_trace_write_packet(struct tb_trace_out *o,
+					const struct tb_buf_packet *pkt)
+{
+	uint8_t head[2 * TB_PB_VARINT_MAX], tail[4 * (2 + TB_PB_VARINT_MAX)];
+	size_t nt = 0, nh;
+	unsigned i;
+
+	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_UID, pkt->ident.uid);
+	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_SEQ_ID,
+			 tb_trace_seq_id(pkt->producer_id, pkt->writer_id));
+	nt += tb_pb_int32(tail + nt, TB_PB_TRUSTED_PID, pkt->ident.pid);
+	if (pkt->loss) {
+		nt += tb_pb_uint(tail + nt, TB_PB_PREVIOUS_DROPPED, pkt->loss);
+		o->lossy_packets++;
+	}
+	nh = tb_pb_len(head, TB_PB_TRACE_PACKET, pkt->size + nt);
+	__tb_trace_put(o, head, nh);
+	for (i = 0; i < pkt->nslices; i++)
+		__tb_trace_put(o, pkt->slices[i].data, pkt->slices[i].size);
+	__tb_trace_put(o, tail, nt);
+	o->packets++;
+	return o->error;
+}
+
+/*
+ * Reads everything a central buffer can give now (destructively) into the
+ * trace.  Returns the packets written, or -1 once a write failed.
+ */
+static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
+{
+	struct tb_buf_packet pkt;
+	long n = 0;
+
+	tb_buf_begin_read(b);
+	while (tb_buf_read_packet(b, &pkt)) {
+		if (tb_trace_write_packet(o, &pkt))
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------------
+ * The service loop.
+ */
+#define TB_SERVICE_BATCH	256	/* positions per ring per pass */
+
+struct tb_service {
+	struct tb_bell *bell;		/* every served ring rings this */
+	struct tb_bridge *const *rings;
+	unsigned nrings;
+	struct tb_buf *const *bufs;	/* written out in long-trace mode */
+	unsigned nbufs;
+	struct tb_trace_out *out;	/* NULL: nothing is written */
+	uint32_t wait_ms;		/* longest sleep on the doorbell */
+	uint32_t period_ms;		/* long-trace: write every period; 0 */
+	uint64_t next_write_ms;
+	uint32_t flush_req;		/* set by any thread */
+	uint32_t flush_done;
+	uint32_t stop_req;
+	uint32_t stopped_rings;		/* rings stopped by protocol errors */
+	void (*on_ring_error)(void *ctx, unsigned ring, int err);
+	void *ctx;
+};
+
+/* Asks the service thread to scrape every ring on its next pass. */
+static inline void tb_service_request_flush(struct tb_service *s)
+{
+	__tb_add(&s->flush_req, 1);	/* relaxed: the bell orders it */
+	tb_bell_ring(s->bell);
+}
+
+static inline void tb_service_stop(struct tb_service *s)
+{
+	__tb_store(&s->stop_req, 1, TB_REL);
+	tb_bell_ring(s->bell);
+}
+
+static inline bool tb_service_stopping(const struct tb_service *s)
+{
+	return __tb_load(&s->stop_req, TB_ACQ) != 0;
+}
+
+/* Writes every central buffer to the output now. */
+static inline void tb_service_write_buffers(struct tb_service *s)
+{
+	unsigned i;
+
+	for (i = 0; s->out && i < s->nbufs; i++)
+		if (s->bufs[i])
+			tb_trace_write(s->out, s->bufs[i]);
+}
+
+/* Drains every live ring once; returns the positions resolved. */
+static inline unsigned __tb_service_drain(struct tb_service *s,
+					  enum tb_read_mode mode)
+{
+	unsigned i, total = 0;
+
+	for (i = 0; i < s->nrings; i++) {
+		struct tb_bridge *br = s->rings[i];
+		int ret;
+
+		if (br->error)
+			continue;
+		ret = tb_bridge_drain(br, TB_SERVICE_BATCH, mode);
+		if (ret < 0) {
+			s->stopped_rings++;
+			if (s->on_ring_error)
+				s->on_ring_error(s->ctx, i, ret);
+			continue;
+		}
+		total += (unsigned)ret;
+	}
+	return total;
+}
+
+/* Scrapes every ring until nothing more comes out (a flush). */
+static inline void tb_service_flush(struct tb_service *s)
+{
+	unsigned rounds;
+
+	for (rounds = 0; rounds < 64; rounds++)
+		if (!__tb_service_drain(s, TB_READ_SCRAPE))
+			break;
+}
+
+/*
+ * One pass of the service thread at time @now_ms: drain what is complete
+ * in every ring; flush if asked; in long-trace mode write the buffers when
+ * the period is due; if nothing came and nothing changed, sleep on the
+ * doorbell up to wait_ms.  Returns false once stop was requested (after a
+ * final flush and write of every buffer).
+ */
+static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
+{
+	uint32_t req = __tb_load(&s->flush_req, TB_RLX), seq;
+	unsigned i;
+	bool idle = true;
+
+	if (tb_service_stopping(s)) {
+		tb_service_flush(s);
+		tb_service_write_buffers(s);
+		return false;
+	}
+	if (__tb_service_drain(s, TB_READ_LAZY))
+		idle = false;
+	if (req != s->flush_done) {
+		tb_service_flush(s);
+		s->flush_done = req;
+		idle = false;
+	}
+	if (s->period_ms && now_ms >= s->next_write_ms) {
+		tb_service_write_buffers(s);
+		s->next_write_ms = now_ms + s->period_ms;
+	}
+	if (!idle)
+		return true;
+	seq = tb_bell_prepare(s->bell);
+	for (i = 0; i < s->nrings && idle; i++)
+		if (!s->rings[i]->error && !tb_reader_idle(&s->rings[i]->reader))
+			idle = false;
+	if (idle && __tb_load(&s->flush_req, TB_RLX) == s->flush_done &&
+	    !tb_service_stopping(s))
+		tb_bell_wait(s->bell, seq, s->wait_ms);
+	else
+		tb_bell_cancel(s->bell);
+	return true;
+}
+
+#endif /* TBSERVICE_H */
