@@ -10,7 +10,7 @@ PREFIX	?= /usr/local
 DESTDIR	?=
 VERSION	:= 0.1.0
 BUILD	?= build
-HEADERS	:= tbfrag.h tbring.h tbuffer.h
+HEADERS	:= tbfrag.h tbring.h tbuffer.h tbservice.h
 FUZZ_SECONDS ?= 30
 
 WARN	:= -Wall -Wextra -Werror
@@ -24,12 +24,13 @@ CHECK_LIBS = $(shell pkg-config --cflags --libs check 2>/dev/null || echo -lchec
 TESTS	:= $(patsubst test/%.c,%,$(wildcard test/test_*.c))
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
 TEST_DEPS := $(HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
 
 .PHONY: all test check demo bench tsan asan m32 fuzz headers deps deps-m32 \
 	deps-fuzz install uninstall clean
 
-all: $(addprefix $(BUILD)/,$(TESTS) $(BENCHES) demo)
+all: $(addprefix $(BUILD)/,$(TESTS) $(BENCHES) $(EXAMPLES))
 
 # --- dependencies ----------------------------------------------------------
 # Installs libck-dev, check and pkg-config with apt-get when they are
@@ -70,8 +71,10 @@ test check: deps headers
 	@$(MAKE) --no-print-directory run-tests
 
 .PHONY: run-tests
-run-tests: $(addprefix $(BUILD)/,$(TESTS))
-	@set -e; for t in $(TESTS); do echo "== $$t"; $(RUNNER) ./$(BUILD)/$$t; done
+# Tests that run the examples (cross-process) find them in TB_BUILD_DIR.
+run-tests: $(addprefix $(BUILD)/,$(TESTS) $(EXAMPLES))
+	@set -e; for t in $(TESTS); do echo "== $$t"; \
+	TB_BUILD_DIR=$(BUILD) $(RUNNER) ./$(BUILD)/$$t; done
 
 # Each public header compiles alone (twice, to check its guard) with gcc and
 # clang when it is there.
@@ -127,8 +130,8 @@ $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)
 bench: deps $(addprefix $(BUILD)/,$(BENCHES))
 	@set -e; for b in $(BENCHES); do ./$(BUILD)/$$b; done
 
-$(BUILD)/demo: examples/demo.c $(HEADERS) $(wildcard examples/*.h) | $(BUILD)
-	$(CC) $(BASE) -O2 $(EXTRA) $< -o $@ -pthread
+$(BUILD)/%: examples/%.c $(HEADERS) $(wildcard examples/*.h) | $(BUILD)
+	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@ -pthread
 
 demo: deps $(BUILD)/demo
 	./$(BUILD)/demo
