@@ -1411,10 +1411,17 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	return TB_OK;
 }
 
+/* What a copy found, in the order of __tb_reader_done()'s table. */
+enum {
+	__TB_COPY_UNKNOWN,	/* unknown format: nothing was read */
+	__TB_COPY_MALFORMED,	/* the directory failed validation */
+	__TB_COPY_EMPTY,	/* no fragment published */
+	__TB_COPY_OK,		/* usable, the view is filled */
+};
+
 /*
  * Copies the @word's published fragments of chunk @pos into scratch and
- * validates them there (seed 6.4).  1: usable; 0: nothing published;
- * -1: malformed directory; -2: unknown format (never read).
+ * validates them there (seed 6.4).
  */
 static inline int __tb_reader_copy(struct tb_reader *rd, uint32_t pos,
 				   uint32_t word, struct tb_chunk_view *v)
@@ -1426,16 +1433,16 @@ static inline int __tb_reader_copy(struct tb_reader *rd, uint32_t pos,
 	int32_t total;
 
 	if (!n)
-		return 0;
+		return __TB_COPY_EMPTY;
 	if (tb_state_format(word) != TB_FORMAT_TARGET)
-		return -2;
+		return __TB_COPY_UNKNOWN;
 	if (!tb_frag_dir_fits(cs, n, w))
-		return -1;
+		return __TB_COPY_MALFORMED;
 	memcpy(rd->scratch + cs - dlen, chunk + cs - dlen, dlen);
 	total = tb_frag_parse_dir(rd->scratch + cs - dlen, n, w, cs,
 				  rd->sizes);
 	if (total < 0)
-		return -1;
+		return __TB_COPY_MALFORMED;
 	memcpy(rd->scratch, chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
 	v->pos = pos;
 	v->writer = tb_state_writer(word);
@@ -1445,7 +1452,7 @@ static inline int __tb_reader_copy(struct tb_reader *rd, uint32_t pos,
 	v->scraped = tb_state_of(word) == TB_ACQUIRED;
 	v->payload = rd->scratch;
 	v->sizes = rd->sizes;
-	return 1;
+	return __TB_COPY_OK;
 }
 
 static inline int __tb_reader_stop(struct tb_reader *rd)
@@ -1454,17 +1461,17 @@ static inline int __tb_reader_stop(struct tb_reader *rd)
 	return TB_EPROTO;
 }
 
-/* Resolved: count and move the private cursor. */
+/* Resolved: count and move the private cursor.  No data is a hole. */
 static inline int __tb_reader_done(struct tb_reader *rd, int copied)
 {
-	static const int8_t stat[] = { TB_RS_UNKNOWN_FORMAT, TB_RS_MALFORMED,
-				       TB_RS_HOLES, TB_RS_EMITTED };
+	static const uint8_t stat[] = { TB_RS_UNKNOWN_FORMAT, TB_RS_MALFORMED,
+					TB_RS_HOLES, TB_RS_EMITTED };
 
 	rd->pos++;
-	rd->stat[stat[copied + 2]]++;
-	if (copied < 0)
+	rd->stat[stat[copied]]++;
+	if (copied < __TB_COPY_EMPTY)
 		rd->stat[TB_RS_HOLES]++;
-	return copied > 0 ? TB_EMITTED : TB_SKIPPED;
+	return copied == __TB_COPY_OK ? TB_EMITTED : TB_SKIPPED;
 }
 
 /*
@@ -1512,7 +1519,7 @@ static inline int tb_reader_read_one(struct tb_reader *rd,
 			if (lazy)
 				goto pending;	/* a writer is claiming */
 			if (tb_ring_advance(r, pos, &word))
-				return __tb_reader_done(rd, 0);
+				return __tb_reader_done(rd, __TB_COPY_EMPTY);
 			continue;
 		case TB_ACQUIRED:
 			if (lazy)
@@ -1533,11 +1540,11 @@ static inline int tb_reader_read_one(struct tb_reader *rd,
 			return __tb_reader_done(rd, copied);
 		case TB_REWRITE:
 			/* an older scrape its writer has not acknowledged */
-			return __tb_reader_done(rd, 0);
+			return __tb_reader_done(rd, __TB_COPY_EMPTY);
 		case TB_ACKED:
 			if (!tb_ring_reclaim_acked(r, pos, &word))
 				return __tb_reader_stop(rd);
-			return __tb_reader_done(rd, 0);
+			return __tb_reader_done(rd, __TB_COPY_EMPTY);
 		default:
 			return __tb_reader_stop(rd);	/* reserved state */
 		}
