@@ -492,19 +492,26 @@ static int conn_read(struct svc *v, unsigned i)
 	return 0;
 }
 
-/* Accepts connections and messages until a signal or STOP. */
+/*
+ * Accepts connections and messages until a signal or STOP; then handles
+ * what is already queued (a producer that exited just before the stop
+ * has its end of file waiting) without accepting anyone new, so that its
+ * ring is retired and summarized as such.
+ */
 static void main_loop(struct svc *v)
 {
 	struct pollfd *pf = NULL;
-	unsigned cap = 0, i, n;
+	unsigned cap = 0, i, n, settle = 0;
+	int ready;
 
 	for (;;) {
 		if (cap < v->nconns + 2) {
 			cap = 2 * (v->nconns + 2);
 			pf = xrealloc(pf, cap * sizeof(*pf));
 		}
-		pf[0].fd = v->sfd;
-		pf[1].fd = v->lfd;
+		/* settling: the signal and the listener are ignored */
+		pf[0].fd = settle ? -1 : v->sfd;
+		pf[1].fd = settle ? -1 : v->lfd;
 		for (i = 0; i < v->nconns; i++)
 			pf[2 + i].fd = v->conns[i].fd;
 		n = v->nconns + 2;
@@ -512,25 +519,28 @@ static void main_loop(struct svc *v)
 			pf[i].events = POLLIN;
 			pf[i].revents = 0;
 		}
-		if (poll(pf, n, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		ready = poll(pf, n, settle ? 0 : -1);
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready < 0) {
 			perror("tb_service: poll");
 			break;
 		}
+		if (settle && (!ready || ++settle > 64))
+			break;
 		if (pf[0].revents) {
 			struct signalfd_siginfo si;
 
 			if (read(v->sfd, &si, sizeof(si)) == sizeof(si))
 				printf("tb_service: %s: stopping\n",
 				       strsignal((int)si.ssi_signo));
-			break;
+			settle = 1;
 		}
 		/* from the end: conn_close() moves the last one to i */
 		for (i = n - 1; i >= 2; i--)
-			if (pf[i].revents && conn_read(v, i - 2)) {
+			if (pf[i].revents && conn_read(v, i - 2) && !settle) {
 				printf("tb_service: STOP: stopping\n");
-				goto out;
+				settle = 1;
 			}
 		if (pf[1].revents) {
 			int fd = accept4(v->lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -539,7 +549,6 @@ static void main_loop(struct svc *v)
 				conn_add(v, fd);
 		}
 	}
-out:
 	free(pf);
 }
 

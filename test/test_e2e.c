@@ -255,7 +255,7 @@ static void e2e_init(struct e2e *e, const char *name)
 
 static void e2e_start_service(struct e2e *e)
 {
-	const char *args[] = { "-c", "1024", "-n", "32", "-b", "8M", "-p",
+	const char *args[] = { "-c", "1024", "-n", "32", "-b", "16M", "-p",
 			       "20", "-W", "50", "-v", e->sock, e->trace,
 			       NULL };
 
