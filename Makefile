@@ -1,6 +1,6 @@
 # tbring - header-only lock-free tracing buffers.  See README.md.
 #
-#   make demo    the main job: writers, a ring, a reader, a summary
+#   make demo    the main job: writer threads -> ring -> service -> demo.pftrace
 #   make test    every check suite (installs missing packages first)
 #   make bench   throughput tables beside a memcpy baseline
 #   make tsan | asan | m32 | fuzz | headers | install | uninstall | clean

@@ -1528,6 +1528,66 @@ START_TEST(test_gap_before_a_stalled_chunk_is_reported_once)
 }
 END_TEST
 
+START_TEST(test_data_loss_flag_reports_smb_full_once_when_reached)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+
+	put_f(b, 1, 1, 1, 0, "a", "b", NULL);
+	put_f(b, 2, 1, 1, 0, "x", NULL);
+	put_f(b, 1, 1, 2, TB_BUF_DATA_LOSS, "c", "d", NULL);
+	put_f(b, 1, 1, 3, 0, "e", NULL);
+	/* a batch that stops before the flagged chunk reports nothing */
+	ck_assert_int_eq(read_all(b, pk, 1), 1);
+	ck_assert_str_eq(pk[0].str, "a");
+	ck_assert_uint_eq(pk[0].loss, 0);
+	ck_assert_int_eq(read_all(b, pk, 10), 5);
+	ck_assert_str_eq(pk[0].str, "b");
+	ck_assert_uint_eq(pk[0].loss, 0);
+	ck_assert_str_eq(pk[1].str, "x");
+	ck_assert_uint_eq(pk[1].loss, 0);
+	ck_assert_str_eq(pk[2].str, "c");
+	ck_assert_uint_eq(pk[2].loss, PRESENT | TB_BUF_LOSS_SMB_FULL);
+	ck_assert_uint_eq(pk[2].loss, 0x101);
+	ck_assert_str_eq(pk[3].str, "d");
+	ck_assert_uint_eq(pk[3].loss, 0);
+	ck_assert_str_eq(pk[4].str, "e");
+	ck_assert_uint_eq(pk[4].loss, 0);
+	/* the flag of a chunk that came while earlier data was unread */
+	put_f(b, 1, 1, 4, 0, "f", "g", NULL);
+	ck_assert_int_eq(read_all(b, pk, 1), 1);
+	ck_assert_str_eq(pk[0].str, "f");
+	put_f(b, 1, 1, 5, TB_BUF_DATA_LOSS, "h", NULL);
+	ck_assert_int_eq(read_all(b, pk, 10), 2);
+	ck_assert_str_eq(pk[0].str, "g");
+	ck_assert_uint_eq(pk[0].loss, 0);
+	ck_assert_str_eq(pk[1].str, "h");
+	ck_assert_uint_eq(pk[1].loss, PRESENT | TB_BUF_LOSS_SMB_FULL);
+	ck_assert_int_eq(read_all(b, pk, 10), 0);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_data_loss_flag_out_of_order_waits_for_its_chunk)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+
+	/* the flagged chunk comes first in buffer order, not in id order */
+	put_f(b, 1, 1, 2, TB_BUF_DATA_LOSS, "c", NULL);
+	put_f(b, 1, 1, 1, 0, "a", "b", NULL);
+	put_f(b, 1, 1, 3, 0, "d", NULL);
+	ck_assert_int_eq(read_all(b, pk, 10), 4);
+	ck_assert_str_eq(pk[0].str, "a");
+	ck_assert_uint_eq(pk[0].loss, 0);
+	ck_assert_str_eq(pk[1].str, "b");
+	ck_assert_uint_eq(pk[1].loss, 0);
+	ck_assert_str_eq(pk[2].str, "c");
+	ck_assert_uint_eq(pk[2].loss, PRESENT | TB_BUF_LOSS_SMB_FULL);
+	ck_assert_str_eq(pk[3].str, "d");
+	ck_assert_uint_eq(pk[3].loss, 0);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_patched_garbage_reports_chunk_corrupted)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
@@ -2458,6 +2518,10 @@ static Suite *loss_suite(void)
 	tcase_add_test(t,
 		test_loss_is_reported_once_on_the_next_packet_of_the_sequence);
 	tcase_add_test(t, test_gap_before_a_stalled_chunk_is_reported_once);
+	tcase_add_test(t,
+		test_data_loss_flag_reports_smb_full_once_when_reached);
+	tcase_add_test(t,
+		test_data_loss_flag_out_of_order_waits_for_its_chunk);
 	tcase_add_test(t, test_patched_garbage_reports_chunk_corrupted);
 	tcase_add_test(t, test_stats_count_outer_sizes_when_chunks_empty);
 	tcase_add_test(t, test_clone_is_independent_of_the_original);
