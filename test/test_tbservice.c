@@ -1,0 +1,1932 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_tbservice.c - tbservice.h against issue 4, sections 1-3 and 6: the
+ * bridge from a ring reader into central buffers, the Perfetto trace
+ * writer and the service loop.
+ *
+ * Packets are checked end to end: every packet a writer writes names its
+ * writer, sequence number and length and carries a pattern derived from
+ * them, so a packet read back from a buffer or a trace is either exactly
+ * one that was written or a failure.  Traces are decoded with
+ * trace_decode.h, independently of tbservice.h's encoder.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tbservice.h"
+#include "ring_helpers.h"
+#include "trace_decode.h"
+
+#define PRESENT		TB_BUF_LOSS_PRESENT
+#define SMB_FULL	TB_BUF_LOSS_SMB_FULL
+#define NBUF		2	/* central buffers in a fixture */
+#define NRING		2	/* rings in a fixture, at most */
+#define PROD0		1	/* producer id of ring 0; ring i is PROD0 + i */
+
+/* ------------------------------------------------------------------------
+ * Packets: a valid TracePacket body of an exact length.
+ *
+ *   field 1000, fixed64: writer << 48 | length << 32 | sequence number
+ *   field 1001, bytes:   a pattern (absent when the length is 10)
+ */
+#define F_ID		1000u
+#define F_PAD		1001u
+#define PKT_MAX		20000u
+
+static void put_tag2(uint8_t *p, uint32_t field, unsigned type)
+{
+	uint32_t key = field << 3 | type;	/* two varint bytes */
+
+	p[0] = (uint8_t)(key | 0x80);
+	p[1] = (uint8_t)(key >> 7);
+}
+
+static size_t mkpkt(uint8_t *p, uint16_t w, uint32_t seq, uint32_t len)
+{
+	uint64_t id = (uint64_t)w << 48 | (uint64_t)len << 32 | seq;
+	size_t n = 0, i, pad;
+
+	ck_assert(len == 10 || (len >= 14 && len <= PKT_MAX));
+	put_tag2(p, F_ID, 1);
+	n = 2;
+	for (i = 0; i < 8; i++)
+		p[n++] = (uint8_t)(id >> 8 * i);
+	if (len == 10)
+		return n;
+	pad = len - 14;
+	put_tag2(p + n, F_PAD, 2);
+	n += 2;
+	p[n++] = (uint8_t)(pad | 0x80);		/* two varint bytes */
+	p[n++] = (uint8_t)(pad >> 7);
+	for (i = 0; i < pad; i++)
+		p[n++] = (uint8_t)(seq * 7u + w * 13u + i);
+	return n;
+}
+
+/*
+ * Checks that @p starts with a packet mkpkt() made (exactly @size bytes
+ * when @exact) and returns its length, writer and sequence number; -1 if
+ * it is not one.
+ */
+static int pkt_parse(const uint8_t *p, size_t size, int exact, uint16_t *w,
+		     uint32_t *seq, uint32_t *len)
+{
+	static uint8_t want[PKT_MAX];
+	uint64_t id = 0;
+	unsigned i;
+
+	if (size < 10 || p[0] != (uint8_t)((F_ID << 3 | 1) | 0x80) ||
+	    p[1] != (uint8_t)((F_ID << 3 | 1) >> 7))
+		return -1;
+	for (i = 0; i < 8; i++)
+		id |= (uint64_t)p[2 + i] << 8 * i;
+	*w = (uint16_t)(id >> 48);
+	*len = (uint32_t)(id >> 32) & 0xffffu;
+	*seq = (uint32_t)id;
+	if ((*len != 10 && (*len < 14 || *len > PKT_MAX)) || *len > size ||
+	    (exact && *len != size))
+		return -1;
+	mkpkt(want, *w, *seq, *len);
+	return memcmp(want, p, *len) ? -1 : 0;
+}
+
+/* Writes packet @seq of @len bytes as one whole packet; TB_OK expected. */
+static int wpkt(struct twriter *tw, uint32_t seq, uint32_t len)
+{
+	static uint8_t p[PKT_MAX];
+
+	mkpkt(p, tw->w.id, seq, len);
+	return tb_writer_write_packet(&tw->w, p, len);
+}
+
+static void wpkt_ok(struct twriter *tw, uint32_t seq, uint32_t len)
+{
+	ck_assert_int_eq(wpkt(tw, seq, len), TB_OK);
+}
+
+/* ------------------------------------------------------------------------
+ * Reading a central buffer back.
+ */
+struct got {
+	uint16_t p, w;		/* sequence: producer and writer */
+	uint16_t pw;		/* writer named in the payload */
+	uint32_t seq, len, loss;
+	unsigned nslices;
+};
+
+static struct got g[40000];
+
+/* Begins a read and reads up to @max packets, each checked. */
+static int read_buf(struct tb_buf *b, struct got *out, int max)
+{
+	static uint8_t flat[70000];
+	struct tb_buf_packet pkt;
+	int n = 0;
+
+	tb_buf_begin_read(b);
+	while (n < max && tb_buf_read_packet(b, &pkt)) {
+		size_t off = 0;
+		unsigned i;
+
+		ck_assert_uint_le(pkt.size, sizeof(flat));
+		for (i = 0; i < pkt.nslices; i++) {
+			memcpy(flat + off, pkt.slices[i].data,
+			       pkt.slices[i].size);
+			off += pkt.slices[i].size;
+		}
+		ck_assert_uint_eq(off, pkt.size);
+		ck_assert_msg(!pkt_parse(flat, off, 1, &out[n].pw,
+					 &out[n].seq, &out[n].len),
+			      "packet %d (%zu bytes) is not one a writer wrote",
+			      n, off);
+		out[n].p = pkt.producer_id;
+		out[n].w = pkt.writer_id;
+		out[n].loss = pkt.loss;
+		out[n].nslices = pkt.nslices;
+		n++;
+	}
+	return n;
+}
+
+/* Whether chunk @id of {@p, @w} is in the buffer (a patch of nothing). */
+static int has_chunk(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id)
+{
+	int ret = tb_buf_patch(b, p, w, id, NULL, 0, true);
+
+	ck_assert(ret == TB_BUF_OK || ret == TB_BUF_ENOENT);
+	return ret == TB_BUF_OK;
+}
+
+/* Chunks 0 .. @n - 1 of {@p, @w} are in the buffer, chunk @n is not. */
+static void assert_ids(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t n)
+{
+	uint32_t id;
+
+	for (id = 0; id < n; id++)
+		ck_assert_msg(has_chunk(b, p, w, id),
+			      "{%u, %u}: chunk id %u missing", p, w, id);
+	ck_assert_msg(!has_chunk(b, p, w, n), "{%u, %u}: chunk id %u extra",
+		      p, w, n);
+}
+
+/* ------------------------------------------------------------------------
+ * The trace output: memory, optionally failing from the Nth write on.
+ */
+struct mem_out {
+	uint8_t *p;
+	size_t len, cap;
+	unsigned calls;
+	unsigned fail_at;	/* 0: never */
+};
+
+static int mem_write(void *ctx, const void *d, size_t n)
+{
+	struct mem_out *m = (struct mem_out *)ctx;
+
+	m->calls++;
+	if (m->fail_at && m->calls >= m->fail_at)
+		return -1;
+	if (m->len + n > m->cap) {
+		size_t cap = m->cap ? m->cap : 4096;
+
+		while (cap < m->len + n)
+			cap *= 2;
+		m->p = (uint8_t *)realloc(m->p, cap);
+		if (!m->p)
+			abort();
+		m->cap = cap;
+	}
+	memcpy(m->p + m->len, d, n);
+	m->len += n;
+	return 0;
+}
+
+/*
+ * The fields the service appended after the producer's bytes, in the
+ * order they appear.
+ */
+struct trailer {
+	unsigned n;
+	uint32_t num[8];
+	uint64_t val[8];
+	int bad;		/* not a plain list of varint fields */
+};
+
+static void trailer_parse(const uint8_t *p, size_t size, struct trailer *t)
+{
+	struct pb_reader r;
+	struct pb_field f;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	pb_init(&r, p, size);
+	while ((ret = pb_next(&r, &f)) > 0) {
+		if (f.type != 0 || t->n == 8) {
+			t->bad = 1;
+			return;
+		}
+		t->num[t->n] = f.number;
+		t->val[t->n++] = f.value;
+	}
+	if (ret < 0)
+		t->bad = 1;
+}
+
+/* A decoded trace packet that a writer wrote (mkpkt), with its trailer. */
+struct tpkt {
+	uint16_t w;
+	uint32_t seq, len;
+	uint64_t uid, seqid, pid, dropped;
+	int has_dropped;
+};
+
+struct tcol {
+	struct tpkt *v;
+	size_t n, cap;
+	unsigned foreign;	/* packets not made by mkpkt() */
+	unsigned bad_trailer;	/* trailer not 3, 10, 79 [, 42] */
+};
+
+static void tcol_fn(void *ctx, const struct trace_packet *tp)
+{
+	struct tcol *c = (struct tcol *)ctx;
+	struct trailer t;
+	struct tpkt *x;
+
+	if (c->n == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 256;
+		c->v = (struct tpkt *)realloc(c->v, c->cap * sizeof(*c->v));
+		if (!c->v)
+			abort();
+	}
+	x = &c->v[c->n];
+	memset(x, 0, sizeof(*x));
+	if (pkt_parse(tp->data, tp->size, 0, &x->w, &x->seq, &x->len)) {
+		c->foreign++;
+		return;
+	}
+	trailer_parse(tp->data + x->len, tp->size - x->len, &t);
+	if (t.bad || (t.n != 3 && t.n != 4) || t.num[0] != 3 ||
+	    t.num[1] != 10 || t.num[2] != 79 || (t.n == 4 && t.num[3] != 42))
+		c->bad_trailer++;
+	x->uid = tp->trusted_uid;
+	x->seqid = tp->trusted_seq_id;
+	x->pid = tp->trusted_pid;
+	x->dropped = tp->dropped;
+	x->has_dropped = t.n == 4;
+	c->n++;
+}
+
+/* Decodes the whole output: it must be a valid trace of our packets. */
+static void decode(const struct mem_out *m, struct tcol *c)
+{
+	long n;
+
+	memset(c, 0, sizeof(*c));
+	n = trace_for_each(m->p, m->len, tcol_fn, c);
+	ck_assert_msg(n >= 0, "the output is not a valid Trace");
+	ck_assert_uint_eq((size_t)n, c->n + c->foreign);
+	ck_assert_uint_eq(c->foreign, 0);
+	ck_assert_uint_eq(c->bad_trailer, 0);
+}
+
+static void tcol_free(struct tcol *c)
+{
+	free(c->v);
+	c->v = NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * A fixture: rings sharing one doorbell, a bridge per ring over NBUF
+ * central buffers, a trace output in memory and a service over them all.
+ */
+struct fx {
+	struct tb_bell bell;
+	struct tring t[NRING];
+	uint8_t *rs[NRING];
+	struct tb_bridge br[NRING];
+	struct tb_bridge *brp[NRING];
+	struct tb_buf *buf[NBUF];
+	unsigned nrings;
+	struct mem_out mo;
+	struct tb_trace_out out;
+	struct tb_service s;
+	/* on_ring_error() */
+	unsigned nerr;
+	unsigned err_ring;
+	int err;
+};
+
+static void on_err(void *ctx, unsigned ring, int err)
+{
+	struct fx *f = (struct fx *)ctx;
+
+	f->nerr++;
+	f->err_ring = ring;
+	f->err = err;
+}
+
+static struct fx *fx_new(unsigned nrings, uint32_t cs, uint32_t nchunks,
+			 size_t bufsize)
+{
+	struct fx *f = (struct fx *)calloc(1, sizeof(*f));
+	unsigned i;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_le(nrings, NRING);
+	f->nrings = nrings;
+	for (i = 0; i < NBUF; i++) {
+		f->buf[i] = tb_buf_create(bufsize, TB_BUF_RING_BUFFER);
+		ck_assert_ptr_nonnull(f->buf[i]);
+	}
+	for (i = 0; i < nrings; i++) {
+		struct tb_buf_ident id;
+
+		tring_new(&f->t[i], cs, nchunks);
+		tb_ring_set_bell(&f->t[i].r, &f->bell);
+		f->rs[i] = (uint8_t *)malloc(cs);
+		ck_assert_ptr_nonnull(f->rs[i]);
+		id.uid = 1000u + i;
+		id.pid = 100 + (int32_t)i;
+		ck_assert_int_eq(tb_bridge_init(&f->br[i], &f->t[i].r,
+						f->rs[i],
+						(uint16_t)(PROD0 + i), id,
+						f->buf, NBUF, NULL, NULL),
+				 TB_OK);
+		f->brp[i] = &f->br[i];
+	}
+	f->out.write = mem_write;
+	f->out.ctx = &f->mo;
+	f->s.bell = &f->bell;
+	f->s.rings = f->brp;
+	f->s.nrings = nrings;
+	f->s.bufs = f->buf;
+	f->s.nbufs = NBUF;
+	f->s.out = &f->out;
+	f->s.wait_ms = 10;
+	f->s.on_ring_error = on_err;
+	f->s.ctx = f;
+	return f;
+}
+
+static void fx_free(struct fx *f)
+{
+	unsigned i;
+
+	for (i = 0; i < f->nrings; i++) {
+		tb_bridge_destroy(&f->br[i]);
+		free(f->rs[i]);
+		tring_free(&f->t[i]);
+	}
+	for (i = 0; i < NBUF; i++)
+		tb_buf_destroy(f->buf[i]);
+	free(f->mo.p);
+	free(f);
+}
+
+static void tw_new(struct twriter *tw, struct fx *f, unsigned ring,
+		   uint16_t id, uint16_t bid)
+{
+	twriter_new(tw, &f->t[ring], id, bid, TB_STALL);
+}
+
+/* Writes one packet and hands its chunk over. */
+static void wpkt_rel(struct twriter *tw, uint32_t seq, uint32_t len)
+{
+	wpkt_ok(tw, seq, len);
+	ck_assert_int_eq(tb_writer_release(&tw->w), TB_OK);
+}
+
+static int drain(struct fx *f, unsigned ring, enum tb_read_mode mode)
+{
+	return tb_bridge_drain(&f->br[ring], 100000, mode);
+}
+
+/* The got[] entries of writer @w are sequence numbers 0 .. @n - 1. */
+static void assert_writer_seqs(const struct got *v, int n, uint16_t w,
+			       uint32_t want)
+{
+	uint32_t next = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (v[i].w != w)
+			continue;
+		ck_assert_uint_eq(v[i].pw, w);
+		ck_assert_msg(v[i].seq == next, "writer %u: got %u, want %u",
+			      w, v[i].seq, next);
+		next++;
+	}
+	ck_assert_uint_eq(next, want);
+}
+
+/* ------------------------------------------------------------------------
+ * Bridge (issue 4, section 1)
+ */
+START_TEST(test_bridge_chunk_ids_start_at_zero_consecutive_per_writer)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct twriter a, b;
+	int i, n;
+
+	tw_new(&a, f, 0, 1, 0);
+	tw_new(&b, f, 0, 2, 0);
+	/* interleaved positions: a0 b0 a1 b1 ... */
+	for (i = 0; i < 6; i++) {
+		wpkt_rel(&a, (uint32_t)i, 100);
+		wpkt_rel(&b, (uint32_t)i, 120);
+	}
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 12);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_CHUNKS], 12);
+	assert_ids(f->buf[0], PROD0, 1, 6);
+	assert_ids(f->buf[0], PROD0, 2, 6);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 12);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(g[i].loss, 0);	/* no READ_GAP */
+		ck_assert_uint_eq(g[i].p, PROD0);
+	}
+	assert_writer_seqs(g, n, 1, 6);
+	assert_writer_seqs(g, n, 2, 6);
+	twriter_free(&a);
+	twriter_free(&b);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_chunk_ids_are_per_writer_and_buffer_id)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct twriter a0, a1;
+	int i, n;
+
+	/* the same writer id targeting two BufferIDs */
+	tw_new(&a0, f, 0, 5, 0);
+	tw_new(&a1, f, 0, 5, 1);
+	for (i = 0; i < 4; i++) {
+		wpkt_rel(&a0, (uint32_t)i, 50);
+		wpkt_rel(&a1, (uint32_t)i, 60);
+	}
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 8);
+	assert_ids(f->buf[0], PROD0, 5, 4);
+	assert_ids(f->buf[1], PROD0, 5, 4);
+	for (i = 0; i < NBUF; i++) {
+		int j;
+
+		n = read_buf(f->buf[i], g, 100);
+		ck_assert_int_eq(n, 4);
+		for (j = 0; j < n; j++) {
+			ck_assert_uint_eq(g[j].loss, 0);
+			ck_assert_uint_eq(g[j].len, i ? 60 : 50);
+		}
+		assert_writer_seqs(g, n, 5, 4);
+	}
+	twriter_free(&a0);
+	twriter_free(&a1);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_packet_spanning_chunks_is_reassembled)
+{
+	struct fx *f = fx_new(1, 256, 32, 65536);
+	struct twriter a, b;
+	int n;
+
+	tw_new(&a, f, 0, 1, 0);
+	tw_new(&b, f, 0, 2, 0);
+	wpkt_ok(&a, 0, 30);
+	wpkt_ok(&a, 1, 1500);	/* continues over several chunks */
+	wpkt_ok(&a, 2, 40);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	wpkt_rel(&b, 0, 700);
+	ck_assert_int_gt(drain(f, 0, TB_READ_LAZY), 8);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 4);
+	assert_writer_seqs(g, n, 1, 3);
+	assert_writer_seqs(g, n, 2, 1);
+	ck_assert_uint_eq(g[1].len, 1500);
+	ck_assert_uint_ge(g[1].nslices, 6);
+	ck_assert_uint_eq(g[0].loss | g[1].loss | g[2].loss | g[3].loss, 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_recorded_loss_reads_as_smb_full_on_next_packet)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct twriter a, b;
+	int n;
+
+	tw_new(&a, f, 0, 1, 0);
+	tw_new(&b, f, 0, 2, 0);
+	wpkt_ok(&a, 0, 100);
+	wpkt_ok(&a, 1, 100);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	wpkt_rel(&b, 0, 100);
+	tb_writer_record_loss(&a.w);
+	wpkt_ok(&a, 2, 100);
+	wpkt_ok(&a, 3, 100);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	wpkt_rel(&a, 4, 100);
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 4);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_LOSS_FLAGS], 1);
+	/* a batch that stops before the flagged chunk sees no loss */
+	ck_assert_int_eq(read_buf(f->buf[0], g, 1), 1);
+	ck_assert_uint_eq(g[0].seq, 0);
+	ck_assert_uint_eq(g[0].loss, 0);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 5);
+	ck_assert_uint_eq(g[0].w, 1);
+	ck_assert_uint_eq(g[0].seq, 1);
+	ck_assert_uint_eq(g[0].loss, 0);
+	ck_assert_uint_eq(g[1].w, 2);
+	ck_assert_uint_eq(g[1].loss, 0);
+	ck_assert_uint_eq(g[2].seq, 2);
+	ck_assert_uint_eq(g[2].loss, PRESENT | SMB_FULL);
+	ck_assert_uint_eq(g[2].loss, 0x101);
+	ck_assert_uint_eq(g[3].seq, 3);
+	ck_assert_uint_eq(g[3].loss, 0);	/* once */
+	ck_assert_uint_eq(g[4].seq, 4);
+	ck_assert_uint_eq(g[4].loss, 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_packet_dropped_on_full_ring_reads_as_smb_full)
+{
+	struct fx *f = fx_new(1, 256, 4, 65536);
+	uint32_t max = tb_frag_max_size(256);
+	struct twriter a;
+	int i, n;
+
+	twriter_new(&a, &f->t[0], 1, 0, TB_DROP);
+	for (i = 0; i < 4; i++)
+		wpkt_ok(&a, (uint32_t)i, max);	/* one full chunk each */
+	ck_assert_int_eq(wpkt(&a, 4, max), TB_FULL);
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 4);
+	/* the first four are still unread when the flagged chunk lands */
+	wpkt_rel(&a, 5, 100);
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 1);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 5);
+	for (i = 0; i < 4; i++) {
+		ck_assert_uint_eq(g[i].seq, (uint32_t)i);
+		ck_assert_uint_eq(g[i].loss, 0);
+	}
+	ck_assert_uint_eq(g[4].seq, 5);
+	ck_assert_uint_eq(g[4].loss, PRESENT | SMB_FULL);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_unknown_buffer_id_is_counted_and_dropped)
+{
+	struct fx *f = fx_new(1, 1024, 32, 65536);
+	struct tb_buf *bufs[2];
+	struct twriter a, hole, far, a2;
+	struct tb_buf_ident id = { 1000, 100 };
+	int i, n;
+
+	/* BufferID 1 is a NULL entry, BufferID 9 is past the table */
+	bufs[0] = f->buf[0];
+	bufs[1] = NULL;
+	tb_bridge_destroy(&f->br[0]);
+	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
+					PROD0, id, bufs, 2, NULL, NULL),
+			 TB_OK);
+	tw_new(&a, f, 0, 1, 0);
+	tw_new(&hole, f, 0, 2, 1);
+	tw_new(&far, f, 0, 3, 9);
+	tw_new(&a2, f, 0, 2, 0);	/* same writer id, known buffer */
+	for (i = 0; i < 3; i++) {
+		wpkt_rel(&a, (uint32_t)i, 80);
+		wpkt_rel(&hole, (uint32_t)i, 80);
+		wpkt_rel(&far, (uint32_t)i, 80);
+		wpkt_rel(&a2, (uint32_t)i, 90);
+	}
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 12);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_BAD_TARGET], 6);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_CHUNKS], 6);
+	assert_ids(f->buf[0], PROD0, 1, 3);
+	assert_ids(f->buf[0], PROD0, 2, 3);
+	ck_assert(!has_chunk(f->buf[0], PROD0, 3, 0));
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 6);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(g[i].loss, 0);
+		ck_assert_uint_eq(g[i].len, g[i].w == 1 ? 80 : 90);
+	}
+	assert_writer_seqs(g, n, 1, 3);
+	assert_writer_seqs(g, n, 2, 3);
+	/* the other buffer got nothing either */
+	ck_assert_int_eq(read_buf(f->buf[1], g, 100), 0);
+	twriter_free(&a);
+	twriter_free(&hole);
+	twriter_free(&far);
+	twriter_free(&a2);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_two_buffer_ids_route_to_two_buffers)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct twriter a, b;
+	int i, n;
+
+	tw_new(&a, f, 0, 1, 0);
+	tw_new(&b, f, 0, 2, 1);
+	for (i = 0; i < 5; i++) {
+		wpkt_rel(&a, (uint32_t)i, 64);
+		wpkt_rel(&b, (uint32_t)i, 64);
+	}
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 10);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 5);
+	for (i = 0; i < n; i++)
+		ck_assert_uint_eq(g[i].w, 1);
+	assert_writer_seqs(g, n, 1, 5);
+	n = read_buf(f->buf[1], g, 100);
+	ck_assert_int_eq(n, 5);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(g[i].w, 2);
+		ck_assert_uint_eq(g[i].loss, 0);
+	}
+	assert_writer_seqs(g, n, 2, 5);
+	twriter_free(&a);
+	twriter_free(&b);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_scraped_prefix_arrives_once_and_suffix_after_it)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	static uint8_t pb[200];
+	struct twriter a;
+	struct tb_span sp;
+	int n;
+
+	tw_new(&a, f, 0, 1, 0);
+	wpkt_ok(&a, 0, 100);
+	wpkt_ok(&a, 1, 100);
+	/* packet 2 half written in the same chunk */
+	mkpkt(pb, 1, 2, 150);
+	ck_assert_int_eq(tb_writer_open(&a.w, 150, 0, &sp), TB_OK);
+	memcpy(sp.begin, pb, 70);
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 0);
+	ck_assert_int_eq(read_buf(f->buf[0], g, 100), 0);
+	ck_assert_int_eq(drain(f, 0, TB_READ_SCRAPE), 1);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 2);
+	ck_assert_uint_eq(g[0].seq, 0);
+	ck_assert_uint_eq(g[1].seq, 1);
+	ck_assert_uint_eq(g[0].loss | g[1].loss, 0);
+	/* finish packet 2: it moves to a new chunk */
+	ck_assert_int_eq(tb_writer_sync(&a.w, 70, &sp), TB_OK);
+	memcpy(sp.begin + 70, pb + 70, 80);
+	ck_assert_int_eq(tb_writer_close(&a.w, 150, 0), TB_OK);
+	wpkt_ok(&a, 3, 100);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_gt(drain(f, 0, TB_READ_SCRAPE), 0);
+	ck_assert_int_eq(drain(f, 0, TB_READ_SCRAPE), 0);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 2);
+	ck_assert_uint_eq(g[0].seq, 2);
+	ck_assert_uint_eq(g[0].len, 150);
+	ck_assert_uint_eq(g[1].seq, 3);
+	ck_assert_uint_eq(g[0].loss | g[1].loss, 0);	/* ids consecutive */
+	ck_assert_int_eq(read_buf(f->buf[0], g, 100), 0);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_scraped_prefix_unread_keeps_order_with_suffix)
+{
+	struct fx *f = fx_new(1, 256, 16, 65536);
+	struct twriter a;
+	struct tb_span sp;
+	static uint8_t pb[200];
+	int n;
+
+	tw_new(&a, f, 0, 1, 0);
+	/* packet 0 ends early in its second chunk, which stays cached */
+	wpkt_ok(&a, 0, 300);
+	mkpkt(pb, 1, 1, 40);
+	ck_assert_int_eq(tb_writer_open(&a.w, 40, 0, &sp), TB_OK);
+	memcpy(sp.begin, pb, 20);
+	ck_assert_int_eq(drain(f, 0, TB_READ_SCRAPE), 2);
+	memcpy(sp.begin + 20, pb + 20, 20);
+	ck_assert_int_eq(tb_writer_close(&a.w, 40, 0), TB_OK);
+	wpkt_ok(&a, 2, 30);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_gt(drain(f, 0, TB_READ_LAZY), 0);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 3);
+	assert_writer_seqs(g, n, 1, 3);
+	ck_assert_uint_eq(g[0].len, 300);
+	ck_assert_uint_eq(g[0].loss | g[1].loss | g[2].loss, 0);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_protocol_error_is_returned_and_latched)
+{
+	struct fx *f = fx_new(1, 256, 8, 65536);
+	uint32_t max = tb_frag_max_size(256), word;
+	struct twriter a;
+	int n;
+
+	tw_new(&a, f, 0, 1, 0);
+	wpkt_ok(&a, 0, max);
+	wpkt_ok(&a, 1, max);
+	wpkt_ok(&a, 2, max);
+	/* position 1: a reserved state (5) */
+	word = tword(&f->t[0], 1);
+	tset_word(&f->t[0], 1, 5u << 29 | (word & 0x1fffffffu));
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), TB_EPROTO);
+	ck_assert_int_eq(f->br[0].error, TB_EPROTO);
+	/* what was resolved before the error was delivered */
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 1);
+	ck_assert_uint_eq(g[0].seq, 0);
+	/* latched: even with the word repaired, nothing more comes */
+	tset_word(&f->t[0], 1, word);
+	wpkt_rel(&a, 3, 50);
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), TB_EPROTO);
+	ck_assert_int_eq(drain(f, 0, TB_READ_SCRAPE), TB_EPROTO);
+	ck_assert_int_eq(tb_bridge_drain(&f->br[0], 1, TB_READ_LAZY),
+			 TB_EPROTO);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_CHUNKS], 1);
+	ck_assert_int_eq(read_buf(f->buf[0], g, 100), 0);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_bridge_chunk_ids_consecutive_for_highest_writer_and_bid)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct tb_buf **bufs = (struct tb_buf **)calloc(65536, sizeof(*bufs));
+	struct tb_buf_ident id = { 1000, 100 };
+	struct twriter a;
+	int i, n;
+
+	ck_assert_ptr_nonnull(bufs);
+	bufs[0xffff] = f->buf[0];
+	tb_bridge_destroy(&f->br[0]);
+	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
+					PROD0, id, bufs, 65536, NULL, NULL),
+			 TB_OK);
+	tw_new(&a, f, 0, 0xffff, 0xffff);
+	for (i = 0; i < 3; i++)
+		wpkt_rel(&a, (uint32_t)i, 100);
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 3);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_CHUNKS], 3);
+	assert_ids(f->buf[0], PROD0, 0xffff, 3);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 3);
+	assert_writer_seqs(g, n, 0xffff, 3);
+	ck_assert_uint_eq(g[0].loss | g[1].loss | g[2].loss, 0);
+	twriter_free(&a);
+	tb_bridge_destroy(&f->br[0]);
+	free(bufs);
+	memset(&f->br[0], 0, sizeof(f->br[0]));
+	fx_free(f);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Trace writer (issue 4, section 3)
+ */
+
+/* Commits one chunk of whole fragments straight into a central buffer. */
+static void commit(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id,
+		   uint8_t flags, uint32_t uid, int32_t pid,
+		   const struct tb_buf_frag *frags, unsigned n)
+{
+	struct tb_buf_chunk_in in;
+
+	memset(&in, 0, sizeof(in));
+	in.producer_id = p;
+	in.ident.uid = uid;
+	in.ident.pid = pid;
+	in.writer_id = w;
+	in.chunk_id = id;
+	in.flags = flags;
+	in.complete = true;
+	ck_assert_int_eq(tb_buf_copy_frags(b, &in, frags, n), TB_BUF_OK);
+}
+
+/* Commits mkpkt(w, seq, len) as a one-packet chunk. */
+static void commit_pkt(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id,
+		       uint8_t flags, uint32_t seq, uint32_t len)
+{
+	static uint8_t pb[PKT_MAX];
+	struct tb_buf_frag fr;
+
+	mkpkt(pb, w, seq, len);
+	fr.data = pb;
+	fr.size = len;
+	commit(b, p, w, id, flags, 1000u + p, 100 + p, &fr, 1);
+}
+
+static void out_init(struct tb_trace_out *o, struct mem_out *m)
+{
+	memset(o, 0, sizeof(*o));
+	memset(m, 0, sizeof(*m));
+	o->write = mem_write;
+	o->ctx = m;
+}
+
+/* The @i-th Trace.packet of an output: its bytes. */
+static const uint8_t *nth_packet(const struct mem_out *m, unsigned i,
+				 size_t *size)
+{
+	struct pb_reader r;
+	struct pb_field f;
+	unsigned k = 0;
+
+	pb_init(&r, m->p, m->len);
+	while (pb_next(&r, &f) > 0) {
+		if (k++ == i) {
+			*size = f.size;
+			return f.data;
+		}
+	}
+	ck_abort_msg("no packet %u in the output", i);
+	return NULL;
+}
+
+START_TEST(test_trace_packets_are_framed_as_trace_field_one)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	struct tb_trace_out o;
+	struct mem_out m;
+	size_t off = 0;
+	unsigned k;
+	long n;
+
+	out_init(&o, &m);
+	commit_pkt(b, 1, 1, 0, 0, 0, 10);
+	commit_pkt(b, 1, 1, 1, 0, 1, 300);	/* two-byte length */
+	commit_pkt(b, 1, 1, 2, 0, 2, 5000);
+	ck_assert_int_eq(tb_trace_write(&o, b), 3);
+	ck_assert_uint_eq(o.packets, 3);
+	ck_assert_uint_eq(o.bytes, m.len);
+	ck_assert_int_eq(o.error, 0);
+	/* walk the framing by hand: 0x0a, varint length, bytes */
+	for (k = 0; k < 3; k++) {
+		uint64_t len = 0;
+		unsigned shift = 0;
+
+		ck_assert_uint_lt(off, m.len);
+		ck_assert_uint_eq(m.p[off++], 0x0a);
+		do {
+			ck_assert_uint_lt(off, m.len);
+			len |= (uint64_t)(m.p[off] & 0x7f) << shift;
+			shift += 7;
+		} while (m.p[off++] & 0x80);
+		ck_assert_uint_le(len, m.len - off);
+		off += (size_t)len;
+	}
+	ck_assert_uint_eq(off, m.len);
+	n = trace_for_each(m.p, m.len, NULL, NULL);
+	ck_assert_int_eq(n, 3);
+	/* reading is destructive: nothing more */
+	ck_assert_int_eq(tb_trace_write(&o, b), 0);
+	ck_assert_uint_eq(o.bytes, m.len);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_trace_trusted_fields_follow_the_producer_bytes)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	struct tb_trace_out o;
+	struct mem_out m;
+	struct trailer t;
+	const uint8_t *p;
+	size_t size;
+	uint16_t w;
+	uint32_t seq, len;
+
+	out_init(&o, &m);
+	commit_pkt(b, 3, 7, 0, 0, 0, 200);
+	ck_assert_int_eq(tb_trace_write(&o, b), 1);
+	p = nth_packet(&m, 0, &size);
+	ck_assert_int_eq(pkt_parse(p, size, 0, &w, &seq, &len), 0);
+	ck_assert_uint_eq(len, 200);
+	ck_assert_uint_eq(w, 7);
+	trailer_parse(p + len, size - len, &t);
+	ck_assert(!t.bad);
+	ck_assert_uint_eq(t.n, 3);		/* no loss: no field 42 */
+	ck_assert_uint_eq(t.num[0], 3);
+	ck_assert_uint_eq(t.val[0], 1003);
+	ck_assert_uint_eq(t.num[1], 10);
+	ck_assert_uint_eq(t.val[1], 3u << 16 | 7u);
+	ck_assert_uint_eq(t.num[2], 79);
+	ck_assert_uint_eq(t.val[2], 103);
+	ck_assert_uint_eq(o.lossy_packets, 0);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_trace_sequence_id_is_unique_per_producer_and_writer)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	static const uint16_t pw[][2] = {
+		{ 1, 1 }, { 1, 2 }, { 2, 1 }, { 2, 2 }, { 0x100, 0x300 },
+		{ 0xffff, 0xffff },
+	};
+	uint64_t seen[12];
+	struct tb_trace_out o;
+	struct mem_out m;
+	struct tcol c;
+	unsigned i, j;
+
+	out_init(&o, &m);
+	for (i = 0; i < 6; i++) {
+		commit_pkt(b, pw[i][0], pw[i][1], 0, 0, 0, 20);
+		commit_pkt(b, pw[i][0], pw[i][1], 1, 0, 1, 20);
+	}
+	ck_assert_int_eq(tb_trace_write(&o, b), 12);
+	decode(&m, &c);
+	ck_assert_uint_eq(c.n, 12);
+	for (i = 0; i < 12; i++) {
+		const struct tpkt *x = &c.v[i];
+		uint16_t p = 0;
+
+		for (j = 0; j < 6; j++)
+			if (pw[j][1] == x->w && (uint64_t)pw[j][0] << 16 ==
+			    (x->seqid & 0xffff0000u))
+				p = pw[j][0];
+		ck_assert_uint_ne(p, 0);
+		ck_assert_uint_eq(x->seqid, (uint32_t)p << 16 | x->w);
+		ck_assert_uint_eq(x->uid, 1000u + p);
+		ck_assert_uint_eq(x->pid, 100u + p);
+		seen[i] = x->seqid;
+	}
+	/* one id per {producer, writer}: 6 distinct, each twice */
+	for (i = 0; i < 12; i++) {
+		unsigned same = 0;
+
+		for (j = 0; j < 12; j++)
+			same += seen[j] == seen[i];
+		ck_assert_uint_eq(same, 2);
+	}
+	tcol_free(&c);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_trace_negative_pid_is_sign_extended)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	static uint8_t pb[64];
+	struct tb_buf_frag fr = { pb, 20 };
+	struct tb_trace_out o;
+	struct mem_out m;
+	struct trace_packet tp;
+	const uint8_t *p;
+	size_t size;
+
+	out_init(&o, &m);
+	mkpkt(pb, 1, 0, 20);
+	commit(b, 1, 1, 0, 0, 1000, -5, &fr, 1);
+	commit(b, 1, 2, 0, 0, 1000, INT32_MIN, &fr, 1);
+	ck_assert_int_eq(tb_trace_write(&o, b), 2);
+	p = nth_packet(&m, 0, &size);
+	ck_assert_int_eq(trace_packet_decode(p, size, &tp), 0);
+	ck_assert(tp.has_pid);
+	ck_assert_uint_eq(tp.trusted_pid, (uint64_t)(int64_t)-5);
+	ck_assert_uint_eq(tp.trusted_pid, 0xfffffffffffffffbull);
+	/* a sign-extended varint is ten bytes: tag(2) + 10 at the end */
+	ck_assert_uint_eq(p[size - 1], 0x01);
+	ck_assert_uint_eq(p[size - 12], 0xf8);
+	ck_assert_uint_eq(p[size - 11], 0x04);
+	p = nth_packet(&m, 1, &size);
+	ck_assert_int_eq(trace_packet_decode(p, size, &tp), 0);
+	ck_assert_uint_eq(tp.trusted_pid, (uint64_t)(int64_t)INT32_MIN);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_trace_previous_packet_dropped_only_with_loss_bits)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	struct tb_trace_out o;
+	struct mem_out m;
+	struct tcol c;
+
+	out_init(&o, &m);
+	commit_pkt(b, 1, 1, 0, 0, 0, 30);
+	commit_pkt(b, 1, 1, 2, 0, 1, 30);	/* id 1 missing: READ_GAP */
+	commit_pkt(b, 1, 1, 3, 0, 2, 30);
+	commit_pkt(b, 1, 1, 4, TB_BUF_DATA_LOSS, 3, 30);
+	commit_pkt(b, 1, 1, 5, 0, 4, 30);
+	ck_assert_int_eq(tb_trace_write(&o, b), 5);
+	decode(&m, &c);
+	ck_assert_uint_eq(c.n, 5);
+	ck_assert(!c.v[0].has_dropped);
+	ck_assert(c.v[1].has_dropped);
+	ck_assert_uint_eq(c.v[1].dropped, PRESENT | TB_BUF_LOSS_READ_GAP);
+	ck_assert(!c.v[2].has_dropped);
+	ck_assert(c.v[3].has_dropped);
+	ck_assert_uint_eq(c.v[3].dropped, PRESENT | SMB_FULL);
+	ck_assert(!c.v[4].has_dropped);
+	ck_assert_uint_eq(o.lossy_packets, 2);
+	tcol_free(&c);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_trace_forged_trusted_fields_are_overridden)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	/* uid 0, seq id 1 (the service's), pid 1, as plain varint fields */
+	static const uint8_t forged[] = {
+		0x18, 0x00,			/* 3: 0 */
+		0x50, 0x01,			/* 10: 1 */
+		0xf8, 0x04, 0x01,		/* 79: 1 */
+		0x40, 0x05,			/* 8: 5 */
+	};
+	struct tb_buf_frag fr = { forged, sizeof(forged) };
+	struct tb_trace_out o;
+	struct mem_out m;
+	struct trace_packet tp;
+	const uint8_t *p;
+	size_t size;
+
+	out_init(&o, &m);
+	commit(b, 4, 9, 0, 0, 2000, 321, &fr, 1);
+	ck_assert_int_eq(tb_trace_write(&o, b), 1);
+	ck_assert_int_eq(trace_for_each(m.p, m.len, NULL, NULL), 1);
+	p = nth_packet(&m, 0, &size);
+	ck_assert_mem_eq(p, forged, sizeof(forged));
+	ck_assert_int_eq(trace_packet_decode(p, size, &tp), 0);
+	ck_assert_uint_eq(tp.trusted_uid, 2000);
+	ck_assert_uint_eq(tp.trusted_seq_id, 4u << 16 | 9u);
+	ck_assert_uint_eq(tp.trusted_pid, 321);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+/* Checks every packet of an output against the true identity. */
+static void assert_no_forged_identity(const struct mem_out *m, uint64_t uid,
+				      uint64_t seqid, uint64_t pid,
+				      unsigned *count)
+{
+	struct pb_reader r;
+	struct pb_field f;
+	int ret;
+
+	*count = 0;
+	pb_init(&r, m->p, m->len);
+	while ((ret = pb_next(&r, &f)) > 0) {
+		struct trace_packet tp;
+
+		ck_assert_uint_eq(f.number, 1);
+		ck_assert_uint_eq(f.type, 2);
+		ck_assert_msg(!trace_packet_decode(f.data, f.size, &tp),
+			      "packet %u is not valid protobuf", *count);
+		ck_assert_msg(tp.has_uid && tp.has_seq_id && tp.has_pid,
+			      "packet %u lost its trusted fields", *count);
+		ck_assert_uint_eq(tp.trusted_uid, uid);
+		ck_assert_uint_eq(tp.trusted_seq_id, seqid);
+		ck_assert_uint_eq(tp.trusted_pid, pid);
+		(*count)++;
+	}
+	ck_assert_int_eq(ret, 0);
+}
+
+START_TEST(test_trace_open_producer_field_cannot_hide_trusted_fields)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	/*
+	 * Forged identity, then field 5 (bytes) whose length is exactly the
+	 * trailer the service appends (3: 1000, 10: 1<<16|1, 79: 101 is
+	 * 3 + 4 + 3 = 10 bytes): it would swallow the real trusted fields.
+	 */
+	static const uint8_t evil[] = {
+		0x18, 0x00, 0x50, 0x01, 0xf8, 0x04, 0x01, 0x2a, 0x0a,
+	};
+	struct tb_buf_frag fr[2];
+	static uint8_t good[32];
+	struct tb_trace_out o;
+	struct mem_out m;
+	unsigned n;
+
+	mkpkt(good, 1, 0, 20);
+	fr[0].data = evil;
+	fr[0].size = sizeof(evil);
+	fr[1].data = good;
+	fr[1].size = 20;
+	out_init(&o, &m);
+	commit(b, 1, 1, 0, 0, 1000, 101, fr, 2);
+	tb_trace_write(&o, b);
+	ck_assert_int_ge(trace_for_each(m.p, m.len, NULL, NULL), 1);
+	assert_no_forged_identity(&m, 1000, 1u << 16 | 1u, 101, &n);
+	ck_assert_uint_ge(n, 1);	/* the honest packet is there */
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_trace_malformed_producer_packet_keeps_the_trace_valid)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	/* a varint cut short: its continuation bit eats the trailer's tag */
+	static const uint8_t cut[] = { 0x40, 0x80 };
+	struct tb_buf_frag fr[2];
+	static uint8_t good[32];
+	struct tb_trace_out o;
+	struct mem_out m;
+	unsigned n;
+
+	mkpkt(good, 1, 0, 20);
+	fr[0].data = cut;
+	fr[0].size = sizeof(cut);
+	fr[1].data = good;
+	fr[1].size = 20;
+	out_init(&o, &m);
+	commit(b, 1, 1, 0, 0, 1000, 101, fr, 2);
+	tb_trace_write(&o, b);
+	assert_no_forged_identity(&m, 1000, 1u << 16 | 1u, 101, &n);
+	ck_assert_uint_ge(n, 1);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_trace_multi_slice_packet_is_written_contiguously)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	static uint8_t pb[1000];
+	struct tb_buf_frag fr;
+	struct tb_trace_out o;
+	struct mem_out m;
+	struct trailer t;
+	const uint8_t *p;
+	size_t size;
+
+	out_init(&o, &m);
+	mkpkt(pb, 2, 0, 1000);
+	fr.data = pb;
+	fr.size = 333;
+	commit(b, 1, 2, 0, TB_BUF_LAST_CONT, 1001, 101, &fr, 1);
+	fr.data = pb + 333;
+	fr.size = 400;
+	commit(b, 1, 2, 1, TB_BUF_FIRST_CONT | TB_BUF_LAST_CONT, 1001, 101,
+	       &fr, 1);
+	fr.data = pb + 733;
+	fr.size = 267;
+	commit(b, 1, 2, 2, TB_BUF_FIRST_CONT, 1001, 101, &fr, 1);
+	ck_assert_int_eq(tb_trace_write(&o, b), 1);
+	ck_assert_int_eq(trace_for_each(m.p, m.len, NULL, NULL), 1);
+	p = nth_packet(&m, 0, &size);
+	ck_assert_uint_gt(size, 1000);
+	ck_assert_mem_eq(p, pb, 1000);
+	trailer_parse(p + 1000, size - 1000, &t);
+	ck_assert(!t.bad);
+	ck_assert_uint_eq(t.n, 3);
+	ck_assert_uint_eq(t.val[1], 1u << 16 | 2u);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_trace_failed_write_latches_an_error)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	struct tb_trace_out o;
+	struct mem_out m;
+	unsigned calls;
+
+	out_init(&o, &m);
+	commit_pkt(b, 1, 1, 0, 0, 0, 30);
+	commit_pkt(b, 1, 1, 1, 0, 1, 30);
+	commit_pkt(b, 1, 1, 2, 0, 2, 30);
+	m.fail_at = 2;		/* the packet bytes of the first packet */
+	ck_assert_int_eq(tb_trace_write(&o, b), -1);
+	ck_assert_int_ne(o.error, 0);
+	calls = m.calls;
+	ck_assert_uint_eq(calls, 2);
+	/* latched: later packets fail without calling the output again */
+	m.fail_at = 0;
+	commit_pkt(b, 1, 1, 3, 0, 3, 30);
+	ck_assert_int_eq(tb_trace_write(&o, b), -1);
+	ck_assert_int_ne(o.error, 0);
+	ck_assert_uint_eq(m.calls, calls);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Service loop (issue 4, section 2)
+ */
+START_TEST(test_service_drains_lazily)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct twriter a, b;
+	struct tb_ring_stats st;
+	struct tb_span sp;
+	uint32_t word;
+	int n;
+
+	f->s.out = NULL;
+	tw_new(&a, f, 0, 1, 0);
+	tw_new(&b, f, 0, 2, 0);
+	wpkt_rel(&a, 0, 100);			/* position 0, handed over */
+	wpkt_ok(&b, 0, 100);			/* position 1, held ... */
+	ck_assert_int_eq(tb_writer_open(&b.w, 16, 0, &sp), TB_OK);
+	word = tword(&f->t[0], 1);
+	ck_assert_uint_eq(word >> 29, 1);	/* ... Acquired, 1 published */
+	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(&f->s, 0));
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 1);
+	ck_assert_uint_eq(g[0].w, 1);
+	tb_ring_stats(&f->t[0].r, &st);
+	ck_assert_uint_eq(st.rstat[TB_RS_SCRAPES], 0);
+	ck_assert_uint_eq(tword(&f->t[0], 1), word);	/* untouched */
+	/* handed over: now it comes */
+	ck_assert_int_eq(tb_writer_close(&b.w, 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);
+	ck_assert(tb_service_poll(&f->s, 0));
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 1);
+	ck_assert_uint_eq(g[0].w, 2);
+	ck_assert_uint_eq(g[0].loss, 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_poll_that_found_work_does_not_sleep)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct twriter a;
+	struct tb_span sp;
+	uint64_t t0;
+
+	f->s.out = NULL;
+	f->s.wait_ms = 10000;
+	tw_new(&a, f, 0, 1, 0);
+	wpkt_rel(&a, 0, 100);
+	t0 = now_ms();
+	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert_uint_lt(now_ms() - t0, 5000);
+	ck_assert_int_eq(read_buf(f->buf[0], g, 10), 1);
+	/* a flush that took something is work too */
+	wpkt_ok(&a, 1, 100);
+	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
+	tb_service_request_flush(&f->s);
+	t0 = now_ms();
+	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert_uint_lt(now_ms() - t0, 5000);
+	ck_assert_int_eq(read_buf(f->buf[0], g, 10), 1);
+	ck_assert_uint_eq(g[0].seq, 1);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_idle_poll_sleeps_on_the_bell)
+{
+	struct fx *f = fx_new(2, 1024, 16, 65536);
+	struct twriter a;
+	struct tb_span sp;
+	uint64_t t0, ms;
+	int i;
+
+	f->s.wait_ms = 50;
+	t0 = now_ms();
+	for (i = 0; i < 5; i++)
+		ck_assert(tb_service_poll(&f->s, now_ms()));
+	ms = now_ms() - t0;
+	ck_assert_msg(ms >= 100, "5 idle polls took %llu ms",
+		      (unsigned long long)ms);
+	/* a writer holding a chunk is no reason to spin either */
+	tw_new(&a, f, 1, 1, 0);
+	wpkt_ok(&a, 0, 100);
+	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
+	ck_assert(tb_service_poll(&f->s, now_ms()));
+	t0 = now_ms();
+	for (i = 0; i < 5; i++)
+		ck_assert(tb_service_poll(&f->s, now_ms()));
+	ms = now_ms() - t0;
+	ck_assert_msg(ms >= 100, "5 polls past a held chunk took %llu ms",
+		      (unsigned long long)ms);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+enum { BG_HANDOVER, BG_FLUSH, BG_STOP };
+
+struct bg {
+	struct fx *f;
+	struct twriter *tw;
+	int what;
+	int rc;
+};
+
+static void *bg_fn(void *arg)
+{
+	struct bg *bg = (struct bg *)arg;
+
+	sleep_ms(200);
+	switch (bg->what) {
+	case BG_HANDOVER:
+		bg->rc = wpkt(bg->tw, 0, 100);
+		if (!bg->rc)
+			bg->rc = tb_writer_release(&bg->tw->w);
+		break;
+	case BG_FLUSH:
+		tb_service_request_flush(&bg->f->s);
+		break;
+	case BG_STOP:
+		tb_service_stop(&bg->f->s);
+		break;
+	}
+	return NULL;
+}
+
+/*
+ * Polls with a long wait until @want packets reached buffer 0 (or, for
+ * @want < 0, until poll returns false); returns the milliseconds taken.
+ */
+static uint64_t poll_until(struct fx *f, int want, int *got_n)
+{
+	uint64_t t0 = now_ms();
+	int n = 0, i;
+
+	for (i = 0; i < 50; i++) {
+		bool more = tb_service_poll(&f->s, now_ms());
+
+		ck_assert_msg(now_ms() - t0 < 5000,
+			      "the service slept through a wake-up");
+		if (want < 0 && !more)
+			break;
+		if (want >= 0) {
+			n += read_buf(f->buf[0], g + n, 100);
+			if (n >= want)
+				break;
+		}
+		/* after the wake-up, do not sleep long again */
+		f->s.wait_ms = 50;
+	}
+	*got_n = n;
+	return now_ms() - t0;
+}
+
+static void bg_run(struct fx *f, struct twriter *tw, int what, int want,
+		   int *n)
+{
+	struct bg bg;
+	pthread_t th;
+
+	memset(&bg, 0, sizeof(bg));
+	bg.f = f;
+	bg.tw = tw;
+	bg.what = what;
+	f->s.wait_ms = 10000;
+	ck_assert_int_eq(pthread_create(&th, NULL, bg_fn, &bg), 0);
+	poll_until(f, want, n);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(bg.rc, 0);
+}
+
+START_TEST(test_service_wakes_when_a_writer_hands_over_a_chunk)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct twriter a;
+	int n;
+
+	tw_new(&a, f, 0, 1, 0);
+	ck_assert(tb_service_poll(&f->s, 0));	/* settle: idle */
+	bg_run(f, &a, BG_HANDOVER, 1, &n);
+	ck_assert_int_eq(n, 1);
+	ck_assert_uint_eq(g[0].w, 1);
+	ck_assert_uint_eq(g[0].seq, 0);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_wakes_on_flush_request_from_another_thread)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct tb_ring_stats st;
+	struct twriter a;
+	struct tb_span sp;
+	int n;
+
+	tw_new(&a, f, 0, 1, 0);
+	wpkt_ok(&a, 0, 100);
+	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
+	ck_assert(tb_service_poll(&f->s, 0));	/* settle: pending */
+	bg_run(f, NULL, BG_FLUSH, 1, &n);
+	ck_assert_int_eq(n, 1);
+	ck_assert_uint_eq(g[0].seq, 0);
+	tb_ring_stats(&f->t[0].r, &st);
+	ck_assert_uint_eq(st.rstat[TB_RS_SCRAPES], 1);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_wakes_on_stop_from_another_thread)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	int n;
+
+	ck_assert(tb_service_poll(&f->s, 0));
+	bg_run(f, NULL, BG_STOP, -1, &n);
+	ck_assert(tb_service_stopping(&f->s));
+	ck_assert(!tb_service_poll(&f->s, 0));
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_flush_request_scrapes_held_chunks)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	static uint8_t pb[100];
+	struct twriter a;
+	struct tb_span sp;
+	int n;
+
+	f->s.out = NULL;
+	tw_new(&a, f, 0, 1, 0);
+	wpkt_ok(&a, 0, 100);
+	wpkt_ok(&a, 1, 100);
+	mkpkt(pb, 1, 2, 100);
+	ck_assert_int_eq(tb_writer_open(&a.w, 100, 0, &sp), TB_OK);
+	memcpy(sp.begin, pb, 40);
+	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert_int_eq(read_buf(f->buf[0], g, 100), 0);
+	tb_service_request_flush(&f->s);
+	ck_assert(tb_service_poll(&f->s, 0));
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 2);
+	ck_assert_uint_eq(g[0].seq, 0);
+	ck_assert_uint_eq(g[1].seq, 1);
+	/* the open packet moves on and arrives after them, once */
+	ck_assert_int_eq(tb_writer_sync(&a.w, 40, &sp), TB_OK);
+	memcpy(sp.begin + 40, pb + 40, 60);
+	ck_assert_int_eq(tb_writer_close(&a.w, 100, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	tb_service_request_flush(&f->s);
+	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(&f->s, 0));
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 1);
+	ck_assert_uint_eq(g[0].seq, 2);
+	ck_assert_uint_eq(g[0].loss, 0);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_stop_flushes_and_writes_every_buffer)
+{
+	struct fx *f = fx_new(2, 1024, 16, 65536);
+	struct twriter a, x, c;
+	struct tb_span sp;
+	struct tcol tc;
+	unsigned i, na = 0, nx = 0, nc = 0;
+
+	tw_new(&a, f, 0, 1, 0);
+	tw_new(&x, f, 0, 2, 1);
+	tw_new(&c, f, 1, 3, 0);
+	wpkt_ok(&a, 0, 100);
+	wpkt_rel(&a, 1, 100);
+	wpkt_rel(&x, 0, 100);
+	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert_uint_eq(f->mo.len, 0);	/* not long-trace: no writes */
+	wpkt_ok(&c, 0, 100);			/* held, with a packet open */
+	ck_assert_int_eq(tb_writer_open(&c.w, 16, 0, &sp), TB_OK);
+	tb_service_stop(&f->s);
+	ck_assert(!tb_service_poll(&f->s, 0));
+	decode(&f->mo, &tc);
+	ck_assert_uint_eq(tc.n, 4);
+	for (i = 0; i < tc.n; i++) {
+		const struct tpkt *t = &tc.v[i];
+
+		ck_assert(!t->has_dropped);
+		if (t->w == 1) {
+			ck_assert_uint_eq(t->seq, na++);
+			ck_assert_uint_eq(t->seqid, PROD0 << 16 | 1);
+			ck_assert_uint_eq(t->uid, 1000);
+			ck_assert_uint_eq(t->pid, 100);
+		} else if (t->w == 2) {
+			nx++;
+			ck_assert_uint_eq(t->seqid, PROD0 << 16 | 2);
+		} else {
+			ck_assert_uint_eq(t->w, 3);
+			nc++;
+			ck_assert_uint_eq(t->seqid, (PROD0 + 1) << 16 | 3);
+			ck_assert_uint_eq(t->uid, 1001);
+			ck_assert_uint_eq(t->pid, 101);
+		}
+	}
+	ck_assert_uint_eq(na, 2);
+	ck_assert_uint_eq(nx, 1);
+	ck_assert_uint_eq(nc, 1);
+	ck_assert_int_eq(read_buf(f->buf[0], g, 10), 0);
+	ck_assert_int_eq(read_buf(f->buf[1], g, 10), 0);
+	tcol_free(&tc);
+	twriter_free(&a);
+	twriter_free(&x);
+	twriter_free(&c);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_stop_flushes_a_full_ring_of_any_size)
+{
+	const uint32_t nchunks = 32768, max = tb_frag_max_size(256);
+	struct fx *f = fx_new(1, 256, nchunks, 16u << 20);
+	struct twriter a;
+	struct tcol tc;
+	uint32_t i;
+
+	twriter_new(&a, &f->t[0], 1, 0, TB_DROP);
+	for (i = 0; i < nchunks; i++)
+		wpkt_ok(&a, i, max);
+	ck_assert_int_eq(wpkt(&a, nchunks, max), TB_FULL);
+	tb_service_stop(&f->s);
+	ck_assert(!tb_service_poll(&f->s, 0));
+	decode(&f->mo, &tc);
+	ck_assert_uint_eq(tc.n, nchunks);
+	for (i = 0; i < tc.n; i++) {
+		ck_assert_uint_eq(tc.v[i].seq, i);
+		ck_assert(!tc.v[i].has_dropped);
+	}
+	tcol_free(&tc);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_ring_loss_reaches_the_trace)
+{
+	struct fx *f = fx_new(1, 256, 4, 65536);
+	uint32_t max = tb_frag_max_size(256);
+	struct twriter a;
+	struct tcol tc;
+	int i;
+
+	twriter_new(&a, &f->t[0], 1, 0, TB_DROP);
+	for (i = 0; i < 4; i++)
+		wpkt_ok(&a, (uint32_t)i, max);
+	ck_assert_int_eq(wpkt(&a, 4, max), TB_FULL);
+	ck_assert(tb_service_poll(&f->s, 0));
+	wpkt_rel(&a, 5, 50);
+	tb_service_stop(&f->s);
+	ck_assert(!tb_service_poll(&f->s, 0));
+	decode(&f->mo, &tc);
+	ck_assert_uint_eq(tc.n, 5);
+	for (i = 0; i < 4; i++)
+		ck_assert(!tc.v[i].has_dropped);
+	ck_assert_uint_eq(tc.v[4].seq, 5);
+	ck_assert(tc.v[4].has_dropped);
+	ck_assert_uint_eq(tc.v[4].dropped, PRESENT | SMB_FULL);
+	ck_assert_uint_eq(f->out.lossy_packets, 1);
+	tcol_free(&tc);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+/*
+ * 200 packets of 100 bytes through a 4096-byte buffer, five per poll, the
+ * clock advancing 10 ms per poll.  Returns the packets in the output and
+ * how many carried OVERWRITE.
+ */
+static void long_trace_run(uint32_t period_ms, unsigned *n,
+			   unsigned *overwritten)
+{
+	struct fx *f = fx_new(1, 1024, 64, 4096);
+	struct twriter a;
+	struct tcol tc;
+	uint64_t now = 1000;
+	uint32_t i, next = 0;
+
+	ck_assert_uint_eq(tb_buf_stats(f->buf[0])->buffer_size, 4096);
+	f->s.period_ms = period_ms;
+	f->s.wait_ms = 1;
+	tw_new(&a, f, 0, 1, 0);
+	for (i = 0; i < 200; i++) {
+		wpkt_ok(&a, i, 100);
+		if (i % 5 == 4) {
+			ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+			ck_assert(tb_service_poll(&f->s, now));
+			now += 10;
+		}
+	}
+	tb_service_stop(&f->s);
+	ck_assert(!tb_service_poll(&f->s, now));
+	decode(&f->mo, &tc);
+	*n = (unsigned)tc.n;
+	*overwritten = 0;
+	for (i = 0; i < tc.n; i++) {
+		if (tc.v[i].dropped & TB_BUF_LOSS_OVERWRITE)
+			(*overwritten)++;
+		if (!period_ms)
+			continue;
+		/* every packet, in order, none lost */
+		ck_assert_uint_eq(tc.v[i].seq, next++);
+		ck_assert(!tc.v[i].has_dropped);
+	}
+	tcol_free(&tc);
+	twriter_free(&a);
+	fx_free(f);
+}
+
+START_TEST(test_service_long_trace_outlives_a_small_buffer)
+{
+	unsigned n, ow;
+
+	/* without long-trace mode the buffer cannot hold the traffic */
+	long_trace_run(0, &n, &ow);
+	ck_assert_uint_lt(n, 200);
+	ck_assert_uint_ge(ow, 1);
+	long_trace_run(10, &n, &ow);
+	ck_assert_uint_eq(n, 200);
+	ck_assert_uint_eq(ow, 0);
+}
+END_TEST
+
+START_TEST(test_service_long_trace_writes_when_the_period_is_due)
+{
+	struct fx *f = fx_new(1, 1024, 64, 1u << 20);
+	uint64_t now, last = 1000;	/* the start counts as a write */
+	unsigned events = 0;
+	struct twriter a;
+	struct tcol tc;
+	uint32_t i = 0;
+	size_t len = 0;
+
+	f->s.period_ms = 100;
+	f->s.wait_ms = 1;
+	tw_new(&a, f, 0, 1, 0);
+	for (now = 1000; now < 2000; now += 10) {
+		wpkt_rel(&a, i++, 40);
+		ck_assert(tb_service_poll(&f->s, now));
+		if (f->mo.len == len) {
+			/* nothing written: the last write is recent */
+			ck_assert_msg(now - last < 100,
+				      "nothing written at %llu, last %llu",
+				      (unsigned long long)now,
+				      (unsigned long long)last);
+			continue;
+		}
+		/* written: not sooner than a period after the last */
+		ck_assert_msg(!events || now - last >= 100,
+			      "written at %llu after %llu",
+			      (unsigned long long)now,
+			      (unsigned long long)last);
+		decode(&f->mo, &tc);
+		ck_assert_uint_eq(tc.n, i);	/* everything drained so far */
+		tcol_free(&tc);
+		events++;
+		last = now;
+		len = f->mo.len;
+	}
+	ck_assert_uint_ge(events, 9);
+	ck_assert_uint_le(events, 11);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_long_trace_write_is_not_held_back_by_sleep)
+{
+	struct fx *f = fx_new(1, 1024, 64, 1u << 20);
+	struct twriter a;
+	struct tcol tc;
+	uint64_t t0;
+	size_t len;
+	int i;
+
+	f->s.period_ms = 200;
+	f->s.wait_ms = 10000;
+	tw_new(&a, f, 0, 1, 0);
+	wpkt_rel(&a, 0, 40);
+	t0 = now_ms();
+	ck_assert(tb_service_poll(&f->s, t0));	/* drains 0, writes */
+	len = f->mo.len;
+	wpkt_rel(&a, 1, 40);
+	ck_assert(tb_service_poll(&f->s, now_ms()));	/* drains 1 */
+	/* packet 1 is due for the output a period from t0, not 10 s */
+	for (i = 0; i < 100 && f->mo.len == len; i++) {
+		ck_assert(tb_service_poll(&f->s, now_ms()));
+		ck_assert_msg(now_ms() - t0 < 5000,
+			      "period 200 ms, written after %llu ms",
+			      (unsigned long long)(now_ms() - t0));
+	}
+	decode(&f->mo, &tc);
+	ck_assert_uint_eq(tc.n, 2);
+	ck_assert_uint_eq(tc.v[1].seq, 1);
+	tcol_free(&tc);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_ring_protocol_error_stops_only_that_ring)
+{
+	struct fx *f = fx_new(2, 256, 16, 1u << 20);
+	uint32_t max = tb_frag_max_size(256);
+	struct twriter bad, a;
+	struct tcol tc;
+	uint32_t seq = 0, i;
+	int round;
+
+	tw_new(&bad, f, 0, 9, 0);
+	tw_new(&a, f, 1, 1, 0);
+	wpkt_rel(&bad, 0, max);
+	wpkt_rel(&bad, 1, max);
+	tset_word(&f->t[0], 1, 6u << 29 | 9u);	/* reserved state */
+	for (round = 0; round < 5; round++) {
+		for (i = 0; i < 3; i++)
+			wpkt_ok(&a, seq++, 60);
+		ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+		ck_assert(tb_service_poll(&f->s, (uint64_t)round));
+		/* ring 1 is served in the very pass that stops ring 0 */
+		ck_assert_uint_eq(f->br[1].stat[TB_BS_CHUNKS],
+				  (uint64_t)round + 1);
+	}
+	ck_assert_uint_eq(f->nerr, 1);
+	ck_assert_uint_eq(f->err_ring, 0);
+	ck_assert_int_eq(f->err, TB_EPROTO);
+	ck_assert_uint_eq(f->s.stopped_rings, 1);
+	/* the flush at stop does not report it again */
+	tb_service_stop(&f->s);
+	ck_assert(!tb_service_poll(&f->s, 10));
+	ck_assert_uint_eq(f->nerr, 1);
+	ck_assert_uint_eq(f->s.stopped_rings, 1);
+	decode(&f->mo, &tc);
+	/* ring 0 delivered what came before the error, ring 1 everything */
+	for (i = 0, seq = 0; i < tc.n; i++) {
+		if (tc.v[i].w == 9) {
+			ck_assert_uint_eq(tc.v[i].seq, 0);
+			continue;
+		}
+		ck_assert_uint_eq(tc.v[i].w, 1);
+		ck_assert_uint_eq(tc.v[i].seq, seq++);
+		ck_assert(!tc.v[i].has_dropped);
+	}
+	ck_assert_uint_eq(seq, 15);
+	ck_assert_uint_eq(tc.n, 16);
+	tcol_free(&tc);
+	twriter_free(&bad);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_stopped_ring_does_not_make_the_loop_spin)
+{
+	struct fx *f = fx_new(2, 256, 16, 65536);
+	struct twriter bad;
+	uint64_t t0, ms;
+	int i;
+
+	f->s.wait_ms = 50;
+	tw_new(&bad, f, 1, 9, 0);
+	wpkt_rel(&bad, 0, 50);
+	tset_word(&f->t[1], 0, 7u << 29 | 9u);
+	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert_uint_eq(f->nerr, 1);
+	ck_assert_uint_eq(f->err_ring, 1);
+	t0 = now_ms();
+	for (i = 0; i < 5; i++)
+		ck_assert(tb_service_poll(&f->s, now_ms()));
+	ms = now_ms() - t0;
+	ck_assert_msg(ms >= 100, "5 idle polls took %llu ms",
+		      (unsigned long long)ms);
+	ck_assert_uint_eq(f->nerr, 1);
+	twriter_free(&bad);
+	fx_free(f);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Suites
+ */
+static Suite *bridge_suite(void)
+{
+	Suite *s = suite_create("tbservice_bridge");
+	TCase *t = tcase_create("bridge");
+
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t,
+		test_bridge_chunk_ids_start_at_zero_consecutive_per_writer);
+	tcase_add_test(t, test_bridge_chunk_ids_are_per_writer_and_buffer_id);
+	tcase_add_test(t, test_bridge_packet_spanning_chunks_is_reassembled);
+	tcase_add_test(t,
+		test_bridge_recorded_loss_reads_as_smb_full_on_next_packet);
+	tcase_add_test(t,
+		test_bridge_packet_dropped_on_full_ring_reads_as_smb_full);
+	tcase_add_test(t, test_bridge_unknown_buffer_id_is_counted_and_dropped);
+	tcase_add_test(t, test_bridge_two_buffer_ids_route_to_two_buffers);
+	tcase_add_test(t,
+		test_bridge_scraped_prefix_arrives_once_and_suffix_after_it);
+	tcase_add_test(t,
+		test_bridge_scraped_prefix_unread_keeps_order_with_suffix);
+	tcase_add_test(t, test_bridge_protocol_error_is_returned_and_latched);
+	tcase_add_test(t,
+		test_bridge_chunk_ids_consecutive_for_highest_writer_and_bid);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+static Suite *trace_suite(void)
+{
+	Suite *s = suite_create("tbservice_trace");
+	TCase *t = tcase_create("trace");
+
+	tcase_add_test(t, test_trace_packets_are_framed_as_trace_field_one);
+	tcase_add_test(t, test_trace_trusted_fields_follow_the_producer_bytes);
+	tcase_add_test(t,
+		test_trace_sequence_id_is_unique_per_producer_and_writer);
+	tcase_add_test(t, test_trace_negative_pid_is_sign_extended);
+	tcase_add_test(t,
+		test_trace_previous_packet_dropped_only_with_loss_bits);
+	tcase_add_test(t, test_trace_forged_trusted_fields_are_overridden);
+	tcase_add_test(t,
+		test_trace_open_producer_field_cannot_hide_trusted_fields);
+	tcase_add_test(t,
+		test_trace_malformed_producer_packet_keeps_the_trace_valid);
+	tcase_add_test(t, test_trace_multi_slice_packet_is_written_contiguously);
+	tcase_add_test(t, test_trace_failed_write_latches_an_error);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+static Suite *service_suite(void)
+{
+	Suite *s = suite_create("tbservice_loop");
+	TCase *t = tcase_create("loop");
+
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_service_drains_lazily);
+	tcase_add_test(t, test_service_poll_that_found_work_does_not_sleep);
+	tcase_add_test(t, test_service_idle_poll_sleeps_on_the_bell);
+	tcase_add_test(t, test_service_wakes_when_a_writer_hands_over_a_chunk);
+	tcase_add_test(t,
+		test_service_wakes_on_flush_request_from_another_thread);
+	tcase_add_test(t, test_service_wakes_on_stop_from_another_thread);
+	tcase_add_test(t, test_service_flush_request_scrapes_held_chunks);
+	tcase_add_test(t, test_service_stop_flushes_and_writes_every_buffer);
+	tcase_add_test(t, test_service_stop_flushes_a_full_ring_of_any_size);
+	tcase_add_test(t, test_service_ring_loss_reaches_the_trace);
+	tcase_add_test(t, test_service_long_trace_outlives_a_small_buffer);
+	tcase_add_test(t,
+		test_service_long_trace_writes_when_the_period_is_due);
+	tcase_add_test(t,
+		test_service_long_trace_write_is_not_held_back_by_sleep);
+	tcase_add_test(t,
+		test_service_ring_protocol_error_stops_only_that_ring);
+	tcase_add_test(t,
+		test_service_stopped_ring_does_not_make_the_loop_spin);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(bridge_suite());
+	int failed;
+
+	srunner_add_suite(sr, trace_suite());
+	srunner_add_suite(sr, service_suite());
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
