@@ -17,8 +17,11 @@
  *    its packets as a Perfetto trace: each TracePacket framed as field 1 of
  *    Trace, followed by the trusted fields the service appends (trusted_uid
  *    3, trusted_packet_sequence_id 10, trusted_pid 79 and, when there was
- *    loss, previous_packet_dropped 42 carrying the loss bits).  Appended
- *    last, they override anything a producer forged.  The protobuf needed
+ *    loss, previous_packet_dropped 42 carrying the loss bits).  As in
+ *    Perfetto, a packet that is not valid protobuf or that sets a field
+ *    reserved to the service is dropped and counted, so a producer can
+ *    neither forge the trusted fields nor swallow them into an open field
+ *    at its end.  The protobuf needed
  *    for that is the handful of tb_pb_* helpers below; nothing else in the
  *    library knows about protobuf.
  *
@@ -122,8 +125,9 @@ enum tb_bridge_stat {
 };
 
 struct __tb_bridge_key {
-	uint32_t key;		/* writer << 16 | BufferID, +1; 0: free */
+	uint32_t key;		/* writer << 16 | BufferID */
 	uint32_t next_id;
+	uint32_t used;
 };
 
 struct tb_bridge {
@@ -190,7 +194,7 @@ __tb_bridge_slot(struct __tb_bridge_key *keys, uint32_t cap, uint32_t key)
 {
 	uint32_t i = (key * 0x9e3779b1u) & (cap - 1);
 
-	while (keys[i].key && keys[i].key != key)
+	while (keys[i].used && keys[i].key != key)
 		i = (i + 1) & (cap - 1);
 	return &keys[i];
 }
@@ -209,7 +213,7 @@ static inline bool __tb_bridge_grow(struct tb_bridge *br)
 		return false;
 	memset(keys, 0, (size_t)cap * sizeof(*keys));
 	for (i = 0; i < br->keys_cap; i++)
-		if (br->keys[i].key)
+		if (br->keys[i].used)
 			*__tb_bridge_slot(keys, cap, br->keys[i].key) =
 				br->keys[i];
 	tb_bridge_destroy(br);
@@ -222,12 +226,12 @@ static inline bool __tb_bridge_grow(struct tb_bridge *br)
 static inline uint32_t *__tb_bridge_next_id(struct tb_bridge *br,
 					    uint16_t writer, uint16_t bid)
 {
-	uint32_t key = ((uint32_t)writer << 16 | bid) + 1;
+	uint32_t key = (uint32_t)writer << 16 | bid;
 	struct __tb_bridge_key *k;
 
 	if (br->keys_cap) {
 		k = __tb_bridge_slot(br->keys, br->keys_cap, key);
-		if (k->key)
+		if (k->used)
 			return &k->next_id;
 	}
 	/* keep the table at most half full */
@@ -236,6 +240,7 @@ static inline uint32_t *__tb_bridge_next_id(struct tb_bridge *br,
 	k = __tb_bridge_slot(br->keys, br->keys_cap, key);
 	k->key = key;
 	k->next_id = 0;
+	k->used = 1;
 	br->keys_n++;
 	return &k->next_id;
 }
@@ -312,6 +317,7 @@ struct tb_trace_out {
 	uint64_t packets;
 	uint64_t bytes;
 	uint64_t lossy_packets;		/* packets that carried loss bits */
+	uint64_t invalid_packets;	/* dropped: not valid TracePackets */
 	int error;			/* the first failed write, latched */
 };
 
@@ -337,13 +343,131 @@ static inline void __tb_trace_put(struct tb_trace_out *o, const void *p,
 	o->bytes += n;
 }
 
-/* Writes one packet with its trusted fields.  0 or -1 (write failed). */
+/* Reads a packet's bytes across its slices, for validation. */
+struct __tb_pb_cursor {
+	const struct tb_buf_slice *s;
+	unsigned n;
+	unsigned i;
+	size_t off;
+};
+
+static inline int __tb_pb_byte(struct __tb_pb_cursor *c)
+{
+	while (c->i < c->n && c->off == c->s[c->i].size) {
+		c->i++;
+		c->off = 0;
+	}
+	return c->i < c->n ? c->s[c->i].data[c->off++] : -1;
+}
+
+static inline bool __tb_pb_get_varint(struct __tb_pb_cursor *c, uint64_t *v)
+{
+	unsigned shift;
+
+	*v = 0;
+	for (shift = 0; shift < 64; shift += 7) {
+		int b = __tb_pb_byte(c);
+
+		if (b < 0)
+			return false;
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+static inline bool __tb_pb_skip(struct __tb_pb_cursor *c, uint64_t n)
+{
+	while (n) {
+		size_t room;
+
+		if (c->i == c->n)
+			return false;
+		room = c->s[c->i].size - c->off;
+		if (n < room) {
+			c->off += (size_t)n;
+			return true;
+		}
+		n -= room;
+		c->i++;
+		c->off = 0;
+	}
+	return true;
+}
+
+/*
+ * Top-level TracePacket fields only the service may write: the trusted
+ * fields, trace_config 33, trace_stats 35, synchronization_marker 36,
+ * compressed_packets 50, machine_id 98 (Perfetto reserves the same).
+ */
+static inline bool __tb_pb_reserved(uint64_t field)
+{
+	switch (field) {
+	case TB_PB_TRUSTED_UID: case TB_PB_TRUSTED_SEQ_ID: case 33: case 35:
+	case 36: case 50: case TB_PB_TRUSTED_PID: case 98:
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Perfetto's service drops a packet that is not a valid sequence of
+ * top-level fields, or that sets a field only the service may set: a
+ * field left open at the end would swallow the trusted fields appended
+ * after it.
+ */
+static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
+{
+	struct __tb_pb_cursor c = { pkt->slices, pkt->nslices, 0, 0 };
+	uint64_t key, len;
+
+	while (__tb_pb_get_varint(&c, &key)) {
+		uint64_t field = key >> 3;
+
+		if (!field || __tb_pb_reserved(field))
+			return false;
+		switch (key & 7) {
+		case TB_PB_VARINT:
+			if (!__tb_pb_get_varint(&c, &len))
+				return false;
+			break;
+		case 1:		/* fixed64 */
+			if (!__tb_pb_skip(&c, 8))
+				return false;
+			break;
+		case TB_PB_LEN:
+			if (!__tb_pb_get_varint(&c, &len) ||
+			    !__tb_pb_skip(&c, len))
+				return false;
+			break;
+		case 5:		/* fixed32 */
+			if (!__tb_pb_skip(&c, 4))
+				return false;
+			break;
+		default:	/* groups and invalid wire types */
+			return false;
+		}
+	}
+	return __tb_pb_byte(&c) < 0;	/* ended between two fields */
+}
+
+/*
+ * Writes one packet with its trusted fields.  0, or -1 once a write
+ * failed.  A packet that is not a valid TracePacket is counted in
+ * invalid_packets and left out.
+ */
 static inline int tb_trace_write_packet(struct tb_trace_out *o,
 					const struct tb_buf_packet *pkt)
 {
 	uint8_t head[2 * TB_PB_VARINT_MAX], tail[4 * (2 + TB_PB_VARINT_MAX)];
 	size_t nt = 0, nh;
 	unsigned i;
+
+	if (!tb_trace_packet_valid(pkt)) {
+		o->invalid_packets++;
+		return o->error;
+	}
 
 	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_UID, pkt->ident.uid);
 	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_SEQ_ID,
@@ -395,8 +519,10 @@ struct tb_service {
 	uint32_t wait_ms;		/* longest sleep on the doorbell */
 	uint32_t period_ms;		/* long-trace: write every period; 0 */
 	uint64_t next_write_ms;
-	uint32_t flush_req;		/* set by any thread */
+	uint32_t flush_req;		/* bumped by any thread */
 	uint32_t flush_done;
+	uint32_t wake_req;		/* bumped by any thread */
+	uint32_t wake_done;
 	uint32_t stop_req;
 	uint32_t stopped_rings;		/* rings stopped by protocol errors */
 	void (*on_ring_error)(void *ctx, unsigned ring, int err);
@@ -407,6 +533,16 @@ struct tb_service {
 static inline void tb_service_request_flush(struct tb_service *s)
 {
 	__tb_add(&s->flush_req, 1);	/* relaxed: the bell orders it */
+	tb_bell_ring(s->bell);
+}
+
+/*
+ * Makes the service thread run one more pass without sleeping (e.g. after
+ * the caller gave it a new ring), even if it is just going to sleep.
+ */
+static inline void tb_service_wake(struct tb_service *s)
+{
+	__tb_add(&s->wake_req, 1);	/* relaxed: the bell orders it */
 	tb_bell_ring(s->bell);
 }
 
@@ -431,78 +567,110 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 			tb_trace_write(s->out, s->bufs[i]);
 }
 
+/* Drains one live ring; false when it stopped on a protocol error. */
+static inline bool __tb_service_ring(struct tb_service *s, unsigned i,
+				     enum tb_read_mode mode, unsigned *done)
+{
+	int ret = tb_bridge_drain(s->rings[i], TB_SERVICE_BATCH, mode);
+
+	if (ret >= 0) {
+		*done = (unsigned)ret;
+		return true;
+	}
+	*done = 0;
+	s->stopped_rings++;
+	if (s->on_ring_error)
+		s->on_ring_error(s->ctx, i, ret);
+	return false;
+}
+
 /* Drains every live ring once; returns the positions resolved. */
 static inline unsigned __tb_service_drain(struct tb_service *s,
 					  enum tb_read_mode mode)
 {
-	unsigned i, total = 0;
+	unsigned i, done, total = 0;
 
-	for (i = 0; i < s->nrings; i++) {
-		struct tb_bridge *br = s->rings[i];
-		int ret;
-
-		if (br->error)
-			continue;
-		ret = tb_bridge_drain(br, TB_SERVICE_BATCH, mode);
-		if (ret < 0) {
-			s->stopped_rings++;
-			if (s->on_ring_error)
-				s->on_ring_error(s->ctx, i, ret);
-			continue;
-		}
-		total += (unsigned)ret;
-	}
+	for (i = 0; i < s->nrings; i++)
+		if (!s->rings[i]->error &&
+		    __tb_service_ring(s, i, mode, &done))
+			total += done;
 	return total;
 }
 
-/* Scrapes every ring until nothing more comes out (a flush). */
+/*
+ * Scrapes every ring until it has nothing more (a flush).  A ring holds at
+ * most num_chunks positions, so that many (plus what writers add
+ * meanwhile, bounded by a second ring's worth) is always enough, and the
+ * loop always ends.
+ */
 static inline void tb_service_flush(struct tb_service *s)
 {
-	unsigned rounds;
+	unsigned i, done;
 
-	for (rounds = 0; rounds < 64; rounds++)
-		if (!__tb_service_drain(s, TB_READ_SCRAPE))
-			break;
+	for (i = 0; i < s->nrings; i++) {
+		const struct tb_ring *r = s->rings[i]->reader.ring;
+		uint64_t left = 2 * (uint64_t)r->num_chunks;
+
+		while (!s->rings[i]->error && left &&
+		       __tb_service_ring(s, i, TB_READ_SCRAPE, &done) &&
+		       done == TB_SERVICE_BATCH)
+			left -= left < done ? left : done;
+	}
+}
+
+/* Nothing to do: no request pending, every live ring idle. */
+static inline bool __tb_service_idle(struct tb_service *s)
+{
+	unsigned i;
+
+	if (__tb_load(&s->flush_req, TB_RLX) != s->flush_done ||
+	    __tb_load(&s->wake_req, TB_RLX) != s->wake_done ||
+	    tb_service_stopping(s))
+		return false;
+	for (i = 0; i < s->nrings; i++)
+		if (!s->rings[i]->error &&
+		    !tb_reader_idle(&s->rings[i]->reader))
+			return false;
+	return true;
 }
 
 /*
  * One pass of the service thread at time @now_ms: drain what is complete
  * in every ring; flush if asked; in long-trace mode write the buffers when
  * the period is due; if nothing came and nothing changed, sleep on the
- * doorbell up to wait_ms.  Returns false once stop was requested (after a
- * final flush and write of every buffer).
+ * doorbell up to wait_ms (never past the next periodic write).  Returns
+ * false once stop was requested (after a final flush and write of every
+ * buffer).
  */
 static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 {
-	uint32_t req = __tb_load(&s->flush_req, TB_RLX), seq;
-	unsigned i;
-	bool idle = true;
+	uint32_t req = __tb_load(&s->flush_req, TB_RLX), seq, wait;
+	bool busy;
 
 	if (tb_service_stopping(s)) {
 		tb_service_flush(s);
 		tb_service_write_buffers(s);
 		return false;
 	}
-	if (__tb_service_drain(s, TB_READ_LAZY))
-		idle = false;
+	s->wake_done = __tb_load(&s->wake_req, TB_RLX);
+	busy = __tb_service_drain(s, TB_READ_LAZY) != 0;
 	if (req != s->flush_done) {
 		tb_service_flush(s);
 		s->flush_done = req;
-		idle = false;
+		busy = true;
 	}
 	if (s->period_ms && now_ms >= s->next_write_ms) {
 		tb_service_write_buffers(s);
 		s->next_write_ms = now_ms + s->period_ms;
 	}
-	if (!idle)
+	if (busy)
 		return true;
+	wait = s->wait_ms;
+	if (s->period_ms && s->next_write_ms - now_ms < wait)
+		wait = (uint32_t)(s->next_write_ms - now_ms);
 	seq = tb_bell_prepare(s->bell);
-	for (i = 0; i < s->nrings && idle; i++)
-		if (!s->rings[i]->error && !tb_reader_idle(&s->rings[i]->reader))
-			idle = false;
-	if (idle && __tb_load(&s->flush_req, TB_RLX) == s->flush_done &&
-	    !tb_service_stopping(s))
-		tb_bell_wait(s->bell, seq, s->wait_ms);
+	if (wait && __tb_service_idle(s))
+		tb_bell_wait(s->bell, seq, wait);
 	else
 		tb_bell_cancel(s->bell);
 	return true;
