@@ -1058,37 +1058,6 @@ START_TEST(test_trace_previous_packet_dropped_only_with_loss_bits)
 }
 END_TEST
 
-START_TEST(test_trace_forged_trusted_fields_are_overridden)
-{
-	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
-	/* uid 0, seq id 1 (the service's), pid 1, as plain varint fields */
-	static const uint8_t forged[] = {
-		0x18, 0x00,			/* 3: 0 */
-		0x50, 0x01,			/* 10: 1 */
-		0xf8, 0x04, 0x01,		/* 79: 1 */
-		0x40, 0x05,			/* 8: 5 */
-	};
-	struct tb_buf_frag fr = { forged, sizeof(forged) };
-	struct tb_trace_out o;
-	struct mem_out m;
-	struct trace_packet tp;
-	const uint8_t *p;
-	size_t size;
-
-	out_init(&o, &m);
-	commit(b, 4, 9, 0, 0, 2000, 321, &fr, 1);
-	ck_assert_int_eq(tb_trace_write(&o, b), 1);
-	ck_assert_int_eq(trace_for_each(m.p, m.len, NULL, NULL), 1);
-	p = nth_packet(&m, 0, &size);
-	ck_assert_mem_eq(p, forged, sizeof(forged));
-	ck_assert_int_eq(trace_packet_decode(p, size, &tp), 0);
-	ck_assert_uint_eq(tp.trusted_uid, 2000);
-	ck_assert_uint_eq(tp.trusted_seq_id, 4u << 16 | 9u);
-	ck_assert_uint_eq(tp.trusted_pid, 321);
-	free(m.p);
-	tb_buf_destroy(b);
-}
-END_TEST
 
 /* Checks every packet of an output against the true identity. */
 static void assert_no_forged_identity(const struct mem_out *m, uint64_t uid,
@@ -1118,6 +1087,78 @@ static void assert_no_forged_identity(const struct mem_out *m, uint64_t uid,
 	ck_assert_int_eq(ret, 0);
 }
 
+START_TEST(test_trace_forged_trusted_fields_never_reach_the_trace)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	/* uid 0, seq id 1 (the service's), pid 1, as plain varint fields */
+	static const uint8_t forged[] = {
+		0x18, 0x00,			/* 3: 0 */
+		0x50, 0x01,			/* 10: 1 */
+		0xf8, 0x04, 0x01,		/* 79: 1 */
+		0x40, 0x05,			/* 8: 5 */
+	};
+	static uint8_t good[32];
+	struct tb_buf_frag fr[2];
+	struct tb_trace_out o;
+	struct mem_out m;
+	unsigned n;
+
+	mkpkt(good, 9, 0, 20);
+	fr[0].data = forged;
+	fr[0].size = sizeof(forged);
+	fr[1].data = good;
+	fr[1].size = 20;
+	out_init(&o, &m);
+	commit(b, 4, 9, 0, 0, 2000, 321, fr, 2);
+	tb_trace_write(&o, b);
+	assert_no_forged_identity(&m, 2000, 4u << 16 | 9u, 321, &n);
+	/* as in Perfetto, the forging packet is left out and counted */
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(o.invalid_packets, 1);
+	ck_assert_uint_eq(o.packets, 1);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_trace_loss_of_a_dropped_invalid_packet_is_not_lost)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	static const uint8_t bad[] = { 0x18, 0x00 };	/* sets uid */
+	static uint8_t good0[32], good1[32];
+	struct tb_buf_frag fr[2];
+	struct tb_trace_out o;
+	struct mem_out m;
+	struct tcol c;
+
+	mkpkt(good0, 1, 0, 20);
+	mkpkt(good1, 1, 1, 20);
+	fr[0].data = good0;
+	fr[0].size = 20;
+	out_init(&o, &m);
+	commit(b, 1, 1, 0, 0, 1001, 101, fr, 1);
+	/* chunk 1 never came: the next packet read carries READ_GAP */
+	fr[0].data = bad;
+	fr[0].size = sizeof(bad);
+	fr[1].data = good1;
+	fr[1].size = 20;
+	commit(b, 1, 1, 2, 0, 1001, 101, fr, 2);
+	tb_trace_write(&o, b);
+	ck_assert_uint_eq(o.invalid_packets, 1);
+	decode(&m, &c);
+	ck_assert_uint_eq(c.n, 2);
+	ck_assert_uint_eq(c.v[1].seq, 1);
+	/* the gap happened before packet 1: the trace must say so */
+	ck_assert_msg(c.v[1].has_dropped,
+		      "the READ_GAP of the dropped packet vanished");
+	ck_assert_uint_eq(c.v[1].dropped & (PRESENT | TB_BUF_LOSS_READ_GAP),
+			  PRESENT | TB_BUF_LOSS_READ_GAP);
+	tcol_free(&c);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_trace_open_producer_field_cannot_hide_trusted_fields)
 {
 	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
@@ -1146,6 +1187,7 @@ START_TEST(test_trace_open_producer_field_cannot_hide_trusted_fields)
 	ck_assert_int_ge(trace_for_each(m.p, m.len, NULL, NULL), 1);
 	assert_no_forged_identity(&m, 1000, 1u << 16 | 1u, 101, &n);
 	ck_assert_uint_ge(n, 1);	/* the honest packet is there */
+	ck_assert_uint_eq(o.packets + o.invalid_packets, 2);
 	free(m.p);
 	tb_buf_destroy(b);
 }
@@ -1172,6 +1214,7 @@ START_TEST(test_trace_malformed_producer_packet_keeps_the_trace_valid)
 	tb_trace_write(&o, b);
 	assert_no_forged_identity(&m, 1000, 1u << 16 | 1u, 101, &n);
 	ck_assert_uint_ge(n, 1);
+	ck_assert_uint_eq(o.packets + o.invalid_packets, 2);
 	free(m.p);
 	tb_buf_destroy(b);
 }
@@ -1466,6 +1509,32 @@ START_TEST(test_service_wakes_on_stop_from_another_thread)
 	bg_run(f, NULL, BG_STOP, -1, &n);
 	ck_assert(tb_service_stopping(&f->s));
 	ck_assert(!tb_service_poll(&f->s, 0));
+	fx_free(f);
+}
+END_TEST
+
+static void *wake_fn(void *arg)
+{
+	sleep_ms(200);
+	tb_service_wake((struct tb_service *)arg);
+	return NULL;
+}
+
+START_TEST(test_service_wake_from_another_thread_ends_the_sleep)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	pthread_t th;
+	uint64_t t0, ms;
+
+	ck_assert(tb_service_poll(&f->s, 0));
+	f->s.wait_ms = 10000;
+	t0 = now_ms();
+	ck_assert_int_eq(pthread_create(&th, NULL, wake_fn, &f->s), 0);
+	ck_assert(tb_service_poll(&f->s, 0));
+	ms = now_ms() - t0;
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_msg(ms < 5000, "woken after %llu ms",
+		      (unsigned long long)ms);
 	fx_free(f);
 }
 END_TEST
@@ -1877,7 +1946,10 @@ static Suite *trace_suite(void)
 	tcase_add_test(t, test_trace_negative_pid_is_sign_extended);
 	tcase_add_test(t,
 		test_trace_previous_packet_dropped_only_with_loss_bits);
-	tcase_add_test(t, test_trace_forged_trusted_fields_are_overridden);
+	tcase_add_test(t,
+		test_trace_forged_trusted_fields_never_reach_the_trace);
+	tcase_add_test(t,
+		test_trace_loss_of_a_dropped_invalid_packet_is_not_lost);
 	tcase_add_test(t,
 		test_trace_open_producer_field_cannot_hide_trusted_fields);
 	tcase_add_test(t,
@@ -1901,6 +1973,8 @@ static Suite *service_suite(void)
 	tcase_add_test(t,
 		test_service_wakes_on_flush_request_from_another_thread);
 	tcase_add_test(t, test_service_wakes_on_stop_from_another_thread);
+	tcase_add_test(t,
+		test_service_wake_from_another_thread_ends_the_sleep);
 	tcase_add_test(t, test_service_flush_request_scrapes_held_chunks);
 	tcase_add_test(t, test_service_stop_flushes_and_writes_every_buffer);
 	tcase_add_test(t, test_service_stop_flushes_a_full_ring_of_any_size);
