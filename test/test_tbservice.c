@@ -1954,7 +1954,8 @@ static Suite *trace_suite(void)
 		test_trace_open_producer_field_cannot_hide_trusted_fields);
 	tcase_add_test(t,
 		test_trace_malformed_producer_packet_keeps_the_trace_valid);
-	tcase_add_test(t, test_trace_multi_slice_packet_is_written_contiguously);
+	tcase_add_test(t,
+		test_trace_multi_slice_packet_is_written_contiguously);
 	tcase_add_test(t, test_trace_failed_write_latches_an_error);
 	suite_add_tcase(s, t);
 	return s;
