@@ -19,7 +19,8 @@
  *    3, trusted_packet_sequence_id 10, trusted_pid 79 and, when there was
  *    loss, previous_packet_dropped 42 carrying the loss bits).  As in
  *    Perfetto, a packet that is not valid protobuf or that sets a field
- *    reserved to the service is dropped and counted, so a producer can
+ *    reserved to the service is dropped and counted (a packet with only
+ *    the trusted fields and the loss takes its place), so a producer can
  *    neither forge the trusted fields nor swallow them into an open field
  *    at its end.  The protobuf needed
  *    for that is the handful of tb_pb_* helpers below; nothing else in the
@@ -317,7 +318,7 @@ struct tb_trace_out {
 	uint64_t packets;
 	uint64_t bytes;
 	uint64_t lossy_packets;		/* packets that carried loss bits */
-	uint64_t invalid_packets;	/* dropped: not valid TracePackets */
+	uint64_t invalid_packets;	/* replaced: not valid TracePackets */
 	int error;			/* the first failed write, latched */
 };
 
@@ -455,34 +456,37 @@ static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 /*
  * Writes one packet with its trusted fields.  0, or -1 once a write
  * failed.  A packet that is not a valid TracePacket is counted in
- * invalid_packets and left out.
+ * invalid_packets and replaced by one that holds only the trusted fields
+ * and previous_packet_dropped (its loss bits plus CHUNK_CORRUPTED), so
+ * the loss stays visible on that sequence.
  */
 static inline int tb_trace_write_packet(struct tb_trace_out *o,
 					const struct tb_buf_packet *pkt)
 {
 	uint8_t head[2 * TB_PB_VARINT_MAX], tail[4 * (2 + TB_PB_VARINT_MAX)];
-	size_t nt = 0, nh;
+	bool valid = tb_trace_packet_valid(pkt);
+	uint32_t loss = pkt->loss;
+	size_t nt = 0, nh, size = valid ? pkt->size : 0;
 	unsigned i;
 
-	if (!tb_trace_packet_valid(pkt)) {
+	if (!valid) {
 		o->invalid_packets++;
-		return o->error;
+		loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_CHUNK_CORRUPTED;
 	}
-
 	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_UID, pkt->ident.uid);
 	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_SEQ_ID,
 			 tb_trace_seq_id(pkt->producer_id, pkt->writer_id));
 	nt += tb_pb_int32(tail + nt, TB_PB_TRUSTED_PID, pkt->ident.pid);
-	if (pkt->loss) {
-		nt += tb_pb_uint(tail + nt, TB_PB_PREVIOUS_DROPPED, pkt->loss);
+	if (loss) {
+		nt += tb_pb_uint(tail + nt, TB_PB_PREVIOUS_DROPPED, loss);
 		o->lossy_packets++;
 	}
-	nh = tb_pb_len(head, TB_PB_TRACE_PACKET, pkt->size + nt);
+	nh = tb_pb_len(head, TB_PB_TRACE_PACKET, size + nt);
 	__tb_trace_put(o, head, nh);
-	for (i = 0; i < pkt->nslices; i++)
+	for (i = 0; valid && i < pkt->nslices; i++)
 		__tb_trace_put(o, pkt->slices[i].data, pkt->slices[i].size);
 	__tb_trace_put(o, tail, nt);
-	o->packets++;
+	o->packets += valid;	/* a stand-in is counted as invalid */
 	return o->error;
 }
 
