@@ -34,6 +34,9 @@
  *    the protocol while the others carry on, and in long-trace mode
  *    writes the central buffers to the output every period.
  *
+ * Ring writer id 0 is reserved here: the central buffer refuses it, so
+ * its chunks are counted as rejected (TB_BS_REJECTED).
+ *
  * Threading: everything here runs on the service thread, except
  * tb_service_request_flush() and tb_service_stop(), which any thread may
  * call.  Time is passed in by the caller (milliseconds, any monotonic
@@ -193,7 +196,9 @@ static inline void tb_bridge_destroy(struct tb_bridge *br)
 static inline struct __tb_bridge_key *
 __tb_bridge_slot(struct __tb_bridge_key *keys, uint32_t cap, uint32_t key)
 {
-	uint32_t i = (key * 0x9e3779b1u) & (cap - 1);
+	/* mix the writer (high half) into the low bits the mask keeps */
+	uint32_t h = (key ^ key >> 16) * 0x9e3779b1u;
+	uint32_t i = (h ^ h >> 16) & (cap - 1);
 
 	while (keys[i].used && keys[i].key != key)
 		i = (i + 1) & (cap - 1);
