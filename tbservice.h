@@ -61,35 +61,12 @@ enum {
 	TB_PB_LEN = 2,
 };
 
-#define TB_PB_VARINT_MAX	10
+#define TB_PB_VARINT_MAX	10	/* bytes of the longest varint */
 
-static inline size_t tb_pb_varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* Writes @v at @p (room for TB_PB_VARINT_MAX); returns the bytes used. */
-static inline size_t tb_pb_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
+/* The varints themselves are tbfrag.h's tb_frag_varint_put() and _len(). */
 static inline size_t tb_pb_tag(uint8_t *p, uint32_t field, unsigned type)
 {
-	return tb_pb_varint(p, (uint64_t)field << 3 | type);
+	return tb_frag_varint_put(p, (uint64_t)field << 3 | type);
 }
 
 /* A varint field: tag and value. */
@@ -97,7 +74,7 @@ static inline size_t tb_pb_uint(uint8_t *p, uint32_t field, uint64_t v)
 {
 	size_t n = tb_pb_tag(p, field, TB_PB_VARINT);
 
-	return n + tb_pb_varint(p + n, v);
+	return n + tb_frag_varint_put(p + n, v);
 }
 
 /* An int32 field: negative values are sign-extended to 64 bits. */
@@ -111,7 +88,7 @@ static inline size_t tb_pb_len(uint8_t *p, uint32_t field, uint64_t len)
 {
 	size_t n = tb_pb_tag(p, field, TB_PB_LEN);
 
-	return n + tb_pb_varint(p + n, len);
+	return n + tb_frag_varint_put(p + n, len);
 }
 
 /* ------------------------------------------------------------------------
