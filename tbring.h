@@ -815,11 +815,12 @@ static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
 }
 
 /*
- * Writers ring the doorbell when they hand a chunk over (published and not
- * kept for reuse, forgotten, abandoned), burn a position, or stall.
- * The reader sets "sleeping" before it waits; one fence on each side
- * (Dekker) guarantees that either the reader sees our change or we see
- * it sleeping.  The common case costs a fence and one shared load; of
+ * Writers ring the doorbell when they burn a position, stall, abandon or
+ * release a chunk, and when they hand a chunk over (published and not
+ * kept for reuse, or forgotten) once a backlog has built up.  The reader
+ * sets "sleeping" before it waits; one fence on each side (Dekker)
+ * guarantees that either the reader sees our change or we see it
+ * sleeping.  The common case costs a fence and one shared load; of
  * several writers that find the reader asleep, the one that clears the
  * flag makes the system call.
  */
@@ -839,6 +840,26 @@ static inline void tb_ring_notify(const struct tb_ring *r)
 {
 	__tb_fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
 	__tb_bell_wake(r->bell);
+}
+
+/*
+ * A chunk was handed over: wake a sleeping reader only once an eighth of
+ * the ring (at least one chunk) waits for it.  Waking it for every chunk
+ * costs a system call and a context switch per chunk, a third of the
+ * writer's time with small packets; a lone chunk waits at most the
+ * reader's wait timeout.
+ */
+static inline void __tb_ring_handover(const struct tb_ring *r)
+{
+	struct tb_ring_hdr *h = r->hdr;
+	uint32_t backlog = r->num_chunks >> 3 ? r->num_chunks >> 3 : 1;
+
+	__tb_fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
+	/* relaxed: statistics-grade reads, a stale one only delays a wake */
+	if (__tb_load(&r->bell->sleeping, TB_RLX) &&
+	    tb_pos_distance(__tb_load(&h->write_pos, TB_RLX),
+			    __tb_load(&h->read_pos, TB_RLX)) >= backlog)
+		__tb_bell_wake(r->bell);
 }
 
 /*
@@ -906,6 +927,7 @@ enum tb_full_policy {
 #define TB_CLAIM_BUDGET		4	/* lost claims per acquisition */
 #define TB_RELOCATE_ROUNDS	8	/* scrapes of one suffix in a row */
 #define TB_STALL_MS		1000	/* default stall_ms */
+#define TB_STALL_SPIN		256	/* polls of read_pos before a sleep */
 #define TB_SPLIT_MIN		16	/* write_packet: smallest split */
 
 enum { TB_OWN_NONE, TB_OWN_ACQUIRED, TB_OWN_CACHED };
@@ -970,14 +992,15 @@ static inline int32_t tb_writer_room(const struct tb_writer *w)
 
 /*
  * The writer lets go of a Complete chunk it kept for reuse: the chunk is
- * final now, so tell the reader (a cached chunk does not ring the bell).
+ * final now, so tell the reader once a backlog builds up (a cached chunk
+ * does not ring the bell).
  */
 static inline void __tb_writer_forget(struct tb_writer *w)
 {
 	if (w->own != TB_OWN_CACHED)
 		return;
 	w->own = TB_OWN_NONE;
-	tb_ring_notify(w->ring);
+	__tb_ring_handover(w->ring);
 }
 
 /*
@@ -999,10 +1022,22 @@ static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
 	struct tb_ring_hdr *h = w->ring->hdr;
 	int ret;
 
+	unsigned spin;
+
 	if (!TB_HAVE_FUTEX)
 		return false;
 	__tb_wstat(w, TB_WS_STALLS, 1);
 	tb_ring_notify(w->ring);	/* the reader may be asleep */
+	/*
+	 * A reader that is draining frees room within microseconds: spin a
+	 * little before paying for a sleep and a wake-up (relaxed loads; the
+	 * reserve that follows loads read_pos with acquire).
+	 */
+	for (spin = 0; spin < TB_STALL_SPIN; spin++) {
+		if (__tb_load(&h->read_pos, TB_RLX) != sample)
+			return true;
+		ck_pr_stall();
+	}
 	__tb_add(&h->waiters, 1);
 	__tb_fence_sc();	/* pairs with tb_ring_publish_read_pos() */
 	ret = __tb_load(&h->read_pos, TB_RLX) != sample ? 1 :
@@ -1231,7 +1266,7 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 			w->word = tb_state_with(w->word, TB_ACQUIRED);
 			w->own = TB_OWN_ACQUIRED;
 		} else if (seen == w->word) {
-			__tb_writer_forget(w);	/* no room: no CAS */
+			__tb_writer_forget(w);	/* no CAS */
 		} else {
 			w->own = TB_OWN_NONE;	/* the reader took it */
 		}
@@ -1305,6 +1340,7 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
  */
 static inline int tb_writer_release(struct tb_writer *w)
 {
+	bool held = w->own != TB_OWN_NONE;
 	int ret = TB_OK;
 
 	if (w->own == TB_OWN_ACQUIRED) {
@@ -1316,8 +1352,9 @@ static inline int tb_writer_release(struct tb_writer *w)
 		}
 		ret = __tb_writer_publish(w, 0);
 	}
-	__tb_writer_forget(w);
 	w->own = TB_OWN_NONE;
+	if (held)
+		tb_ring_notify(w->ring);	/* final: no waiting for more */
 	return ret;
 }
 
