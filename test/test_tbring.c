@@ -2271,6 +2271,85 @@ START_TEST(test_burned_position_rings_the_doorbell)
 }
 END_TEST
 
+static uint32_t bell_seq(const struct tring *t)
+{
+	return __atomic_load_n(&t->r.bell->seq, __ATOMIC_RELAXED);
+}
+
+/* Fills the held chunk completely with one fragment: it is handed over. */
+static void fill_chunk(struct twriter *tw, const struct tring *t)
+{
+	struct tb_span sp;
+	uint32_t n = tb_frag_max_size(t->cs);
+
+	ck_assert_int_eq(tb_writer_open(&tw->w, n, 0, &sp), TB_OK);
+	memset(sp.begin, 'f', n);
+	ck_assert_int_eq(tb_writer_close(&tw->w, n, 0), TB_OK);
+}
+
+START_TEST(test_handover_wakes_a_sleeping_reader_once_an_eighth_waits)
+{
+	/*
+	 * 64 chunks: handing over chunks 1..7 leaves the reader asleep (it
+	 * picks them up at its timeout); the 8th wakes it.
+	 */
+	struct tring t;
+	struct twriter a;
+	uint32_t seq;
+	int i;
+
+	tring_new(&t, 512, 64);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	seq = tb_bell_prepare(t.r.bell);
+	for (i = 1; i < 8; i++) {
+		fill_chunk(&a, &t);
+		ck_assert_uint_eq(bell_seq(&t), seq);
+	}
+	fill_chunk(&a, &t);
+	ck_assert_uint_ne(bell_seq(&t), seq);
+	ck_assert_uint_eq(t.r.bell->sleeping, 0);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_small_ring_handover_wakes_at_once)
+{
+	/* an eighth of 4 chunks rounds up to one: every handover wakes */
+	struct tring t;
+	struct twriter a;
+	uint32_t seq;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	seq = tb_bell_prepare(t.r.bell);
+	fill_chunk(&a, &t);
+	ck_assert_uint_ne(bell_seq(&t), seq);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reuse_keeps_the_reader_asleep_release_wakes_it)
+{
+	/* a chunk kept for reuse is not final; releasing it is */
+	struct tring t;
+	struct twriter a;
+	uint32_t seq;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	seq = tb_bell_prepare(t.r.bell);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
+	ck_assert_uint_eq(bell_seq(&t), seq);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_ne(bell_seq(&t), seq);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
 /* Stall policy: a writer thread blocked on a full ring. */
 struct stall_arg {
 	struct twriter *tw;
@@ -3190,6 +3269,9 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_publish_lost_to_foreign_word_is_eproto);
 	tcase_add_test(tc, test_writer_lost_claim_burns_position_and_moves_on);
 	tcase_add_test(tc, test_burned_position_rings_the_doorbell);
+	tcase_add_test(tc, test_handover_wakes_a_sleeping_reader_once_an_eighth_waits);
+	tcase_add_test(tc, test_small_ring_handover_wakes_at_once);
+	tcase_add_test(tc, test_reuse_keeps_the_reader_asleep_release_wakes_it);
 	tcase_add_test(tc, test_writer_stall_wakes_when_reader_drains);
 	tcase_add_test(tc,
 		test_writer_stall_times_out_to_full_when_nobody_drains);
