@@ -50,14 +50,18 @@
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
  *     resolves as a hole.
- *   - "Notify the reader" (5.4; the transport is left open) happens when a
- *     writer hands a chunk over - publishes it and does not keep it for
- *     reuse, forgets it, abandons it - burns a position or stalls, not
+ *   - "Notify the reader" (5.4; the transport is left open) is not done
  *     after every publication: waking a sleeping reader per packet costs
  *     a system call each and makes it reclaim the very chunk the writer
- *     was about to reuse.  A chunk an idle writer keeps is taken at the
- *     reader's next pass (tb_reader_wait() times out), or when the writer
- *     calls tb_writer_release().
+ *     was about to reuse.  A writer wakes it when it burns a position,
+ *     stalls, abandons or releases a chunk, and when it hands a chunk
+ *     over (published and not kept for reuse, or forgotten) once an
+ *     eighth of the ring waits.  Anything else - a chunk an idle writer
+ *     keeps, a lone finished chunk - is taken at the reader's next pass,
+ *     at the latest when tb_reader_wait() times out.
+ *   - The writers' waiter hint (for stalls) is only a hint: a writer
+ *     killed while stalled leaves it raised, which costs the reader one
+ *     needless FUTEX_WAKE per drain pass and nothing else.
  */
 #ifndef TBRING_H
 #define TBRING_H
