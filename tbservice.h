@@ -37,8 +37,8 @@
  * Ring writer id 0 is reserved here: the central buffer refuses it, so
  * its chunks are counted as rejected (TB_BS_REJECTED).  A shared doorbell
  * is writable by every producer that rings it: a hostile one can wake the
- * service thread needlessly (it then drains and sleeps again), never make
- * it miss data or block.
+ * service thread needlessly, or hide others' rings until its wait times
+ * out, but never make it lose data or block.
  *
  * Threading: everything here runs on the service thread, except
  * tb_service_request_flush() and tb_service_stop(), which any thread may
