@@ -2287,6 +2287,25 @@ static void fill_chunk(struct twriter *tw, const struct tring *t)
 	ck_assert_int_eq(tb_writer_close(&tw->w, n, 0), TB_OK);
 }
 
+START_TEST(test_writer_room_is_what_the_next_fragment_could_take)
+{
+	/* 512-B chunk, 2-byte entries: 506 payload bytes minus entries */
+	struct tring t;
+	struct twriter a;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(tb_writer_room(&a.w), -1);	/* nothing held */
+	ck_assert_int_eq(twrite(&a, "hello", 0, 0), TB_OK);
+	/* 506 - 5 payload - 2 (entry 0) - 2 (entry 1 to come) */
+	ck_assert_int_eq(tb_writer_room(&a.w), 497);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_eq(tb_writer_room(&a.w), -1);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_handover_wakes_a_sleeping_reader_once_an_eighth_waits)
 {
 	/*
@@ -3269,6 +3288,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_publish_lost_to_foreign_word_is_eproto);
 	tcase_add_test(tc, test_writer_lost_claim_burns_position_and_moves_on);
 	tcase_add_test(tc, test_burned_position_rings_the_doorbell);
+	tcase_add_test(tc, test_writer_room_is_what_the_next_fragment_could_take);
 	tcase_add_test(tc, test_handover_wakes_a_sleeping_reader_once_an_eighth_waits);
 	tcase_add_test(tc, test_small_ring_handover_wakes_at_once);
 	tcase_add_test(tc, test_reuse_keeps_the_reader_asleep_release_wakes_it);
