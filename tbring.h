@@ -566,6 +566,7 @@ static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
 	    __tb_load(&h->version, TB_RLX) != TB_RING_VERSION ||
 	    __tb_load(&h->hdr_size, TB_RLX) != TB_RING_HDR_SIZE)
 		return TB_EINVAL;
+	/* relaxed: ordered by the magic's acquire above; read once */
 	cl = __tb_load(&h->chunk_log2, TB_RLX);
 	nl = __tb_load(&h->count_log2, TB_RLX);
 	if (cl < 8 || cl > 15 || nl < 1 || nl > TB_COUNT_MAX_LOG2)
@@ -605,6 +606,7 @@ static inline int tb_ring_init_at(struct tb_ring *r, void *mem, size_t len,
 	for (i = 0; start && i < num_chunks; i++) {
 		uint32_t pos = start + ((i - start) & (num_chunks - 1));
 
+		/* relaxed: published by the magic's release below */
 		__tb_store(tb_ring_word(r, pos), tb_state_free(
 				   tb_ring_wrap(r, pos)), TB_RLX);
 	}
@@ -641,6 +643,7 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 {
 	int i;
 
+	/* relaxed: statistics, no data is read on their strength */
 	s->write_pos = __tb_load(&r->hdr->write_pos, TB_RLX);
 	s->read_pos = __tb_load(&r->hdr->read_pos, TB_RLX);
 	for (i = 0; i < TB_WS_MAX; i++)
@@ -884,6 +887,7 @@ static inline void tb_bell_ring(struct tb_bell *b)
  */
 static inline uint32_t tb_bell_prepare(struct tb_bell *b)
 {
+	/* relaxed: the fence below orders both against the checks after it */
 	uint32_t seq = __tb_load(&b->seq, TB_RLX);
 
 	__tb_store(&b->sleeping, 1, TB_RLX);
@@ -896,13 +900,13 @@ static inline void tb_bell_wait(struct tb_bell *b, uint32_t seq,
 				uint32_t timeout_ms)
 {
 	__tb_futex_wait(&b->seq, seq, timeout_ms);
-	__tb_store(&b->sleeping, 0, TB_RLX);
+	__tb_store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
 }
 
 /* Goes back to work instead of waiting: writers stop ringing. */
 static inline void tb_bell_cancel(struct tb_bell *b)
 {
-	__tb_store(&b->sleeping, 0, TB_RLX);
+	__tb_store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
 }
 
 /*
@@ -916,6 +920,7 @@ static inline void tb_ring_publish_read_pos(const struct tb_ring *r,
 {
 	__tb_store(&r->hdr->read_pos, read_pos, TB_REL);
 	__tb_fence_sc();	/* pairs with the fence in __tb_writer_stall */
+	/* relaxed: the fence above gives the store->load order */
 	if (__tb_load(&r->hdr->waiters, TB_RLX))
 		__tb_futex_wake(&r->hdr->read_pos);
 }
@@ -1042,11 +1047,11 @@ static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
 			return true;
 		ck_pr_stall();
 	}
-	__tb_add(&h->waiters, 1);
+	__tb_add(&h->waiters, 1);	/* relaxed: the fence orders it */
 	__tb_fence_sc();	/* pairs with tb_ring_publish_read_pos() */
 	ret = __tb_load(&h->read_pos, TB_RLX) != sample ? 1 :
 		__tb_futex_wait(&h->read_pos, sample, w->stall_ms);
-	__tb_add(&h->waiters, (uint32_t)-1);
+	__tb_add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
 	return ret > 0;
 }
 
@@ -1448,6 +1453,7 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	memset(rd, 0, sizeof(*rd));
 	rd->ring = r;
 	rd->scratch = (uint8_t *)scratch;
+	/* relaxed: only this thread stores read_pos from now on */
 	rd->pos = __tb_load(&r->hdr->read_pos, TB_RLX);
 	return TB_OK;
 }
@@ -1626,6 +1632,7 @@ static inline int tb_reader_drain(struct tb_reader *rd, unsigned max,
 	}
 	if (rd->pos != start)
 		tb_ring_publish_read_pos(r, rd->pos);
+	/* relaxed: only compared by tb_reader_idle(), like in read_one */
 	rd->wait_pos = __tb_load(&r->hdr->write_pos, TB_RLX);
 	if (ret != TB_PENDING)
 		rd->wait_word = 0xffffffffu;	/* matches no real state */
@@ -1641,6 +1648,7 @@ static inline int tb_reader_drain(struct tb_reader *rd, unsigned max,
  */
 static inline bool tb_reader_idle(const struct tb_reader *rd)
 {
+	/* relaxed: after tb_bell_prepare()'s fence; the state load acquires */
 	uint32_t wp = __tb_load(&rd->ring->hdr->write_pos, TB_RLX);
 
 	return rd->stopped || (wp == rd->wait_pos && (wp == rd->pos ||

@@ -537,13 +537,14 @@ static inline void tb_service_wake(struct tb_service *s)
 
 static inline void tb_service_stop(struct tb_service *s)
 {
+	/* release: pairs with the acquire in tb_service_stopping() */
 	__tb_store(&s->stop_req, 1, TB_REL);
 	tb_bell_ring(s->bell);
 }
 
 static inline bool tb_service_stopping(const struct tb_service *s)
 {
-	return __tb_load(&s->stop_req, TB_ACQ) != 0;
+	return __tb_load(&s->stop_req, TB_ACQ) != 0;	/* pairs: stop() */
 }
 
 /* Writes every central buffer to the output now. */
@@ -612,6 +613,7 @@ static inline bool __tb_service_idle(struct tb_service *s)
 {
 	unsigned i;
 
+	/* relaxed: read after tb_bell_prepare()'s fence (Dekker) */
 	if (__tb_load(&s->flush_req, TB_RLX) != s->flush_done ||
 	    __tb_load(&s->wake_req, TB_RLX) != s->wake_done ||
 	    tb_service_stopping(s))
@@ -633,6 +635,7 @@ static inline bool __tb_service_idle(struct tb_service *s)
  */
 static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 {
+	/* relaxed: requests are counters; a late one is seen next pass */
 	uint32_t req = __tb_load(&s->flush_req, TB_RLX), seq, wait;
 	bool busy;
 
