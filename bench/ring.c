@@ -6,28 +6,39 @@
  * 64 B, 512 B or 4 KiB flat out with tb_writer_write_packet(), and one
  * reader thread draining lazily (tb_reader_drain(TB_READ_LAZY), then
  * tb_reader_wait() with a 1 ms timeout when a pass found nothing) and
- * flushing with TB_READ_SCRAPE once the writers are done.  Every
- * configuration runs TB_BENCH_SECONDS (default 2) on a fresh ring, under
- * the drop and the stall policy.
+ * flushing with TB_READ_SCRAPE once the writers are done.  Each row runs
+ * under the drop or the stall policy.  Three more rows: a reader that
+ * scrapes on every pass (TB_READ_SCRAPE), to compare relocations with
+ * lazy draining, and one writer paced well below what the reader takes.
+ *
+ * Method.  Each row runs one untimed warm-up run (TB_BENCH_WARMUP
+ * seconds, default 0.2: the code, the allocator, thread creation and the
+ * CPU frequency warm up; its result is verified and thrown away), then
+ * TB_BENCH_RUNS (default 5) timed runs of TB_BENCH_SECONDS (default 0.5)
+ * each.  Every run, warm-up included, gets a fresh ring whose memory is
+ * zero-filled (its pages faulted in) before the clock starts; the threads
+ * are created and meet at a barrier first.  A run is timed from that
+ * barrier until the reader has delivered everything, flush included.  A
+ * row prints its median run (for an even count the lower middle one), so
+ * all its columns come from one real run, and the spread of its runs.
  *
  * Nothing is taken on trust: every packet carries {writer, seq, length,
  * check} in front and ~check in its last four bytes.  The reader
  * reassembles packets across chunks, checks each one, checks per-writer
- * order, and sums the checks; the run fails (exit 1) unless the reader
- * delivered exactly the packets the writers were told were written, with
- * the same check sum.  A bench cannot win by dropping.
+ * order, and sums the checks; a run fails (and the bench exits 1) unless
+ * the reader delivered exactly the packets the writers were told were
+ * written, with the same check sum.  A bench cannot win by dropping.
  *
- * Beside each row: a memcpy of the same packets (same size, same header
- * stamping) into 64 x 4 KiB of memory by one thread, timed in the same
- * run right after the row, and our ratio to it; under the stall policy,
- * the figures of Perfetto's C++ prototype on a 2-vCPU machine, and our
- * ratio to them.  Three more rows: a reader that scrapes on every pass
- * (TB_READ_SCRAPE, as Perfetto's prototype does), to compare relocations
- * with lazy draining, and one writer paced well below what the reader
- * can take.
+ * The baseline, measured in the same run: right after each timed run, one
+ * thread stamps the same packets (same size, same header) and memcpys
+ * them into 64 x 4 KiB of memory; the median of BASELINE_SLICES slices of
+ * BASELINE_S seconds, after one untimed slice.  The row prints the median
+ * of those per-run baselines and ratio = the row's MB/s / that median.
+ * No figure here comes from another run or another machine.
  *
- * usage: bench_ring [substring]  runs only the rows whose name has it,
- * e.g. bench_ring "1w   64 stall".
+ * usage: bench_ring [-l | --list] [PATTERN...]  runs the rows whose whole
+ * name matches a PATTERN (fnmatch(3): "1w-512-stall" is that row alone,
+ * "*-stall*" every stall row), or every row; -l lists the names.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -36,6 +47,7 @@
 #include <time.h>
 
 #include "tbring.h"
+#include "bench.h"
 
 #define CHUNK_SIZE	4096u
 #define NUM_CHUNKS	64u
@@ -43,8 +55,8 @@
 #define PKT_MAX		4096u
 #define PKT_HDR		16u	/* writer, seq, len, check */
 #define WAIT_MS		1u	/* reader's idle wait */
-#define BASELINE_S	0.05	/* memcpy baseline: slice ... */
-#define BASELINE_RUNS	5	/* ... best of this many per row */
+#define BASELINE_S	0.04	/* memcpy baseline: slice ... */
+#define BASELINE_SLICES	3	/* ... median of this many per run */
 
 /* ------------------------------------------------------------------------
  * Packets.
@@ -76,14 +88,6 @@ static uint32_t pkt_stamp(uint8_t *pkt, uint32_t writer, uint32_t seq,
 	return h[3];
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void *xalloc(size_t size)
 {
 	void *p;
@@ -105,7 +109,7 @@ struct config {
 	enum tb_full_policy policy;
 	enum tb_read_mode mode;	/* of the reader's passes while running */
 	double pace;		/* packets/s per writer; 0: flat out */
-	double ref;		/* Perfetto prototype, Mpkt/s; 0: none */
+	char name[48];		/* what the row filter matches */
 };
 
 struct writer_ctx {
@@ -176,7 +180,7 @@ static void set_flag(uint32_t *p)
  */
 static void pace_until(double t)
 {
-	while (now() < t)
+	while (bench_now() < t)
 		;
 }
 
@@ -193,7 +197,7 @@ static void *writer_main(void *arg)
 	tb_writer_init(&w, &b->ring, wc->id, 1, c->policy, wc->scratch);
 	pthread_barrier_wait(&b->start);
 	if (step > 0)
-		t0 = now();
+		t0 = bench_now();
 	while (!load_flag(&b->stop)) {
 		uint32_t check = pkt_stamp(wc->pkt, wc->id, seq, len);
 		int ret;
@@ -315,8 +319,9 @@ eproto:
 
 /* ------------------------------------------------------------------------
  * The memcpy baseline: the same packets, stamped the same way, copied by
- * one thread into a ring of 64 x 4 KiB buffers.  Best of BASELINE_RUNS
- * slices of BASELINE_S seconds, so that a preemption does not count.
+ * one thread into a ring of 64 x 4 KiB buffers.  One untimed slice warms
+ * the buffers and the loop; then the median of BASELINE_SLICES slices of
+ * BASELINE_S seconds.
  */
 static volatile uint32_t sink;
 
@@ -325,7 +330,7 @@ static double memcpy_slice(uint8_t *dst, uint8_t *src, uint32_t len)
 	size_t off = 0, cap = (size_t)CHUNK_SIZE * NUM_CHUNKS;
 	uint64_t n = 0;
 	uint32_t sum = 0, i;
-	double t0 = now(), t;
+	double t0 = bench_now(), t;
 
 	do {
 		for (i = 0; i < 256; i++, n++) {
@@ -335,7 +340,7 @@ static double memcpy_slice(uint8_t *dst, uint8_t *src, uint32_t len)
 			memcpy(dst + off, src, len);
 			off += len;
 		}
-		t = now();
+		t = bench_now();
 	} while (t - t0 < BASELINE_S);
 	sink = sum ^ dst[n % cap];
 	return (double)n * len / (t - t0) / 1e6;
@@ -345,17 +350,16 @@ static double memcpy_mbps(uint32_t len)
 {
 	uint8_t *dst = xalloc((size_t)CHUNK_SIZE * NUM_CHUNKS);
 	uint8_t *src = xalloc(PKT_MAX);
-	double best = 0, v;
+	double v[BASELINE_SLICES];
 	int i;
 
 	memset(src, 0xa5, PKT_MAX);
-	for (i = 0; i < BASELINE_RUNS; i++) {
-		v = memcpy_slice(dst, src, len);
-		best = v > best ? v : best;
-	}
+	(void)memcpy_slice(dst, src, len);	/* warm-up, not counted */
+	for (i = 0; i < BASELINE_SLICES; i++)
+		v[i] = memcpy_slice(dst, src, len);
 	free(dst);
 	free(src);
-	return best;
+	return bench_median(v, BASELINE_SLICES);
 }
 
 /* ------------------------------------------------------------------------
@@ -406,7 +410,9 @@ static void collect(struct bench *b, struct result *r)
 		rsum == wsum ? "equal" : "differ");
 }
 
-static void run_config(const struct config *c, double secs, struct result *r)
+/* One run of @c for @secs; with @baseline, the memcpy baseline after it. */
+static void run_config(const struct config *c, double secs, int baseline,
+		       struct result *r)
 {
 	size_t size = tb_ring_size(CHUNK_SIZE, NUM_CHUNKS);
 	pthread_t wt[MAX_WRITERS], rt;
@@ -431,16 +437,17 @@ static void run_config(const struct config *c, double secs, struct result *r)
 	}
 	pthread_create(&rt, NULL, reader_main, b);
 	pthread_barrier_wait(&b->start);
-	t0 = now();
+	t0 = bench_now();
 	sleep_s(secs);
 	set_flag(&b->stop);
 	for (i = 0; i < c->writers; i++)
 		pthread_join(wt[i], NULL);
 	set_flag(&b->done);
 	pthread_join(rt, NULL);
-	r->secs = now() - t0;
+	r->secs = bench_now() - t0;
 	collect(b, r);
-	r->mc_mbps = memcpy_mbps(c->len);
+	if (baseline)
+		r->mc_mbps = memcpy_mbps(c->len);
 	pthread_barrier_destroy(&b->start);
 	for (i = 0; i < c->writers; i++)
 		free(b->w[i]);
@@ -454,14 +461,14 @@ static void run_config(const struct config *c, double secs, struct result *r)
  */
 static void print_header(void)
 {
-	printf("%-22s %7s %7s %6s %8s %7s %6s %6s | %7s %5s | %5s %5s\n",
-	       "config", "Mpkt/s", "MB/s", "loss%", "reloc/s", "retry/s",
-	       "reloc%", "pkt/ch", "memcpy", "ratio", "ref", "x ref");
-	printf("%-22s %7s %7s %6s %8s %7s %6s %6s | %7s %5s | %5s %5s\n",
-	       "", "", "", "", "", "", "", "", "MB/s", "", "Mpkt", "");
+	printf("%-20s %7s %7s %7s %6s %8s %7s %6s %6s | %7s %5s\n",
+	       "row", "Mpkt/s", "spread", "MB/s", "loss%", "reloc/s",
+	       "retry/s", "reloc%", "pkt/ch", "memcpy", "ratio");
+	printf("%-20s %7s %7s %7s %6s %8s %7s %6s %6s | %7s %5s\n",
+	       "", "median", "%", "", "", "", "", "", "", "MB/s", "");
 }
 
-static void config_name(const struct config *c, char *buf, size_t size)
+static void config_name(struct config *c)
 {
 	char len[16];
 
@@ -469,46 +476,49 @@ static void config_name(const struct config *c, char *buf, size_t size)
 		snprintf(len, sizeof(len), "%uK", c->len / 1024);
 	else
 		snprintf(len, sizeof(len), "%u", c->len);
-	snprintf(buf, size, "%uw %4s %s%s%s", c->writers, len,
+	snprintf(c->name, sizeof(c->name), "%uw-%s-%s%s%s", c->writers, len,
 		 c->policy == TB_STALL ? "stall" : "drop",
-		 c->pace > 0 ? " paced" : "",
-		 c->mode == TB_READ_SCRAPE ? " scrape" : "");
+		 c->pace > 0 ? "-paced" : "",
+		 c->mode == TB_READ_SCRAPE ? "-scrape" : "");
 }
 
-static void print_row(const struct config *c, const struct result *r)
+static double mpkt_of(const struct result *r)
+{
+	return (double)r->delivered / r->secs / 1e6;
+}
+
+/* A row: its median run @r, the spread of its runs, the median baseline. */
+static void print_row(const struct config *c, const struct result *r,
+		      double spread, double mc_mbps, int verified)
 {
 	const uint32_t *ws = r->st.wstat, *rs = r->st.rstat;
-	double mpkt = (double)r->delivered / r->secs / 1e6;
+	double mpkt = mpkt_of(r);
 	double mbps = mpkt * c->len;
 	double loss = r->attempted ?
 		      100.0 * (double)(r->attempted - r->delivered) /
 		      (double)r->attempted : 0;
 	double chunks = rs[TB_RS_EMITTED] ? rs[TB_RS_EMITTED] : 1;
-	char name[64];
 
-	config_name(c, name, sizeof(name));
-	printf("%-22s %7.2f %7.0f %6.2f %8.0f %7.0f %6.2f %6.1f | %7.0f %5.2f |",
-	       name, mpkt, mbps, loss, ws[TB_WS_RELOCATIONS] / r->secs,
+	printf("%-20s %7.2f %7.0f %7.0f %6.2f %8.0f %7.0f %6.2f %6.1f | "
+	       "%7.0f %5.2f%s\n",
+	       c->name, mpkt, spread, mbps, loss,
+	       ws[TB_WS_RELOCATIONS] / r->secs,
 	       rs[TB_RS_RETRY_LATER] / r->secs,
 	       100.0 * ws[TB_WS_RELOCATIONS] / chunks,
-	       (double)r->delivered / chunks, r->mc_mbps, mbps / r->mc_mbps);
-	if (c->ref > 0)
-		printf(" %5.2f %5.2f", c->ref, mpkt / c->ref);
-	else
-		printf(" %5s %5s", "-", "-");
-	printf("%s\n", r->verified ? "" : "  VERIFY FAILED");
+	       (double)r->delivered / chunks, mc_mbps, mbps / mc_mbps,
+	       verified ? "" : "  VERIFY FAILED");
 }
 
-static void print_details(const struct config *c, const struct result *r)
+static void print_details(const struct config *c, const struct result *r,
+			  const double *mpkt, unsigned runs)
 {
 	const uint32_t *ws = r->st.wstat, *rs = r->st.rstat;
-	char name[64];
+	unsigned i;
 
-	config_name(c, name, sizeof(name));
-	printf("%-22s written %llu delivered %llu failed full %llu "
+	printf("%-20s written %llu delivered %llu failed full %llu "
 	       "no-chunk %llu dropped %llu; chunks %u, scrapes %u, holes %u, "
 	       "stalls %u, dropped frags %u, partial %llu, orphans %llu, "
-	       "idle waits %llu of %llu passes\n", name,
+	       "idle waits %llu of %llu passes; Mpkt/s of the runs:", c->name,
 	       (unsigned long long)r->written,
 	       (unsigned long long)r->delivered,
 	       (unsigned long long)r->failed[-TB_FULL],
@@ -520,33 +530,17 @@ static void print_details(const struct config *c, const struct result *r)
 	       (unsigned long long)r->orphans,
 	       (unsigned long long)r->idle_waits,
 	       (unsigned long long)r->passes);
+	for (i = 0; i < runs; i++)
+		printf(" %.2f", mpkt[i]);
+	printf("\n");
 }
 
-static double bench_seconds(void)
-{
-	const char *s = getenv("TB_BENCH_SECONDS");
-	double v = s ? atof(s) : 2.0;
+#define NCONFIGS	15u
 
-	return v > 0 ? v : 2.0;
-}
-
-/* Perfetto's prototype, stall policy, 2 vCPUs: Mpkt/s by writers, size. */
-static double perfetto_ref(unsigned writers, uint32_t len)
-{
-	static const double ref[2][3] = { { 9.5, 7.4, 1.35 },
-					  { 17.8, 8.3, 1.6 } };
-	unsigned k = len == 64 ? 0 : len == 512 ? 1 : 2;
-
-	return ref[writers - 1][k];
-}
-
-int main(int argc, char **argv)
+static unsigned make_configs(struct config *cfgs)
 {
 	static const uint32_t lens[] = { 64, 512, 4096 };
-	struct config cfgs[16];
-	struct result res[16];
-	double secs = bench_seconds();
-	unsigned n = 0, i, p, w, l, failed = 0;
+	unsigned n = 0, p, w, l;
 
 	for (p = 0; p < 2; p++) {
 		for (w = 1; w <= MAX_WRITERS; w++) {
@@ -558,15 +552,13 @@ int main(int argc, char **argv)
 				c->len = lens[l];
 				c->policy = p ? TB_STALL : TB_DROP;
 				c->mode = TB_READ_LAZY;
-				if (c->policy == TB_STALL)
-					c->ref = perfetto_ref(w, c->len);
 			}
 		}
 	}
 	/*
-	 * The reader scraping on every pass (as Perfetto's prototype does),
-	 * to compare relocations with the lazy rows above; and one writer
-	 * paced well below what the reader takes.
+	 * The reader scraping on every pass, to compare relocations with the
+	 * lazy rows above; and one writer paced well below what the reader
+	 * takes.
 	 */
 	for (p = 0; p < 3; p++) {
 		struct config *c = &cfgs[n++];
@@ -578,36 +570,70 @@ int main(int argc, char **argv)
 		c->mode = p < 2 ? TB_READ_SCRAPE : TB_READ_LAZY;
 		c->pace = p < 2 ? 0 : 200000;
 	}
-	printf("tbring bench: %u chunks of %u B, %.1f s per row, reader "
-	       "drains lazily (wait %u ms when idle)\n", NUM_CHUNKS,
-	       CHUNK_SIZE, secs, WAIT_MS);
+	for (p = 0; p < n; p++)
+		config_name(&cfgs[p]);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	static struct config cfgs[NCONFIGS];
+	static struct result res[NCONFIGS][BENCH_MAX_RUNS];
+	static double mpkt[NCONFIGS][BENCH_MAX_RUNS];
+	const char *names[NCONFIGS];
+	unsigned char sel[NCONFIGS];
+	unsigned med[NCONFIGS];
+	double secs = bench_env("TB_BENCH_SECONDS", 0.5, 0.01);
+	double warm = bench_env("TB_BENCH_WARMUP", 0.2, 0);
+	unsigned runs = bench_runs();
+	unsigned n = make_configs(cfgs), i, r, failed = 0;
+
+	for (i = 0; i < n; i++)
+		names[i] = cfgs[i].name;
+	bench_select(argc, argv, names, n, sel);
+	printf("tbring bench: %u chunks of %u B, reader drains lazily (wait "
+	       "%u ms when idle).\nPer row: one untimed, verified warm-up "
+	       "run of %.2f s, then the median of %u timed runs of %.2f s,\n"
+	       "each followed by its memcpy baseline (TB_BENCH_WARMUP, "
+	       "TB_BENCH_RUNS, TB_BENCH_SECONDS).\n", NUM_CHUNKS, CHUNK_SIZE,
+	       WAIT_MS, warm, runs, secs);
 	print_header();
 	for (i = 0; i < n; i++) {
-		char name[64];
+		struct result warmup;
+		double mc[BENCH_MAX_RUNS] = { 0 };
+		int ok = 1;
 
-		config_name(&cfgs[i], name, sizeof(name));
-		if (argc > 1 && !strstr(name, argv[1])) {
-			res[i].secs = 0;	/* not run */
+		if (!sel[i])
 			continue;
+		if (warm > 0) {
+			run_config(&cfgs[i], warm, 0, &warmup);
+			ok &= warmup.verified;
 		}
-		run_config(&cfgs[i], i < n - 3 ? secs : secs / 2, &res[i]);
-		print_row(&cfgs[i], &res[i]);
+		for (r = 0; r < runs; r++) {
+			run_config(&cfgs[i], secs, 1, &res[i][r]);
+			ok &= res[i][r].verified;
+			mpkt[i][r] = mpkt_of(&res[i][r]);
+			mc[r] = res[i][r].mc_mbps;
+		}
+		med[i] = bench_median_index(mpkt[i], runs);
+		print_row(&cfgs[i], &res[i][med[i]], bench_spread(mpkt[i], runs),
+			  bench_median(mc, runs), ok);
 		fflush(stdout);
-		failed += !res[i].verified;
+		failed += !ok;
 	}
-	printf("\n");
+	printf("\nThe median run of each row:\n");
 	for (i = 0; i < n; i++)
-		if (res[i].secs > 0)
-			print_details(&cfgs[i], &res[i]);
+		if (sel[i])
+			print_details(&cfgs[i], &res[i][med[i]], mpkt[i], runs);
 	printf("\nMpkt/s and MB/s: packets delivered and verified (count, "
-	       "order, check sum).\nmemcpy: one thread copying the same "
-	       "packets into 64 x 4 KiB, same run; ratio = MB/s / memcpy.\n"
-	       "ref: Perfetto's C++ prototype, stall policy, 2 vCPUs "
-	       "(medians, noisy).\nreloc%%: relocations per emitted chunk.  "
-	       "scrape: the reader scrapes on every pass.\npaced: one writer, "
-	       "200k pkt/s.  The last three rows run half as long.\n");
+	       "order, check sum), from the\nmedian run by Mpkt/s; so are "
+	       "loss%%..pkt/ch.  spread: (max - min) / median of the runs.\n"
+	       "memcpy: one thread stamping and copying the same packets "
+	       "into 64 x 4 KiB, right after\neach run, median over the "
+	       "runs; ratio = MB/s / memcpy.  reloc%%: relocations per\n"
+	       "emitted chunk.  scrape: the reader scrapes on every pass.  "
+	       "paced: 200k pkt/s.\n");
 	if (failed)
-		printf("bench: %u configuration(s) FAILED verification\n",
-		       failed);
+		printf("bench: %u row(s) FAILED verification\n", failed);
 	return failed ? 1 : 0;
 }
