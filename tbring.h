@@ -253,8 +253,31 @@ static inline int __tb_mo(int mo)
 }
 #endif
 
+/*
+ * Test seams, compiled in only when TB_TEST_HOOKS is defined (the test
+ * suites do; a product build never should).  The test program defines
+ * tb_test_atomic; when it is set, it sees every atomic access to a shared
+ * word just before it happens: the word, the operation, the value stored
+ * or wanted, and the orders asked for.  That lets a test check the
+ * ordering table below access by access, and run another actor's steps
+ * between two accesses of one function.
+ */
+#ifdef TB_TEST_HOOKS
+enum { TB_TEST_LOAD, TB_TEST_STORE, TB_TEST_CAS, TB_TEST_ADD };
+extern void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t v, int ok,
+			      int fail);
+#define __tb_seam(p, op, v, ok, fail)					\
+	do {								\
+		if (tb_test_atomic)					\
+			tb_test_atomic((p), (op), (v), (ok), (fail));	\
+	} while (0)
+#else
+#define __tb_seam(p, op, v, ok, fail) ((void)0)
+#endif
+
 static inline uint32_t __tb_load(const uint32_t *p, int mo)
 {
+	__tb_seam(p, TB_TEST_LOAD, 0, mo, TB_RLX);
 #if TB_ATOMIC_BUILTINS
 	return __atomic_load_n(p, mo & TB_ACQ ? __ATOMIC_ACQUIRE :
 						__ATOMIC_RELAXED);
@@ -269,6 +292,7 @@ static inline uint32_t __tb_load(const uint32_t *p, int mo)
 
 static inline void __tb_store(uint32_t *p, uint32_t v, int mo)
 {
+	__tb_seam(p, TB_TEST_STORE, v, mo, TB_RLX);
 #if TB_ATOMIC_BUILTINS
 	__atomic_store_n(p, v, mo & TB_REL ? __ATOMIC_RELEASE :
 					     __ATOMIC_RELAXED);
@@ -290,6 +314,7 @@ static inline void __tb_store(uint32_t *p, uint32_t v, int mo)
 static inline bool __tb_cas(uint32_t *p, uint32_t *seen, uint32_t want,
 			    int ok, int fail)
 {
+	__tb_seam(p, TB_TEST_CAS, want, ok, fail);
 #if TB_ATOMIC_BUILTINS
 	return __atomic_compare_exchange_n(p, seen, want, false,
 					   __tb_mo(ok | (fail & TB_ACQ)),
@@ -311,6 +336,7 @@ static inline bool __tb_cas(uint32_t *p, uint32_t *seen, uint32_t want,
 /* Relaxed add, for statistics and the waiter hints. */
 static inline void __tb_add(uint32_t *p, uint32_t v)
 {
+	__tb_seam(p, TB_TEST_ADD, v, TB_RLX, TB_RLX);
 #if TB_ATOMIC_BUILTINS
 	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 #else
@@ -670,14 +696,19 @@ static inline int tb_ring_reserve(const struct tb_ring *r, uint32_t *pos,
 	struct tb_ring_hdr *h = r->hdr;
 	uint32_t rd, wr;
 
-	/* relaxed: a stale write_pos only makes the CAS below fail */
-	wr = __tb_load(&h->write_pos, TB_RLX);
 	for (;;) {
 		/*
 		 * acquire: pairs with the reader's release store of read_pos;
-		 * capacity shows only after its chunk transitions.
+		 * capacity shows only after its chunk transitions.  It comes
+		 * first, every round: the reader stores read_pos = X only
+		 * after it saw write_pos >= X, so a write_pos loaded after
+		 * it is >= X too and the distance cannot wrap to "full".
+		 * (A write_pos kept from before, or from a failed CAS, can
+		 * be older than the read_pos that follows it.)
 		 */
 		rd = __tb_load(&h->read_pos, TB_ACQ);
+		/* relaxed: a stale write_pos only makes the CAS below fail */
+		wr = __tb_load(&h->write_pos, TB_RLX);
 		if (tb_pos_distance(wr, rd) >= r->num_chunks) {
 			*read_sample = rd;
 			return TB_FULL;
@@ -1438,9 +1469,11 @@ struct tb_reader {
 	uint32_t stopped;	/* a protocol error latched */
 	uint32_t wait_pos;	/* write_pos when the last drain stopped */
 	uint32_t wait_word;	/* the word it stopped at */
+#ifdef TB_TEST_HOOKS
 	/* test seam: runs between the copy and the arbitrating CAS */
 	void (*hook)(void *ctx, uint32_t pos, uint32_t word);
 	void *hook_ctx;
+#endif
 	uint32_t stat[TB_RS_MAX];
 	uint16_t sizes[TB_FRAG_MAX];
 };
@@ -1501,6 +1534,16 @@ static inline int __tb_reader_copy(struct tb_reader *rd, uint32_t pos,
 	v->sizes = rd->sizes;
 	return __TB_COPY_OK;
 }
+
+#ifdef TB_TEST_HOOKS
+#define __tb_reader_seam(rd, pos, word)					\
+	do {								\
+		if ((rd)->hook)						\
+			(rd)->hook((rd)->hook_ctx, (pos), (word));	\
+	} while (0)
+#else
+#define __tb_reader_seam(rd, pos, word) ((void)0)
+#endif
 
 static inline int __tb_reader_stop(struct tb_reader *rd)
 {
@@ -1572,16 +1615,14 @@ static inline int tb_reader_read_one(struct tb_reader *rd,
 			if (lazy)
 				goto pending;
 			copied = __tb_reader_copy(rd, pos, word, v);
-			if (rd->hook)
-				rd->hook(rd->hook_ctx, pos, word);
+			__tb_reader_seam(rd, pos, word);
 			if (!tb_ring_mark_rewrite(r, pos, &word))
 				continue;
 			rd->stat[TB_RS_SCRAPES]++;
 			return __tb_reader_done(rd, copied);
 		case TB_COMPLETE:
 			copied = __tb_reader_copy(rd, pos, word, v);
-			if (rd->hook)
-				rd->hook(rd->hook_ctx, pos, word);
+			__tb_reader_seam(rd, pos, word);
 			if (!tb_ring_reclaim_complete(r, pos, &word))
 				continue;
 			return __tb_reader_done(rd, copied);

@@ -19,8 +19,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#define TB_TEST_HOOKS 1
 #include "tbring.h"
 #include "ring_helpers.h"
+
+/* The atomics seam of tbring.h (TB_TEST_HOOKS): NULL unless a test sets it. */
+void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t v, int ok,
+		       int fail);
 
 #define WA	7	/* writer ids */
 #define WB	9
@@ -561,6 +566,79 @@ START_TEST(test_reserve_is_full_at_distance_num_chunks_across_rollover)
 	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_FULL);
 	ck_assert_uint_eq(sample, 0xfffffffeu);
 	ck_assert_uint_eq(twrite_pos(&t), 2);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * Writer A samples the two cursors to reserve.  Between its two loads,
+ * writer B reserves and publishes a chunk and the reader consumes it, so
+ * read_pos moves past the write_pos A would have loaded first.  The ring
+ * is empty again: A must get its position, under either policy, without
+ * a TB_FULL and without a stall (issue 7.1: loading write_pos before
+ * read_pos made the distance wrap to 0xffffffff).
+ */
+struct cursor_race {
+	struct tring *t;
+	struct twriter *b;
+	struct treader *tr;
+	unsigned loads;		/* cursor loads of writer A */
+	int acting;
+	int acted;
+};
+
+static struct cursor_race *race;
+
+static void between_cursor_loads(const uint32_t *p, int op, uint32_t v,
+				 int ok, int fail)
+{
+	struct tb_ring_hdr *h = race->t->r.hdr;
+
+	(void)v, (void)ok, (void)fail;
+	if (race->acting || race->acted || op != TB_TEST_LOAD ||
+	    (p != &h->read_pos && p != &h->write_pos) || ++race->loads < 2)
+		return;
+	race->acting = 1;	/* B's and the reader's loads are not A's */
+	ck_assert_int_eq(twrite(race->b, "bee", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&race->b->w), TB_OK);
+	ck_assert_int_eq(tb_reader_drain(&race->tr->rd, ~0u, TB_READ_SCRAPE,
+					 NULL, NULL), 1);
+	ck_assert_uint_eq(tread_pos(race->t), 1);
+	race->acting = 0;
+	race->acted = 1;
+}
+
+START_TEST(test_reserve_is_not_full_when_reader_passes_between_loads)
+{
+	enum tb_full_policy policy = _i ? TB_STALL : TB_DROP;
+	struct cursor_race c;
+	struct tring t;
+	struct twriter a, b;
+	struct treader tr;
+	struct tb_ring_stats st;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, policy);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	a.w.stall_ms = 50;
+	memset(&c, 0, sizeof(c));
+	c.t = &t;
+	c.b = &b;
+	c.tr = &tr;
+	race = &c;
+	tb_test_atomic = between_cursor_loads;
+	ck_assert_int_eq(twrite(&a, "ant", 0, 0), TB_OK);
+	tb_test_atomic = NULL;
+	ck_assert(c.acted);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.wstat[TB_WS_FULL], 0);
+	ck_assert_uint_eq(st.wstat[TB_WS_STALLS], 0);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_CMP, 0, 0, 1, WA));
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&tr);
 	tring_free(&t);
 }
 END_TEST
@@ -3186,6 +3264,9 @@ static Suite *transition_suite(void)
 	tcase_add_test(tc, test_capacity_follows_read_pos);
 	tcase_add_test(tc,
 		test_reserve_is_full_at_distance_num_chunks_across_rollover);
+	tcase_add_loop_test(tc,
+			    test_reserve_is_not_full_when_reader_passes_between_loads,
+			    0, 2);
 	tcase_add_test(tc, test_claim_moves_free_for_reserved_wrap_to_acquired);
 	tcase_add_test(tc, test_claim_expects_only_its_own_wrap);
 	tcase_add_test(tc, test_publish_moves_acquired_to_complete);
