@@ -758,7 +758,11 @@ enum {
  * Reassembles the packet whose first fragment @f ends the head chunk @c,
  * walking the following chunks of the sequence read-only.  On success or
  * loss it consumes the fragments it collected (and on success fills the
- * slices when @want); when more data may still come it consumes nothing.
+ * slices when @want).  When more data may still come (a chunk of the chain
+ * is missing or waits for patches) reading consumes nothing and waits,
+ * but erasing cannot wait: the packet is lost to the overwrite, and every
+ * fragment collected for it goes with the chunk being erased, so none is
+ * left behind to be read later as an orphan.
  */
 static inline int __tb_buf_reassemble(struct tb_buf *b, struct __tb_buf_seq *s,
 				      struct __tb_buf_hdr *c,
@@ -766,9 +770,10 @@ static inline int __tb_buf_reassemble(struct tb_buf *b, struct __tb_buf_seq *s,
 				      bool want, uint32_t *loss)
 {
 	uint32_t prev = c->id, i, nfrags = 1, end = 0;
+	bool unpatched = c->flags & TB_BUF_NEEDS_PATCH;
 	int res = __TB_BUF_RA_WAIT;
 
-	if (c->flags & TB_BUF_NEEDS_PATCH)
+	if (unpatched && !erase)
 		return __TB_BUF_RA_WAIT;
 	for (i = 1; i < s->n; i++) {
 		struct __tb_buf_hdr *n = __tb_buf_chunk(b, s, i);
@@ -804,10 +809,16 @@ static inline int __tb_buf_reassemble(struct tb_buf *b, struct __tb_buf_seq *s,
 		res = __TB_BUF_RA_LOSS;
 		break;
 	}
-	if (res == __TB_BUF_RA_WAIT)
-		return res;
-	/* Collected: chunks 1..end (the chunk that ended a loss is not). */
+	/* Collected: chunks 1..end (the End's chunk, no other that stopped). */
 	end = res == __TB_BUF_RA_OK ? i : i - 1;
+	if (res == __TB_BUF_RA_OK && unpatched)
+		res = __TB_BUF_RA_WAIT;	/* its bytes are not final */
+	if (res == __TB_BUF_RA_WAIT) {
+		if (!erase)
+			return res;
+		*loss = TB_BUF_LOSS_OVERWRITE;
+		res = __TB_BUF_RA_LOSS;
+	}
 	if (res == __TB_BUF_RA_OK && want &&
 	    !__tb_buf_slices_reserve(b, nfrags)) {
 		*loss = 0;		/* no memory to describe it: dropped */
@@ -895,14 +906,9 @@ static inline bool __tb_buf_seq_next(struct tb_buf *b, struct __tb_buf_seq *s,
 				return true;
 			}
 			b->stats.readaheads_failed++;
-			if (r == __TB_BUF_RA_WAIT && !erase) {
+			if (r == __TB_BUF_RA_WAIT) {
 				s->skip_gen = b->gen;
 				return false;
-			}
-			if (r == __TB_BUF_RA_WAIT) {
-				/* Evicted before it could be completed. */
-				__tb_buf_consume(b, c, f.len, true);
-				loss = TB_BUF_LOSS_OVERWRITE;
 			}
 			s->loss |= TB_BUF_LOSS_PRESENT | loss;
 			break;

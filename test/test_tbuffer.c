@@ -1359,6 +1359,86 @@ START_TEST(test_overwrite_of_stalled_begin_reports_overwrite_on_next_packet)
 }
 END_TEST
 
+/*
+ * Chunk 1 of sequence 1 ends in a Begin (@f1), chunk 2 carries its next
+ * fragment (@f2), and the chunk after that has not arrived when making
+ * room evicts chunk 1 and nothing else.  Everything collected for the
+ * packet goes with it, counted as overwritten: chunk 2 is never read and
+ * its fragment is no orphan.  Chunk 3, committed afterwards, starts a new
+ * packet.  Layout: chunk 1 [0, 64), filler, chunk 2 at 2096 (32), filler
+ * to the end; a 32-byte write at 0 evicts chunk 1 and leaves 32 bytes of
+ * padding where chunk 3 goes.
+ */
+static void overwrite_open_packet(uint8_t f1, uint8_t f2, const char *frag2)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	const struct tb_buf_stats *st = tb_buf_stats(b);
+	struct seen v;
+	struct chunk c;
+
+	memset(&v, 0, sizeof(v));
+	tb_buf_on_overwrite(b, on_overwrite, &v);
+	ch_init(&c);
+	ch_frag(&c, 30, 'a');
+	ch_data(&c, "beg-");		/* 31 + 5 bytes: 64 */
+	put(b, 1, 1, 1, f1, &c);
+	ch_init(&c);
+	ch_frag(&c, 2000, 'f');		/* 2032 */
+	put(b, 2, 1, 1, 0, &c);
+	put_f(b, 1, 1, 2, f2, frag2, NULL);	/* 32 */
+	ch_init(&c);
+	ch_frag(&c, 1950, 'g');		/* 1968: up to the end */
+	put(b, 2, 1, 2, 0, &c);
+	put_s(b, 3, 1, 1, "x");		/* wraps: evicts chunk 1 only */
+	ck_assert_uint_eq(st->write_wrap_count, 1);
+	ck_assert_uint_eq(st->chunks_overwritten, 2);
+	ck_assert_uint_eq(st->bytes_overwritten, 64 + 32);
+	ck_assert_uint_eq(st->readaheads_failed, 1);
+	ck_assert_uint_eq(st->readaheads_succeeded, 0);
+	/* Only the whole packet was destroyed; the open one is no packet. */
+	ck_assert_int_eq(v.n, 1);
+	ck_assert_int_eq(v.s[0], 'a');
+	ck_assert_int_eq(put_f(b, 1, 1, 3, 0, "next", NULL), TB_BUF_OK);
+	ck_assert_uint_eq(st->padding_bytes_cleared, 32);
+	ck_assert_int_eq(read_all(b, pk, 10), 4);
+	ck_assert_int_eq(pk[0].str[0], 'f');
+	ck_assert_int_eq(pk[1].str[0], 'g');
+	ck_assert_int_eq(pk[2].str[0], 'x');
+	ck_assert_uint_eq(pk[0].loss | pk[1].loss | pk[2].loss, 0);
+	ck_assert_str_eq(pk[3].str, "next");
+	ck_assert_uint_eq(pk[3].loss, PRESENT | TB_BUF_LOSS_OVERWRITE);
+	/* Read: the two fillers, chunk 3 and "x"; chunk 2 was overwritten. */
+	ck_assert_uint_eq(st->chunks_read, 4);
+	ck_assert_uint_eq(st->bytes_read, 2032 + 1968 + 32 + 32);
+	ck_assert_uint_eq(st->chunks_overwritten, 2);
+	ck_assert_uint_eq(st->readaheads_failed, 1);
+	tb_buf_destroy(b);
+}
+
+START_TEST(test_overwrite_of_open_packet_takes_its_continuation_too)
+{
+	overwrite_open_packet(L, F | L, "mid-");
+}
+END_TEST
+
+START_TEST(test_overwrite_of_unpatched_begin_takes_its_continuation_too)
+{
+	/* The Begin chunk waits for a patch: the chain is collected anyway. */
+	overwrite_open_packet(L | NP, F | L, "mid-");
+}
+END_TEST
+
+START_TEST(test_overwrite_of_unpatched_packet_takes_its_end_too)
+{
+	/*
+	 * The whole chain is there but the Begin chunk is unpatched: the
+	 * packet cannot be completed (a failed readahead, never handed to
+	 * the callback) and its End goes with it.
+	 */
+	overwrite_open_packet(L | NP, F, "end");
+}
+END_TEST
+
 START_TEST(test_partial_overwrite_leaves_a_padding_record)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
@@ -2497,6 +2577,11 @@ static Suite *overwrite_suite(void)
 		test_overwrite_forces_out_incomplete_and_unpatched_chunks);
 	tcase_add_test(t,
 	    test_overwrite_of_stalled_begin_reports_overwrite_on_next_packet);
+	tcase_add_test(t,
+		test_overwrite_of_open_packet_takes_its_continuation_too);
+	tcase_add_test(t,
+		test_overwrite_of_unpatched_begin_takes_its_continuation_too);
+	tcase_add_test(t, test_overwrite_of_unpatched_packet_takes_its_end_too);
 	tcase_add_test(t, test_partial_overwrite_leaves_a_padding_record);
 	tcase_add_test(t, test_header_only_padding_when_16_bytes_remain);
 	tcase_add_test(t, test_exact_fill_wraps_only_on_the_next_write);
