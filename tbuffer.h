@@ -873,8 +873,10 @@ static inline bool __tb_buf_seq_next(struct tb_buf *b, struct __tb_buf_seq *s,
 				s->skip_gen = b->gen;
 				return false;
 			}
-			if (erase)
-				__tb_buf_consume(b, c, c->payload_avail, true);
+			/*
+			 * Bytes left here (a tail a patch made untokenizable)
+			 * were neither read nor overwritten: not counted.
+			 */
 			__tb_buf_erase_head(b, s);
 			if (off == target)
 				return false;

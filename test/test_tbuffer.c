@@ -1439,6 +1439,50 @@ START_TEST(test_overwrite_of_unpatched_packet_takes_its_end_too)
 }
 END_TEST
 
+START_TEST(test_overwritten_chunk_whose_tail_does_not_tokenize_is_not_counted)
+{
+	struct tb_buf_patch p = mk_patch(2, "\xff\xff\xff\xff");
+	struct tb_buf *b;
+	struct chunk c;
+	int erase;
+
+	/*
+	 * Chunk 1 [0, 32): "a", then a fragment whose varint a patch turns
+	 * into one that runs past the payload; chunk 2 [32, 64); a filler
+	 * up to the end.  The chunk never empties through its fragments, so
+	 * neither overwriting nor reading it counts it, in either mode.
+	 */
+	for (erase = 0; erase < 2; erase++) {
+		b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+		put_f(b, 1, 1, 1, 0, "a", "bcdefgh", NULL);
+		put_s(b, 1, 1, 2, "n");
+		ch_init(&c);
+		ch_frag(&c, 4014, 'f');		/* 4032 */
+		put(b, 2, 1, 1, 0, &c);
+		ck_assert_int_eq(tb_buf_patch(b, 1, 1, 1, &p, 1, false),
+				 TB_BUF_OK);
+		if (!erase) {
+			ck_assert_int_eq(read_all(b, pk, 10), 3);
+			ck_assert_str_eq(pk[0].str, "a");
+			ck_assert_uint_eq(tb_buf_stats(b)->chunks_read, 2);
+			ck_assert_uint_eq(tb_buf_stats(b)->bytes_read,
+					  32 + 4032);
+			tb_buf_destroy(b);
+			continue;
+		}
+		put_s(b, 3, 1, 1, "x");		/* evicts chunk 1 only */
+		ck_assert_uint_eq(tb_buf_stats(b)->chunks_overwritten, 0);
+		ck_assert_uint_eq(tb_buf_stats(b)->bytes_overwritten, 0);
+		ck_assert_int_eq(read_all(b, pk, 10), 3);
+		ck_assert_str_eq(pk[0].str, "nnnn");
+		ck_assert_uint_eq(pk[0].loss, PRESENT | TB_BUF_LOSS_OVERWRITE |
+				  TB_BUF_LOSS_CHUNK_CORRUPTED);
+		ck_assert_uint_eq(tb_buf_stats(b)->chunks_read, 3);
+		tb_buf_destroy(b);
+	}
+}
+END_TEST
+
 START_TEST(test_partial_overwrite_leaves_a_padding_record)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
@@ -2582,6 +2626,8 @@ static Suite *overwrite_suite(void)
 	tcase_add_test(t,
 		test_overwrite_of_unpatched_begin_takes_its_continuation_too);
 	tcase_add_test(t, test_overwrite_of_unpatched_packet_takes_its_end_too);
+	tcase_add_test(t,
+	    test_overwritten_chunk_whose_tail_does_not_tokenize_is_not_counted);
 	tcase_add_test(t, test_partial_overwrite_leaves_a_padding_record);
 	tcase_add_test(t, test_header_only_padding_when_16_bytes_remain);
 	tcase_add_test(t, test_exact_fill_wraps_only_on_the_next_write);
