@@ -616,8 +616,9 @@ int main(int argc, char **argv)
 			mc[r] = res[i][r].mc_mbps;
 		}
 		med[i] = bench_median_index(mpkt[i], runs);
-		print_row(&cfgs[i], &res[i][med[i]], bench_spread(mpkt[i], runs),
-			  bench_median(mc, runs), ok);
+		print_row(&cfgs[i], &res[i][med[i]],
+			  bench_spread(mpkt[i], runs), bench_median(mc, runs),
+			  ok);
 		fflush(stdout);
 		failed += !ok;
 	}
