@@ -45,8 +45,19 @@
  *     on the next publication" holds.
  *   - A relocating writer that finds the ring full follows its own full
  *     policy: under TB_STALL it waits like any other claim.
- *   - read_pos is published once per drain pass (batched), not per
- *     position; the seed's per-position store is equivalent but slower.
+ *   - read_pos is stored (release) right after each position's
+ *     transition, as in the seed's reader flow, and every public reader
+ *     call returns with it published; stalled writers are woken once per
+ *     call.  A reader restart (a new struct tb_reader on the same ring,
+ *     e.g. a restarted service attaching again) starts at the published
+ *     read_pos and continues, whether the old reader returned or died
+ *     anywhere but in one window: between the transition of a position
+ *     and the store of read_pos after it.  A reader that dies there
+ *     leaves that chunk stamped for its next traversal behind read_pos;
+ *     the next reader meets a free tag that does not match read_pos (the
+ *     seed's "unsupported reader restart") and stops the ring with
+ *     TB_EPROTO, changing nothing.  Chunks the old reader had copied but
+ *     not yet handed to its caller are lost with it.
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
  *     resolves as a hole.
@@ -941,19 +952,27 @@ static inline void tb_bell_cancel(struct tb_bell *b)
 }
 
 /*
+ * Wakes writers stalled on a full ring, after read_pos moved.  The waiter
+ * hint is only a hint: a writer killed while waiting leaves it raised,
+ * which costs one needless FUTEX_WAKE per reader call, no more.
+ */
+static inline void __tb_ring_wake_writers(const struct tb_ring *r)
+{
+	__tb_fence_sc();	/* pairs with the fence in __tb_writer_stall */
+	/* relaxed: the fence above gives the store->load order */
+	if (__tb_load(&r->hdr->waiters, TB_RLX))
+		__tb_futex_wake(&r->hdr->read_pos);
+}
+
+/*
  * Publishes read_pos (release: pairs with the writers' acquire load in
  * reserve; the chunk transitions come first) and wakes stalled writers.
- * The waiter hint is only a hint: a writer killed while waiting leaves it
- * raised, which costs one needless FUTEX_WAKE per drain pass, no more.
  */
 static inline void tb_ring_publish_read_pos(const struct tb_ring *r,
 					    uint32_t read_pos)
 {
 	__tb_store(&r->hdr->read_pos, read_pos, TB_REL);
-	__tb_fence_sc();	/* pairs with the fence in __tb_writer_stall */
-	/* relaxed: the fence above gives the store->load order */
-	if (__tb_load(&r->hdr->waiters, TB_RLX))
-		__tb_futex_wake(&r->hdr->read_pos);
+	__tb_ring_wake_writers(r);
 }
 
 /* ------------------------------------------------------------------------
@@ -1577,12 +1596,13 @@ static inline bool __tb_reader_pressed(const struct tb_reader *rd,
 }
 
 /*
- * Resolves the position at the private cursor (seed 5.3).  Does not
- * publish read_pos: tb_reader_drain() does, once per pass.
+ * Resolves the position at the private cursor (seed 5.3): one snapshot of
+ * the state word, then at most TB_READ_BUDGET lost races.  Moves only the
+ * private cursor; __tb_reader_step() publishes it.
  */
-static inline int tb_reader_read_one(struct tb_reader *rd,
-				     enum tb_read_mode mode,
-				     struct tb_chunk_view *v)
+static inline int __tb_reader_resolve(struct tb_reader *rd,
+				      enum tb_read_mode mode,
+				      struct tb_chunk_view *v)
 {
 	const struct tb_ring *r = rd->ring;
 	uint32_t pos = rd->pos, wp, word;
@@ -1645,40 +1665,89 @@ pending:
 }
 
 /*
- * Resolves up to @max positions, calling @fn for every emitted chunk, then
- * publishes read_pos once and wakes stalled writers.  Returns the number
- * of positions resolved, or TB_EPROTO once the ring is stopped (chunks
- * resolved before the error were delivered).  TB_READ_LAZY stops before a
- * chunk a writer still holds unless the ring is under pressure;
+ * Resolves the position at the private cursor (seed 5.3) and, when it was
+ * resolved, publishes the new read_pos right after the transition, as the
+ * seed's reader flow does: a reader that stops anywhere but between the
+ * two leaves read_pos naming the next unresolved position.
+ */
+static inline int __tb_reader_step(struct tb_reader *rd,
+				   enum tb_read_mode mode,
+				   struct tb_chunk_view *v)
+{
+	int ret = __tb_reader_resolve(rd, mode, v);
+
+	/* release: pairs with the writers' acquire load in reserve */
+	if (ret == TB_EMITTED || ret == TB_SKIPPED)
+		__tb_store(&rd->ring->hdr->read_pos, rd->pos, TB_REL);
+	return ret;
+}
+
+/*
+ * Ends every public reader call; read_pos is already published.  Wakes
+ * writers stalled on a full ring if it moved since @start, notes where
+ * the reader stopped for tb_reader_idle(), and copies the reader's
+ * counters to the header.
+ */
+static inline void __tb_reader_end(struct tb_reader *rd, uint32_t start,
+				   int ret)
+{
+	const struct tb_ring *r = rd->ring;
+	int i;
+
+	if (rd->pos != start)
+		__tb_ring_wake_writers(r);
+	/* relaxed: only compared by tb_reader_idle() */
+	rd->wait_pos = __tb_load(&r->hdr->write_pos, TB_RLX);
+	if (ret != TB_PENDING)
+		rd->wait_word = 0xffffffffu;	/* matches no real state */
+	for (i = 0; i < TB_RS_MAX; i++)		/* relaxed: statistics */
+		__tb_store(&r->hdr->rstat[i], rd->stat[i], TB_RLX);
+}
+
+/*
+ * Resolves one position and publishes read_pos (waking stalled writers)
+ * before it returns: TB_EMITTED (with @v filled; its pointers stay valid
+ * until the next reader call), TB_SKIPPED, or why nothing was resolved.
+ */
+static inline int tb_reader_read_one(struct tb_reader *rd,
+				     enum tb_read_mode mode,
+				     struct tb_chunk_view *v)
+{
+	uint32_t start = rd->pos;
+	int ret = __tb_reader_step(rd, mode, v);
+
+	__tb_reader_end(rd, start, ret);
+	return ret;
+}
+
+/*
+ * Resolves up to @max positions, calling @fn for every emitted chunk.
+ * read_pos is published after every position, before @fn runs, and
+ * stalled writers are woken once at the end.  Returns the number of
+ * positions resolved, or TB_EPROTO once the ring is stopped (chunks
+ * resolved before the error were delivered).  TB_READ_LAZY stops before
+ * a chunk a writer still holds unless the ring is under pressure;
  * TB_READ_SCRAPE (a flush) takes its published prefix.  Never waits.
  */
 static inline int tb_reader_drain(struct tb_reader *rd, unsigned max,
 				  enum tb_read_mode mode, tb_chunk_fn fn,
 				  void *ctx)
 {
-	const struct tb_ring *r = rd->ring;
 	uint32_t start = rd->pos;
 	unsigned done = 0;
-	int ret = TB_NODATA, i;
+	int ret = TB_NODATA;
 
 	while (done < max) {
 		struct tb_chunk_view v;
 
-		ret = tb_reader_read_one(rd, mode, &v);
+		ret = __tb_reader_step(rd, mode, &v);
 		if (ret != TB_EMITTED && ret != TB_SKIPPED)
 			break;
 		if (ret == TB_EMITTED && fn)
 			fn(ctx, &v);
 		done++;
 	}
-	if (rd->pos != start)
-		tb_ring_publish_read_pos(r, rd->pos);
-	/* relaxed: only compared by tb_reader_idle(), like in read_one */
-	rd->wait_pos = __tb_load(&r->hdr->write_pos, TB_RLX);
-	if (ret != TB_PENDING)
-		rd->wait_word = 0xffffffffu;	/* matches no real state */
-	for (i = 0; i < TB_RS_MAX; i++)		/* relaxed: statistics */
-		__tb_store(&r->hdr->rstat[i], rd->stat[i], TB_RLX);
+	__tb_reader_end(rd, start, ret);
 	return ret == TB_EPROTO ? TB_EPROTO : (int)done;
 }
 

@@ -12,6 +12,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2788,7 +2789,7 @@ END_TEST
 START_TEST(test_relocation_without_capacity_drops_and_acknowledges)
 {
 	struct tring t;
-	struct twriter a, b;
+	struct twriter a, b, c;
 	struct treader tr;
 	struct tb_chunk_view v;
 	struct collect col;
@@ -2798,6 +2799,7 @@ START_TEST(test_relocation_without_capacity_drops_and_acknowledges)
 	tring_new(&t, 512, 2);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
 	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_DROP);
 	treader_new(&tr, &t);
 	ck_assert_int_eq(twrite(&a, "published", 0, 0), TB_OK);	/* p0 */
 	ck_assert_int_eq(tb_writer_open(&b.w, 1, 0, &spb), TB_OK);	/* p1 */
@@ -2805,16 +2807,20 @@ START_TEST(test_relocation_without_capacity_drops_and_acknowledges)
 	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
 			 TB_EMITTED);
 	ck_assert_vfrag(&v, 0, "published");
-	/* read_pos not yet published: the ring is full */
+	ck_assert_uint_eq(tread_pos(&t), 1);
+	/* c takes the room: p2 maps to the scraped chunk, p3 is full */
+	ck_assert_int_eq(twrite(&c, "c", 0, 0), TB_NO_CHUNK);
+	ck_assert_uint_eq(twrite_pos(&t), 3);
+	/* the ring is full: a's suffix finds no replacement */
 	ck_assert_int_eq(tb_writer_close(&a.w, 4, 0), TB_DROPPED);
 	ck_assert_uint_eq(a.w.dropped_frags, 1);
 	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
-	ck_assert_uint_eq(twrite_pos(&t), 2);
+	ck_assert_uint_eq(twrite_pos(&t), 3);
 
 	/* b finishes, the reader catches up */
 	ck_assert_int_eq(tb_writer_close(&b.w, 0, 0), TB_OK);
 	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
-					 NULL), 1);
+					 NULL), 2);
 	/* a's next chunk carries data loss */
 	ck_assert_int_eq(twrite(&a, "next", 0, 0), TB_OK);
 	memset(&col, 0, sizeof(col));
@@ -2831,6 +2837,7 @@ START_TEST(test_relocation_without_capacity_drops_and_acknowledges)
 	ck_assert_uint_eq(d.flags3, 0);
 	twriter_free(&a);
 	twriter_free(&b);
+	twriter_free(&c);
 	treader_free(&tr);
 	tring_free(&t);
 }
@@ -2839,7 +2846,7 @@ END_TEST
 START_TEST(test_sync_without_capacity_drops_open_fragment)
 {
 	struct tring t;
-	struct twriter a, b;
+	struct twriter a, b, c;
 	struct treader tr;
 	struct tb_chunk_view v;
 	struct tb_span sp, spb;
@@ -2847,17 +2854,21 @@ START_TEST(test_sync_without_capacity_drops_open_fragment)
 	tring_new(&t, 512, 2);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
 	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_DROP);
 	treader_new(&tr, &t);
 	ck_assert_int_eq(twrite(&a, "published", 0, 0), TB_OK);
 	ck_assert_int_eq(tb_writer_open(&b.w, 1, 0, &spb), TB_OK);
 	topen_with(&a, "lost", 16, 0, &sp);
 	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
 			 TB_EMITTED);
+	/* c takes the room the scrape made: the ring is full again */
+	ck_assert_int_eq(twrite(&c, "c", 0, 0), TB_NO_CHUNK);
 	ck_assert_int_eq(tb_writer_sync(&a.w, 4, &sp), TB_DROPPED);
 	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
 	ck_assert_uint_eq(a.w.dropped_frags, 1);
 	twriter_free(&a);
 	twriter_free(&b);
+	twriter_free(&c);
 	treader_free(&tr);
 	tring_free(&t);
 }
@@ -2868,11 +2879,11 @@ START_TEST(test_relocating_writer_under_stall_waits_for_capacity)
 	struct tring t;
 	struct twriter a, b;
 	struct treader tr;
-	struct tb_chunk_view v;
 	struct collect col;
 	struct stall_arg arg;
 	struct tb_span sp, spb;
 	pthread_t th;
+	uint32_t seen;
 	unsigned i;
 	int found = 0;
 
@@ -2884,8 +2895,9 @@ START_TEST(test_relocating_writer_under_stall_waits_for_capacity)
 	ck_assert_int_eq(twrite(&a, "published", 0, 0), TB_OK);	/* p0 */
 	ck_assert_int_eq(tb_writer_open(&b.w, 1, 0, &spb), TB_OK);	/* p1 */
 	topen_with(&a, "moved", 5, 0, &sp);
-	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
-			 TB_EMITTED);
+	/* a reader between its scrape of p0 and its store of read_pos */
+	seen = tb_ring_load_state(&t.r, 0);
+	ck_assert(tb_ring_mark_rewrite(&t.r, 0, &seen));
 
 	memset(&arg, 0, sizeof(arg));
 	arg.tw = &a;
@@ -3215,6 +3227,201 @@ END_TEST
 /* ------------------------------------------------------------------------
  * Suites
  */
+/* ------------------------------------------------------------------------
+ * Reader restarts: every public reader call leaves read_pos published
+ */
+
+/* Writes @n one-chunk packets "p0", "p1", ... from writer @tw, each alone. */
+static void write_chunks(struct twriter *tw, unsigned first, unsigned n)
+{
+	char s[8];
+	unsigned i;
+
+	for (i = first; i < first + n; i++) {
+		snprintf(s, sizeof(s), "p%u", i);
+		ck_assert_int_eq(twrite(tw, s, 0, 0), TB_OK);
+		ck_assert_int_eq(tb_writer_release(&tw->w), TB_OK);
+	}
+}
+
+/* The fragments of @col are "p<first>", "p<first+1>", ... @n of them. */
+static void expect_chunks(const struct collect *col, unsigned first,
+			  unsigned n)
+{
+	char s[8];
+	unsigned i;
+
+	ck_assert_uint_eq(col->count, n);
+	for (i = 0; i < n; i++) {
+		snprintf(s, sizeof(s), "p%u", first + i);
+		ck_assert_str_eq(col->c[i].frag[0], s);
+	}
+}
+
+START_TEST(test_read_one_publishes_read_pos)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_chunk_view v;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	write_chunks(&a, 0, 2);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_LAZY, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(tread_pos(&t), 1);
+	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_LAZY, &v),
+			 TB_EMITTED);
+	ck_assert_uint_eq(tread_pos(&t), 2);
+	/* a caller that only uses read_one never wedges the ring */
+	write_chunks(&a, 2, 4);
+	ck_assert_uint_eq(twrite_pos(&t), 6);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * A reader replaced after any public call returned (a restarted service
+ * attaching again) continues at read_pos: nothing is read twice, nothing
+ * is skipped, and the ring does not stop.
+ */
+START_TEST(test_new_reader_continues_where_the_old_one_returned)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader old, fresh;
+	struct tb_chunk_view v;
+	static struct collect col;	/* survives the longjmp */
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&old, &t);
+	write_chunks(&a, 0, 6);
+	memset(&col, 0, sizeof(col));
+	/* a drain pass cut short by its limit, then one read_one */
+	ck_assert_int_eq(tb_reader_drain(&old.rd, 2, TB_READ_LAZY,
+					 collect_fn, &col), 2);
+	ck_assert_int_eq(tb_reader_read_one(&old.rd, TB_READ_LAZY, &v),
+			 TB_EMITTED);
+	collect_fn(&col, &v);
+	expect_chunks(&col, 0, 3);
+	ck_assert_uint_eq(tread_pos(&t), 3);
+
+	treader_new(&fresh, &t);
+	memset(&col, 0, sizeof(col));
+	ck_assert_int_eq(tb_reader_drain(&fresh.rd, ~0u, TB_READ_LAZY,
+					 collect_fn, &col), 3);
+	expect_chunks(&col, 3, 3);
+	ck_assert(!fresh.rd.stopped);
+	ck_assert_uint_eq(tread_pos(&t), 6);
+	twriter_free(&a);
+	treader_free(&old);
+	treader_free(&fresh);
+	tring_free(&t);
+}
+END_TEST
+
+/* A reader "killed" inside its chunk callback: longjmp out of the drain. */
+static jmp_buf kill_reader;
+
+static void collect_then_die(void *ctx, const struct tb_chunk_view *v)
+{
+	struct collect *col = (struct collect *)ctx;
+
+	collect_fn(ctx, v);
+	if (col->count == 2)
+		longjmp(kill_reader, 1);
+}
+
+START_TEST(test_reader_killed_in_a_pass_new_reader_continues)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader old, fresh;
+	static struct collect col;	/* survives the longjmp */
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&old, &t);
+	treader_new(&fresh, &t);	/* before the drain: its init is free */
+	write_chunks(&a, 0, 5);
+	memset(&col, 0, sizeof(col));
+	if (!setjmp(kill_reader)) {
+		tb_reader_drain(&old.rd, ~0u, TB_READ_LAZY, collect_then_die,
+				&col);
+		ck_abort_msg("the callback did not stop the drain");
+	}
+	/* the two chunks it took are resolved and published */
+	expect_chunks(&col, 0, 2);
+	ck_assert_uint_eq(tread_pos(&t), 2);
+	ck_assert_int_eq(tb_reader_init(&fresh.rd, &t.r, fresh.scratch),
+			 TB_OK);
+	memset(&col, 0, sizeof(col));
+	ck_assert_int_eq(tb_reader_drain(&fresh.rd, ~0u, TB_READ_LAZY,
+					 collect_fn, &col), 3);
+	expect_chunks(&col, 2, 3);
+	twriter_free(&a);
+	treader_free(&old);
+	treader_free(&fresh);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * The one window a restart cannot cross: killed between the transition of
+ * a position and its read_pos store, a reader leaves that chunk stamped
+ * for its next traversal behind the published read_pos.  The next reader
+ * meets a free tag that does not match read_pos, which the protocol calls
+ * an unsupported reader restart: it stops the ring (TB_EPROTO) and
+ * changes neither the word nor read_pos.
+ */
+static void die_at_read_pos_store(const uint32_t *p, int op, uint32_t v,
+				  int ok, int fail)
+{
+	(void)v, (void)ok, (void)fail;
+	if (op == TB_TEST_STORE && p == &race->t->r.hdr->read_pos)
+		longjmp(kill_reader, 1);
+}
+
+START_TEST(test_reader_killed_before_its_read_pos_store_stops_the_next)
+{
+	struct cursor_race c;
+	struct tring t;
+	struct twriter a;
+	struct treader old, fresh;
+	struct tb_chunk_view v;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&old, &t);
+	write_chunks(&a, 0, 2);
+	memset(&c, 0, sizeof(c));
+	c.t = &t;
+	race = &c;
+	if (!setjmp(kill_reader)) {
+		tb_test_atomic = die_at_read_pos_store;
+		tb_reader_read_one(&old.rd, TB_READ_LAZY, &v);
+		ck_abort_msg("read_pos was never stored");
+	}
+	tb_test_atomic = NULL;
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_uint_eq(tread_pos(&t), 0);
+	treader_new(&fresh, &t);
+	ck_assert_int_eq(tb_reader_drain(&fresh.rd, ~0u, TB_READ_LAZY, NULL,
+					 NULL), TB_EPROTO);
+	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
+	ck_assert_uint_eq(tread_pos(&t), 0);
+	twriter_free(&a);
+	treader_free(&old);
+	treader_free(&fresh);
+	tring_free(&t);
+}
+END_TEST
+
 static Suite *abi_suite(void)
 {
 	Suite *s = suite_create("tbring abi");
@@ -3340,6 +3547,11 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_reader_eproto_on_write_pos_beyond_num_chunks);
 	tcase_add_test(tc, test_lazy_reader_pending_before_acquired_chunk);
 	tcase_add_test(tc, test_lazy_reader_scrapes_once_under_pressure);
+	tcase_add_test(tc, test_read_one_publishes_read_pos);
+	tcase_add_test(tc, test_new_reader_continues_where_the_old_one_returned);
+	tcase_add_test(tc, test_reader_killed_in_a_pass_new_reader_continues);
+	tcase_add_test(tc,
+		test_reader_killed_before_its_read_pos_store_stops_the_next);
 	suite_add_tcase(s, tc);
 	return s;
 }
