@@ -672,9 +672,11 @@ static inline void __tb_buf_consume(struct tb_buf *b, struct __tb_buf_hdr *c,
 /*
  * A sequence's head chunk is about to be read for the first time: report
  * the producer's own loss before it (TB_BUF_DATA_LOSS, once) and a gap to
- * the last chunk consumed.  A re-admitted chunk carries the id of the last
- * one consumed and is no gap.  A head that was already partly read was
- * checked before, so a gap is reported once.
+ * the last chunk consumed.  A head that was already partly read was
+ * checked before, so a gap is reported once.  A re-admitted chunk carries
+ * the id of the last one consumed and is no gap; it gets here only when
+ * nothing of it had been consumed (an evicted or relocated scraped chunk
+ * that stored no fragment), otherwise it counts as partly read.
  */
 static inline void __tb_buf_gap_check(const struct tb_buf *b,
 				      struct __tb_buf_seq *s)

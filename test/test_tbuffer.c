@@ -1149,6 +1149,45 @@ START_TEST(test_evicted_scraped_chunk_is_readmitted_with_its_new_tail)
 }
 END_TEST
 
+START_TEST(test_readmitted_chunk_is_no_gap_even_when_nothing_was_consumed)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct chunk c, f;
+
+	/*
+	 * A scraped chunk whose only fragment is the one still being
+	 * written stores nothing.  Its final commit re-admits it under the
+	 * id last consumed, with no byte of it consumed yet: no gap.
+	 * First by relocation of the drained head ...
+	 */
+	ch_init(&c);
+	ch_data(&c, "a");
+	put_scraped(b, 1, 1, 5, 0, &c, 100);
+	ck_assert_int_eq(put(b, 1, 1, 5, 0, &c), TB_BUF_OK);
+	ck_assert_uint_eq(tb_buf_stats(b)->chunks_relocated, 1);
+	ck_assert_int_eq(read_all(b, pk, 10), 1);
+	ck_assert_str_eq(pk[0].str, "a");
+	ck_assert_uint_eq(pk[0].loss, 0);
+	tb_buf_destroy(b);
+
+	/* ... then by eviction: [0, 128) scraped, a filler to the end. */
+	b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	put_scraped(b, 1, 1, 5, 0, &c, 100);
+	ch_init(&f);
+	ch_frag(&f, 3950, 'f');			/* 3968 */
+	put(b, 2, 1, 1, 0, &f);
+	put_s(b, 3, 1, 1, "x");			/* evicts the scraped chunk */
+	ck_assert_uint_eq(tb_buf_stats(b)->chunks_overwritten, 0);
+	ck_assert_int_eq(put(b, 1, 1, 5, 0, &c), TB_BUF_OK);
+	ck_assert_uint_eq(tb_buf_stats(b)->chunks_discarded, 0);
+	ck_assert_int_eq(read_all(b, pk, 10), 3);
+	ck_assert_str_eq(pk[2].str, "a");
+	/* Nothing was destroyed and nothing skipped. */
+	ck_assert_uint_eq(pk[2].loss, 0);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 /* ---- Overwrite ---------------------------------------------------------- */
 
 struct seen {
@@ -2597,6 +2636,8 @@ static Suite *scrape_suite(void)
 	tcase_add_test(t,
 		test_drained_scraped_head_is_relocated_on_final_commit);
 	tcase_add_test(t, test_discard_mode_never_relocates);
+	tcase_add_test(t,
+	    test_readmitted_chunk_is_no_gap_even_when_nothing_was_consumed);
 	tcase_add_test(t,
 		test_evicted_scraped_chunk_is_readmitted_with_its_new_tail);
 	suite_add_tcase(s, t);
