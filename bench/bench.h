@@ -128,11 +128,12 @@ static inline void bench_select(int argc, char **argv,
 		if (!strcmp(pat, "-h") || !strcmp(pat, "--help")) {
 			printf("usage: %s [-l | --list] [PATTERN...]\n"
 			       "Runs the rows whose whole name matches a "
-			       "PATTERN (fnmatch(3) glob; a plain name is\n"
-			       "that row only), or every row.  -l lists the "
-			       "row names.  Environment:\nTB_BENCH_RUNS "
-			       "(timed runs per row, median reported), "
-			       "TB_BENCH_SECONDS, TB_BENCH_WARMUP.\n",
+			       "PATTERN (an fnmatch(3) glob;\na plain name "
+			       "is that row only), or every row.  -l lists "
+			       "the row names.\nEnvironment: TB_BENCH_RUNS "
+			       "(timed runs per row; the median is reported);"
+			       "\nbench_ring also TB_BENCH_SECONDS (per run) "
+			       "and TB_BENCH_WARMUP (0: none).\n",
 			       argv[0]);
 			exit(0);
 		}

@@ -592,11 +592,13 @@ int main(int argc, char **argv)
 		names[i] = cfgs[i].name;
 	bench_select(argc, argv, names, n, sel);
 	printf("tbring bench: %u chunks of %u B, reader drains lazily (wait "
-	       "%u ms when idle).\nPer row: one untimed, verified warm-up "
-	       "run of %.2f s, then the median of %u timed runs of %.2f s,\n"
-	       "each followed by its memcpy baseline (TB_BENCH_WARMUP, "
-	       "TB_BENCH_RUNS, TB_BENCH_SECONDS).\n", NUM_CHUNKS, CHUNK_SIZE,
-	       WAIT_MS, warm, runs, secs);
+	       "%u ms when idle).\nPer row: ", NUM_CHUNKS, CHUNK_SIZE, WAIT_MS);
+	if (warm > 0)
+		printf("one untimed, verified warm-up run of %.2f s, then ",
+		       warm);
+	printf("the median of %u timed runs of %.2f s,\neach followed by "
+	       "its memcpy baseline (TB_BENCH_WARMUP, TB_BENCH_RUNS, "
+	       "TB_BENCH_SECONDS).\n", runs, secs);
 	print_header();
 	for (i = 0; i < n; i++) {
 		struct result warmup;
