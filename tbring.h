@@ -97,6 +97,7 @@ enum tb_result {
 	TB_DROPPED = -4,	/* a scraped suffix found no replacement */
 	TB_EPROTO = -5,		/* the shared words broke the protocol */
 	TB_EINVAL = -6,		/* bad argument, geometry or header */
+	TB_EPINNED = -7,	/* every chunk pinned by dead writers */
 	TB_NODATA = 1,		/* reader: nothing reserved */
 	TB_EMITTED = 2,		/* reader: a chunk's fragments were taken */
 	TB_SKIPPED = 3,		/* reader: the position was a hole */
@@ -114,6 +115,8 @@ static inline const char *tb_strerror(int result)
 	case TB_DROPPED: return "relocated suffix dropped";
 	case TB_EPROTO: return "protocol error";
 	case TB_EINVAL: return "invalid argument";
+	case TB_EPINNED: return "every chunk pinned by a writer that never "
+				"acknowledged a scrape";
 	case TB_NODATA: return "no data";
 	case TB_EMITTED: return "emitted";
 	case TB_SKIPPED: return "skipped";
@@ -471,6 +474,7 @@ enum tb_rstat {			/* reader-side counters */
 	TB_RS_MALFORMED,	/* directories that failed validation */
 	TB_RS_UNKNOWN_FORMAT,	/* chunks of a format other than 00 */
 	TB_RS_RETRY_LATER,	/* positions left after losing every race */
+	TB_RS_PINNED,		/* holes: chunk still RewriteRequested */
 	TB_RS_MAX
 };
 
@@ -667,10 +671,19 @@ static inline void tb_ring_set_bell(struct tb_ring *r, struct tb_bell *bell)
 	r->bell = bell;
 }
 
-/* Counters, read as untrusted statistics (relaxed loads). */
+/*
+ * Counters, read as untrusted statistics (relaxed loads).  @pinned is the
+ * number of chunks RewriteRequested right now: scraped by the reader and
+ * not yet acknowledged by their writer.  A live writer acknowledges within
+ * microseconds; one that died holding its chunk never does, and the
+ * protocol leaves that chunk to it for good (only its writer may leave
+ * RewriteRequested), so every later lap of it is a hole (rstat
+ * TB_RS_PINNED).  Counting them visits every state word: O(num_chunks).
+ */
 struct tb_ring_stats {
 	uint32_t write_pos;
 	uint32_t read_pos;
+	uint32_t pinned;
 	uint32_t wstat[TB_WS_MAX];
 	uint32_t rstat[TB_RS_MAX];
 };
@@ -678,7 +691,7 @@ struct tb_ring_stats {
 static inline void tb_ring_stats(const struct tb_ring *r,
 				 struct tb_ring_stats *s)
 {
-	int i;
+	uint32_t i;
 
 	/* relaxed: statistics, no data is read on their strength */
 	s->write_pos = __tb_load(&r->hdr->write_pos, TB_RLX);
@@ -687,6 +700,10 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 		s->wstat[i] = __tb_load(&r->hdr->wstat[i], TB_RLX);
 	for (i = 0; i < TB_RS_MAX; i++)
 		s->rstat[i] = __tb_load(&r->hdr->rstat[i], TB_RLX);
+	s->pinned = 0;
+	for (i = 0; i < r->num_chunks; i++)	/* relaxed: statistics */
+		s->pinned += tb_state_of(__tb_load(tb_ring_word(r, i),
+						   TB_RLX)) == TB_REWRITE;
 }
 
 /* ------------------------------------------------------------------------
@@ -1488,6 +1505,7 @@ struct tb_reader {
 	uint32_t stopped;	/* a protocol error latched */
 	uint32_t wait_pos;	/* write_pos when the last drain stopped */
 	uint32_t wait_word;	/* the word it stopped at */
+	uint32_t pinned_run;	/* positions in a row found RewriteRequested */
 #ifdef TB_TEST_HOOKS
 	/* test seam: runs between the copy and the arbitrating CAS */
 	void (*hook)(void *ctx, uint32_t pos, uint32_t word);
@@ -1577,6 +1595,7 @@ static inline int __tb_reader_done(struct tb_reader *rd, int copied)
 					TB_RS_HOLES, TB_RS_EMITTED };
 
 	rd->pos++;
+	rd->pinned_run = 0;
 	rd->stat[stat[copied]]++;
 	if (copied < __TB_COPY_EMPTY)
 		rd->stat[TB_RS_HOLES]++;
@@ -1605,9 +1624,9 @@ static inline int __tb_reader_resolve(struct tb_reader *rd,
 				      struct tb_chunk_view *v)
 {
 	const struct tb_ring *r = rd->ring;
-	uint32_t pos = rd->pos, wp, word;
+	uint32_t pos = rd->pos, wp, word, run;
 	unsigned budget;
-	int copied;
+	int copied, ret;
 
 	if (rd->stopped)
 		return TB_EPROTO;
@@ -1647,8 +1666,17 @@ static inline int __tb_reader_resolve(struct tb_reader *rd,
 				continue;
 			return __tb_reader_done(rd, copied);
 		case TB_REWRITE:
-			/* an older scrape its writer has not acknowledged */
-			return __tb_reader_done(rd, __TB_COPY_EMPTY);
+			/*
+			 * An older scrape its writer has not acknowledged: a
+			 * whole lap ago, since only this reader makes the
+			 * word and it moved on right after.  Ours to skip,
+			 * never to touch.
+			 */
+			run = rd->pinned_run + 1;
+			ret = __tb_reader_done(rd, __TB_COPY_EMPTY);
+			rd->stat[TB_RS_PINNED]++;
+			rd->pinned_run = run;
+			return ret;
 		case TB_ACKED:
 			if (!tb_ring_reclaim_acked(r, pos, &word))
 				return __tb_reader_stop(rd);
@@ -1749,6 +1777,19 @@ static inline int tb_reader_drain(struct tb_reader *rd, unsigned max,
 	}
 	__tb_reader_end(rd, start, ret);
 	return ret == TB_EPROTO ? TB_EPROTO : (int)done;
+}
+
+/*
+ * True once the last num_chunks positions in a row were holes because
+ * their chunks were still RewriteRequested: every chunk of the ring is
+ * held by a writer that has not acknowledged its scrape for a whole lap,
+ * which in practice means writers that died.  Nothing can be written to
+ * this ring again until they acknowledge (they never will if they are
+ * dead): a service should retire it (TB_EPINNED).
+ */
+static inline bool tb_reader_pinned(const struct tb_reader *rd)
+{
+	return rd->pinned_run >= rd->ring->num_chunks;
 }
 
 /*

@@ -30,8 +30,9 @@
  *    bridges.  Each tb_service_poll() drains what is complete in every
  *    ring, and when nothing is there sleeps on a shared doorbell (struct
  *    tb_bell) with a timeout, so an idle service does not spin.  It
- *    scrapes (flushes) on request and at stop, stops a ring that breaks
- *    the protocol while the others carry on, and in long-trace mode
+ *    scrapes (flushes) on request and at stop, retires a ring that breaks
+ *    the protocol or whose every chunk is pinned by dead writers while
+ *    the others carry on, and in long-trace mode
  *    writes the central buffers to the output every period.
  *
  * Ring writer id 0 is reserved here: the central buffer refuses it, so
@@ -125,7 +126,7 @@ struct tb_bridge {
 	struct __tb_bridge_key *keys;	/* open addressing, power of two */
 	uint32_t keys_cap;
 	uint32_t keys_n;
-	int error;			/* TB_EPROTO once the ring stopped */
+	int error;			/* TB_EPROTO or TB_EPINNED: retired */
 	uint64_t stat[TB_BS_MAX];
 	struct tb_buf_frag frags[TB_FRAG_MAX];
 };
@@ -276,8 +277,11 @@ static inline void __tb_bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 
 /*
  * Drains up to @max positions of the ring into the central buffers.
- * Returns the positions resolved, or TB_EPROTO once the ring is stopped
- * (for good: later calls return it at once and touch nothing).
+ * Returns the positions resolved, or an error once the ring is retired,
+ * for good (later calls return it at once and touch nothing): TB_EPROTO
+ * when the ring broke the protocol, TB_EPINNED when every chunk of it is
+ * pinned by writers that never acknowledged a scrape (tb_reader_pinned()),
+ * so nothing can be written to it again.
  */
 static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
 				  enum tb_read_mode mode)
@@ -287,6 +291,8 @@ static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
 	if (br->error)
 		return br->error;
 	ret = tb_reader_drain(&br->reader, max, mode, __tb_bridge_chunk, br);
+	if (ret >= 0 && tb_reader_pinned(&br->reader))
+		ret = TB_EPINNED;
 	if (ret < 0)
 		br->error = ret;
 	return ret;
@@ -514,6 +520,7 @@ struct tb_service {
 	uint32_t wake_done;
 	uint32_t stop_req;
 	uint32_t stopped_rings;		/* rings stopped by protocol errors */
+	uint32_t pinned_rings;		/* rings retired: every chunk pinned */
 	void (*on_ring_error)(void *ctx, unsigned ring, int err);
 	void *ctx;
 };
@@ -557,7 +564,7 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 			tb_trace_write(s->out, s->bufs[i]);
 }
 
-/* Drains one live ring; false when it stopped on a protocol error. */
+/* Drains one live ring; false when it was retired (TB_EPROTO, _EPINNED). */
 static inline bool __tb_service_ring(struct tb_service *s, unsigned i,
 				     enum tb_read_mode mode, unsigned *done)
 {
@@ -568,7 +575,10 @@ static inline bool __tb_service_ring(struct tb_service *s, unsigned i,
 		return true;
 	}
 	*done = 0;
-	s->stopped_rings++;
+	if (ret == TB_EPINNED)
+		s->pinned_rings++;
+	else
+		s->stopped_rings++;
 	if (s->on_ring_error)
 		s->on_ring_error(s->ctx, i, ret);
 	return false;

@@ -3422,6 +3422,110 @@ START_TEST(test_reader_killed_before_its_read_pos_store_stops_the_next)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------
+ * Writers that die holding a scraped chunk pin it, visibly
+ */
+
+/* Writers @tw[0..n) each open a fragment in a chunk of their own; the
+ * reader scrapes them all: every chunk is RewriteRequested. */
+static void scrape_open_chunks(struct twriter *tw, unsigned n,
+			       struct treader *tr)
+{
+	struct tb_span sp;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		topen_with(&tw[i], "open", 4, 0, &sp);
+	ck_assert_int_eq(tb_reader_drain(&tr->rd, ~0u, TB_READ_SCRAPE, NULL,
+					 NULL), (int)n);
+}
+
+static uint32_t pinned_now(const struct tring *t)
+{
+	struct tb_ring_stats st;
+
+	tb_ring_stats(&t->r, &st);
+	return st.pinned;
+}
+
+START_TEST(test_dead_writer_pins_its_chunk_counted_every_lap)
+{
+	struct tring t;
+	struct twriter dead, a;
+	struct treader tr;
+	struct tb_ring_stats st;
+	unsigned lap;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&dead, &t, WA, BID, TB_DROP);
+	twriter_new(&a, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	scrape_open_chunks(&dead, 1, &tr);	/* then it dies */
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 0, WA));
+	ck_assert_uint_eq(pinned_now(&t), 1);
+	write_chunks(&a, 0, 3);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY, NULL,
+					 NULL), 3);
+	for (lap = 1; lap <= 3; lap++) {
+		/* a fills the other three chunks, burning chunk 0's turn */
+		write_chunks(&a, 3 * lap, 3);
+		ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY,
+						 NULL, NULL), 4);
+		tb_ring_stats(&t.r, &st);
+		ck_assert_uint_eq(st.rstat[TB_RS_PINNED], lap);
+		ck_assert_uint_eq(st.pinned, 1);
+		ck_assert(!tb_reader_pinned(&tr.rd));
+	}
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 0, WA));
+	twriter_free(&dead);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_every_chunk_pinned_is_reported_not_silent)
+{
+	struct tring t;
+	struct twriter dead[4], e;
+	struct treader tr;
+	struct tb_ring_stats st;
+	unsigned i;
+
+	tring_new(&t, 256, 4);
+	for (i = 0; i < 4; i++)
+		twriter_new(&dead[i], &t, (uint16_t)(20 + i), BID, TB_DROP);
+	twriter_new(&e, &t, WB, BID, TB_STALL);
+	treader_new(&tr, &t);
+	scrape_open_chunks(dead, 4, &tr);
+	ck_assert_uint_eq(pinned_now(&t), 4);
+	ck_assert(!tb_reader_pinned(&tr.rd));	/* not seen a lap yet */
+	/* a live writer burns every position it reserves; never waits */
+	ck_assert_int_eq(twrite(&e, "e", 0, 0), TB_NO_CHUNK);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY, NULL,
+					 NULL), 4);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.rstat[TB_RS_PINNED], 4);
+	ck_assert_uint_eq(st.wstat[TB_WS_NO_CHUNK], 1);
+	ck_assert(tb_reader_pinned(&tr.rd));
+	ck_assert_str_ne(tb_strerror(TB_EPINNED), "unknown result");
+	/* one writer comes back and acknowledges: no longer all pinned */
+	ck_assert_int_eq(tb_writer_close(&dead[0].w, 4, 0), TB_DROPPED);
+	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
+	ck_assert_uint_eq(pinned_now(&t), 3);
+	/* (its replacement burned four positions: the ring is full) */
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY, NULL,
+					 NULL), 4);
+	ck_assert(!tb_reader_pinned(&tr.rd));
+	ck_assert_uint_eq(tword(&t, 0), spec_free(3));
+	for (i = 0; i < 4; i++)
+		twriter_free(&dead[i]);
+	twriter_free(&e);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
 static Suite *abi_suite(void)
 {
 	Suite *s = suite_create("tbring abi");
@@ -3547,6 +3651,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_reader_eproto_on_write_pos_beyond_num_chunks);
 	tcase_add_test(tc, test_lazy_reader_pending_before_acquired_chunk);
 	tcase_add_test(tc, test_lazy_reader_scrapes_once_under_pressure);
+	tcase_add_test(tc, test_dead_writer_pins_its_chunk_counted_every_lap);
+	tcase_add_test(tc, test_every_chunk_pinned_is_reported_not_silent);
 	tcase_add_test(tc, test_read_one_publishes_read_pos);
 	tcase_add_test(tc, test_new_reader_continues_where_the_old_one_returned);
 	tcase_add_test(tc, test_reader_killed_in_a_pass_new_reader_continues);

@@ -1901,6 +1901,53 @@ START_TEST(test_service_ring_protocol_error_stops_only_that_ring)
 }
 END_TEST
 
+/*
+ * Writers that die holding chunks the service scraped pin them: after a
+ * lap in which every chunk was still RewriteRequested, the service retires
+ * that ring with its own reason (TB_EPINNED, counted apart from protocol
+ * errors) and goes on serving the others.
+ */
+START_TEST(test_service_retires_a_ring_whose_every_chunk_is_pinned)
+{
+	struct fx *f = fx_new(2, 256, 4, 1u << 20);
+	struct twriter dead[4], e, a;
+	struct tb_span sp;
+	unsigned i;
+
+	for (i = 0; i < 4; i++) {
+		twriter_new(&dead[i], &f->t[0], (uint16_t)(20 + i), 0,
+			    TB_DROP);
+		topen_with(&dead[i], "open", 4, 0, &sp);
+	}
+	twriter_new(&e, &f->t[0], 30, 0, TB_DROP);
+	tw_new(&a, f, 1, 1, 0);
+	tb_service_request_flush(&f->s);	/* scrapes all four */
+	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert_uint_eq(f->nerr, 0);
+	ck_assert_int_eq(twrite(&e, "e", 0, 0), TB_NO_CHUNK);
+	wpkt_rel(&a, 0, 60);
+	ck_assert(tb_service_poll(&f->s, 1));
+	ck_assert_uint_eq(f->nerr, 1);
+	ck_assert_uint_eq(f->err_ring, 0);
+	ck_assert_int_eq(f->err, TB_EPINNED);
+	ck_assert_uint_eq(f->s.pinned_rings, 1);
+	ck_assert_uint_eq(f->s.stopped_rings, 0);
+	ck_assert_uint_eq(f->br[1].stat[TB_BS_CHUNKS], 1);
+	/* retired for good; the other ring is still served */
+	ck_assert_int_eq(tb_bridge_drain(&f->br[0], 10, TB_READ_SCRAPE),
+			 TB_EPINNED);
+	wpkt_rel(&a, 1, 60);
+	ck_assert(tb_service_poll(&f->s, 2));
+	ck_assert_uint_eq(f->br[1].stat[TB_BS_CHUNKS], 2);
+	ck_assert_uint_eq(f->nerr, 1);
+	for (i = 0; i < 4; i++)
+		twriter_free(&dead[i]);
+	twriter_free(&e);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
 START_TEST(test_service_stopped_ring_does_not_make_the_loop_spin)
 {
 	struct fx *f = fx_new(2, 256, 16, 65536);
@@ -2012,6 +2059,8 @@ static Suite *service_suite(void)
 		test_service_ring_protocol_error_stops_only_that_ring);
 	tcase_add_test(t,
 		test_service_stopped_ring_does_not_make_the_loop_spin);
+	tcase_add_test(t,
+		test_service_retires_a_ring_whose_every_chunk_is_pinned);
 	suite_add_tcase(s, t);
 	return s;
 }
