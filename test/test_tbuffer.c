@@ -570,6 +570,34 @@ START_TEST(test_gap_in_out_of_order_walk_is_reported)
 }
 END_TEST
 
+START_TEST(test_contiguous_reassembly_after_a_gap_in_the_same_walk_succeeds)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+
+	/*
+	 * Buffer order 3, 4, 1.  Reading chunk 3 rewinds to chunk 1, then
+	 * steps over the missing chunk 2 to 3, whose Begin continues in 4.
+	 * Only the ids of the chain itself decide a reassembly gap: 3 -> 4
+	 * is none, so the packet comes back whole (TraceBufferV2 keeps the
+	 * gap crossed before as a flag for the rest of the walk and would
+	 * drop it as a REASSEMBLY_GAP).
+	 */
+	put_f(b, 1, 1, 3, L, "b", "beg-", NULL);
+	put_f(b, 1, 1, 4, F, "end", NULL);
+	put_f(b, 1, 1, 1, 0, "a", NULL);
+	ck_assert_int_eq(read_all(b, pk, 10), 3);
+	ck_assert_str_eq(pk[0].str, "a");
+	ck_assert_uint_eq(pk[0].loss, 0);
+	ck_assert_str_eq(pk[1].str, "b");
+	ck_assert_uint_eq(pk[1].loss, PRESENT | TB_BUF_LOSS_READ_GAP);
+	ck_assert_str_eq(pk[2].str, "beg-end");
+	ck_assert_uint_eq(pk[2].loss, 0);
+	ck_assert_uint_eq(tb_buf_stats(b)->readaheads_succeeded, 1);
+	ck_assert_uint_eq(tb_buf_stats(b)->readaheads_failed, 0);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_new_sequence_never_reports_a_gap)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
@@ -594,6 +622,35 @@ START_TEST(test_ids_at_or_below_last_consumed_are_discarded)
 	ck_assert_uint_eq(tb_buf_stats(b)->chunks_written, 2);
 	ck_assert_int_eq(put_s(b, 1, 1, 12, "c"), TB_BUF_OK);
 	ck_assert_str_eq(read_str(b), "c");
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_chunk_made_stale_by_making_room_is_dropped)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	const struct tb_buf_stats *st = tb_buf_stats(b);
+	struct chunk c;
+
+	/*
+	 * Chunk 2 at [0, 32), a filler to the end.  Chunk 1 comes late and
+	 * wraps: making room for it evicts chunk 2, so its sequence has
+	 * consumed past it.  It is dropped rather than read after chunk 2.
+	 */
+	put_s(b, 1, 1, 2, "b");
+	ch_init(&c);
+	ch_frag(&c, 4046, 'f');			/* 4064 */
+	put(b, 2, 1, 1, 0, &c);
+	ck_assert_int_eq(put_s(b, 1, 1, 1, "a"), TB_BUF_ESTALE);
+	ck_assert_uint_eq(st->chunks_overwritten, 1);
+	ck_assert_uint_eq(st->chunks_discarded, 1);
+	ck_assert_uint_eq(st->chunks_written, 2);
+	ck_assert_uint_eq(st->chunks_committed_out_of_order, 0);
+	ck_assert_int_eq(put_s(b, 1, 1, 3, "c"), TB_BUF_OK);
+	ck_assert_int_eq(read_all(b, pk, 10), 2);
+	ck_assert_int_eq(pk[0].str[0], 'f');
+	ck_assert_str_eq(pk[1].str, "cccc");
+	ck_assert_uint_eq(pk[1].loss, PRESENT | TB_BUF_LOSS_OVERWRITE);
 	tb_buf_destroy(b);
 }
 END_TEST
@@ -1075,6 +1132,90 @@ START_TEST(test_recommit_that_moves_the_read_boundary_is_rejected)
 }
 END_TEST
 
+/* A scraped chunk ["aa", "b", "c" still being written], "aa" "b" read. */
+static struct tb_buf *scraped_and_read(struct chunk *c)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+
+	ch_init(c);
+	ch_data(c, "aa");
+	ch_data(c, "b");
+	ch_data(c, "c");
+	put_scraped(b, 1, 1, 1, 0, c, 200);
+	ck_assert_str_eq(read_str(b), "ab");
+	return b;
+}
+
+/* The same three fragments framed so that no boundary falls after "b". */
+static void liar(struct chunk *c)
+{
+	ch_init(c);
+	ch_data(c, "a");
+	ch_data(c, "bbbb");
+	ch_data(c, "c");
+}
+
+START_TEST(test_refused_recommit_leaves_its_sequence_stalled)
+{
+	struct chunk c, l, f;
+	struct tb_buf *b;
+
+	/* Still incomplete: its sequence waits, others are read. */
+	b = scraped_and_read(&c);
+	liar(&l);
+	ck_assert_int_eq(put(b, 1, 1, 1, 0, &l), TB_BUF_ERECOMMIT);
+	put_s(b, 1, 1, 2, "x");
+	put_s(b, 2, 1, 1, "y");
+	ck_assert_str_eq(read_str(b), "y");
+	ck_assert_str_eq(read_str(b), "");
+	/* A valid final commit lets it go on. */
+	ck_assert_int_eq(put(b, 1, 1, 1, 0, &c), TB_BUF_OK);
+	ck_assert_int_eq(read_all(b, pk, 10), 2);
+	ck_assert_str_eq(pk[0].str, "c");
+	ck_assert_str_eq(pk[1].str, "xxxx");
+	ck_assert_uint_eq(pk[0].loss | pk[1].loss, 0);
+	tb_buf_destroy(b);
+
+	/* So does the chunk's eviction: [0, 224), a filler to the end. */
+	b = scraped_and_read(&c);
+	ck_assert_int_eq(put(b, 1, 1, 1, 0, &l), TB_BUF_ERECOMMIT);
+	ch_init(&f);
+	ch_frag(&f, 3822, 'f');			/* 3840 */
+	put(b, 2, 1, 1, 0, &f);
+	put_s(b, 1, 1, 2, "x");			/* 32: up to the end */
+	ck_assert_str_eq(read_str(b), "f");
+	put_s(b, 2, 1, 2, "z");			/* evicts the scraped chunk */
+	ck_assert_int_eq(read_all(b, pk, 10), 2);
+	ck_assert_str_eq(pk[0].str, "xxxx");
+	ck_assert_str_eq(pk[1].str, "zzzz");
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_readmission_that_moves_the_read_boundary_is_rejected)
+{
+	struct chunk c, l, f;
+	struct tb_buf *b = scraped_and_read(&c);
+
+	/* Evict the drained scraped chunk [0, 224) ... */
+	ch_init(&f);
+	ch_frag(&f, 3854, 'f');			/* 3872: up to the end */
+	put(b, 2, 1, 1, 0, &f);
+	put_s(b, 2, 1, 2, "z");
+	ck_assert_uint_eq(tb_buf_stats(b)->abi_violations, 0);
+	/* ... then re-admit it with fragments that split "b". */
+	liar(&l);
+	ck_assert_int_eq(put(b, 1, 1, 1, 0, &l), TB_BUF_ERECOMMIT);
+	ck_assert_uint_eq(tb_buf_stats(b)->abi_violations, 1);
+	/* The honest one is still welcome: only "c" is new. */
+	ck_assert_int_eq(put(b, 1, 1, 1, 0, &c), TB_BUF_OK);
+	ck_assert_int_eq(read_all(b, pk, 10), 3);
+	ck_assert_str_eq(pk[2].str, "c");
+	ck_assert_uint_eq(pk[2].loss, 0);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_drained_scraped_head_is_relocated_on_final_commit)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
@@ -1291,6 +1432,35 @@ START_TEST(test_overwrite_callback_gets_packets_in_sequence_order)
 	ck_assert_int_eq(pk[1].str[0], 'z');
 	ck_assert_int_eq(pk[2].str[0], 'y');
 	ck_assert_int_eq(pk[3].str[0], 'w');
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_overwrite_callback_packets_carry_no_loss)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct seen v;
+	struct chunk c;
+
+	memset(&v, 0, sizeof(v));
+	tb_buf_on_overwrite(b, on_overwrite, &v);
+	put_s(b, 1, 1, 1, "a");
+	ck_assert_str_eq(read_str(b), "a");
+	/* Chunk 3 [32, 64) skips chunk 2; a filler to the end. */
+	put_s(b, 1, 1, 3, "b");
+	put_s(b, 1, 1, 4, "c");
+	ch_init(&c);
+	ch_frag(&c, 3982, 'f');			/* 4000 */
+	put(b, 2, 1, 1, 0, &c);
+	put_s(b, 3, 1, 1, "x");			/* evicts [0, 32): padding */
+	put_s(b, 3, 1, 2, "y");			/* evicts chunk 3 */
+	ck_assert_str_eq(v.s, "b");
+	ck_assert_uint_eq(v.last.loss, 0);
+	/* The gap and the overwrite wait for the sequence's next packet. */
+	ck_assert_int_eq(read_all(b, pk, 10), 4);
+	ck_assert_str_eq(pk[0].str, "cccc");
+	ck_assert_uint_eq(pk[0].loss, PRESENT | TB_BUF_LOSS_READ_GAP |
+			  TB_BUF_LOSS_OVERWRITE);
 	tb_buf_destroy(b);
 }
 END_TEST
@@ -2449,6 +2619,29 @@ START_TEST(test_allocation_failure_is_an_error_not_a_crash)
 }
 END_TEST
 
+START_TEST(test_packet_without_memory_for_its_slices_is_dropped_as_loss)
+{
+	struct acct a = { 0, 0, -1 };
+	struct tb_buf *b = tb_buf_create_with(8192, TB_BUF_RING_BUFFER,
+					      counting_alloc, &a);
+	uint32_t i;
+
+	/* A packet over 20 chunks needs more slices than the first 16. */
+	for (i = 0; i < 20; i++)
+		put_f(b, 1, 1, i, (i ? F : 0) | (i < 19 ? L : 0), "p", NULL);
+	put_s(b, 1, 1, 20, "z");
+	a.fail_after = 0;
+	ck_assert_int_eq(read_all(b, pk, 10), 1);
+	ck_assert_str_eq(pk[0].str, "zzzz");
+	ck_assert_uint_eq(pk[0].loss, PRESENT);
+	ck_assert_uint_eq(tb_buf_stats(b)->readaheads_failed, 1);
+	ck_assert_uint_eq(tb_buf_stats(b)->chunks_read, 21);
+	a.fail_after = -1;
+	tb_buf_destroy(b);
+	ck_assert_int_eq(a.live, 0);
+}
+END_TEST
+
 START_TEST(test_strerror_names_every_error)
 {
 	int e;
@@ -2541,6 +2734,8 @@ static Suite *storage_suite(void)
 	tcase_add_test(t, test_write_ends_the_read_batch);
 	tcase_add_test(t, test_all_memory_goes_through_the_allocator_hook);
 	tcase_add_test(t, test_allocation_failure_is_an_error_not_a_crash);
+	tcase_add_test(t,
+	    test_packet_without_memory_for_its_slices_is_dropped_as_loss);
 	tcase_add_test(t, test_strerror_names_every_error);
 	suite_add_tcase(s, t);
 	return s;
@@ -2586,8 +2781,11 @@ static Suite *order_suite(void)
 	tcase_add_test(t, test_chunk_id_gap_reports_read_gap);
 	tcase_add_test(t, test_gap_detection_survives_across_reads);
 	tcase_add_test(t, test_gap_in_out_of_order_walk_is_reported);
+	tcase_add_test(t,
+	    test_contiguous_reassembly_after_a_gap_in_the_same_walk_succeeds);
 	tcase_add_test(t, test_new_sequence_never_reports_a_gap);
 	tcase_add_test(t, test_ids_at_or_below_last_consumed_are_discarded);
+	tcase_add_test(t, test_chunk_made_stale_by_making_room_is_dropped);
 	tcase_add_test(t,
 		test_buffer_wraparound_keeps_the_newest_data_in_order);
 	tcase_add_test(t,
@@ -2636,6 +2834,9 @@ static Suite *scrape_suite(void)
 	tcase_add_test(t,
 		test_drained_scraped_head_is_relocated_on_final_commit);
 	tcase_add_test(t, test_discard_mode_never_relocates);
+	tcase_add_test(t, test_refused_recommit_leaves_its_sequence_stalled);
+	tcase_add_test(t,
+	    test_readmission_that_moves_the_read_boundary_is_rejected);
 	tcase_add_test(t,
 	    test_readmitted_chunk_is_no_gap_even_when_nothing_was_consumed);
 	tcase_add_test(t,
@@ -2656,6 +2857,7 @@ static Suite *overwrite_suite(void)
 	tcase_add_test(t,
 		test_overwrite_callback_gets_packets_in_sequence_order);
 	tcase_add_test(t, test_overwrite_without_callback_only_counts);
+	tcase_add_test(t, test_overwrite_callback_packets_carry_no_loss);
 	tcase_add_test(t,
 		test_overwrite_without_callback_reconstructs_no_packets);
 	tcase_add_test(t,
