@@ -3,8 +3,9 @@
  * tbuffer.h - the service's central trace buffer.
  *
  * One tb_buf holds the chunks committed by producers until a consumer reads
- * them back as whole packets.  It follows the semantics of Perfetto's
- * TraceBufferV2 (see ../shared/reference/tbuffer-semantics.md):
+ * them back as whole packets.  It keeps the behaviour of Perfetto's
+ * TraceBufferV2 (order, loss reasons, statistics) except where the list at
+ * the end of this comment says otherwise:
  *
  *  - Storage is one flat buffer (its size rounded up to 4096).  Each chunk
  *    is a 16-byte record header followed by its payload, padded to 16
@@ -17,12 +18,25 @@
  *  - Reading walks the buffer in write order; at each chunk it rewinds to
  *    the head of that chunk's sequence, so packets of one sequence always
  *    come out in order.  Packets split across chunks are reassembled and
- *    returned as slices that point into the buffer (no copy).
+ *    returned as slices that point into the buffer (no copy).  A sequence
+ *    whose next packet cannot be had yet (a chunk of it missing, waiting
+ *    for patches, or scraped while still being written) stalls until the
+ *    next read batch; other sequences go on.
+ *  - Loss reasons (TB_BUF_LOSS_*) gather per sequence and are reported on
+ *    the next packet read from that sequence, then cleared.
  *  - In RING_BUFFER mode a write deletes the oldest chunks in buffer
- *    order.  Their packets are reconstructed in order for an optional
- *    callback; without one only the accounting is done.  DISCARD mode
- *    latches on the first write that does not fit and rejects all later
- *    writes, even after reads.
+ *    order, consuming first whatever of their sequences comes before them.
+ *    Nothing stalls a deletion: a packet that cannot be completed is lost
+ *    (OVERWRITE) together with every fragment gathered for it, in later
+ *    chunks too, and is never handed out.  Complete packets are
+ *    reconstructed in order for an optional callback; without one only the
+ *    accounting is done.
+ *  - A chunk counts as read, or as overwritten, when its last unread
+ *    fragment is consumed by a read, or by a deletion.  A chunk that was
+ *    empty, emptied before, or left with bytes that no longer tokenize
+ *    (after a bad patch) counts as neither.
+ *  - DISCARD mode latches on the first write that does not fit and rejects
+ *    all later writes, even after reads.
  *
  * Input is untrusted.  tb_buf_copy_chunk() takes a chunk payload in
  * Perfetto's shared-memory framing (each fragment a LEB128 length plus that
@@ -49,21 +63,46 @@
  * (grown when a packet spans more chunks than ever before).  Nothing is
  * allocated per chunk.
  *
- * Where this deliberately differs from TraceBufferV2:
+ * Where this deliberately differs from TraceBufferV2, and why:
  *  - Writer id 0 is an ABI violation (TB_BUF_EBADID), and so is a chunk id
- *    that would spread one sequence's chunks over TB_BUF_ID_WINDOW or more,
- *    where wrapping comparison stops being a total order.
+ *    that would spread one sequence's chunks over TB_BUF_ID_WINDOW or more:
+ *    beyond that, wrapping comparison stops being a total order.
+ *  - Chunk flag 0x08 (TB_BUF_DATA_LOSS), meaningless to V2, says that the
+ *    producer lost data before this chunk.  Perfetto's writers mark such a
+ *    loss inside their next packet; a tbring.h writer has no packet to mark
+ *    and flags its next chunk instead, which the bridge passes on here.
+ *    The first read or deletion that reaches the chunk records PRESENT |
+ *    SMB_FULL, once; V2 itself never records SMB_FULL.
  *  - A recommit or re-admission whose fragments no longer end where reading
- *    stopped is refused (TB_BUF_ERECOMMIT) instead of being read from the
- *    middle of a fragment.
- *  - A gap met while a read rewinds through out-of-order chunks is reported
- *    (READ_GAP), and a gap before a chunk the sequence stalls on is
- *    reported once, not again at every later visit.
- *  - If making room consumed a sequence past the chunk being written (only
- *    possible for an out-of-order or relocated chunk), the chunk is dropped
- *    (TB_BUF_ESTALE, OVERWRITE) so its sequence stays in order.
+ *    stopped is refused (TB_BUF_ERECOMMIT), where V2 would go on reading
+ *    from the middle of a fragment.  The refused chunk stays as it was: a
+ *    scraped one stays incomplete, so its sequence stays stalled at it
+ *    until it is overwritten or validly recommitted.
+ *  - READ_GAP is checked when reading first reaches a sequence's head
+ *    chunk, so it is reported once.  V2 checks at the start of every walk
+ *    into the sequence: a head chunk that was partly read and then stalled
+ *    reports the same gap again on the first packet of a later read.
+ *  - A walk that rewinds through chunks committed out of order (or
+ *    relocated) and steps over a missing chunk id reports READ_GAP there;
+ *    V2 reports no gap for it.
+ *  - Whether a reassembly meets a gap depends only on the ids of the chunks
+ *    it spans.  In V2, once a walk has stepped over a missing id, every
+ *    later reassembly in that walk fails as REASSEMBLY_GAP, contiguous or
+ *    not, and drops a complete packet.
+ *  - If making room consumed a sequence past the chunk being written
+ *    (possible only for a chunk committed out of order or relocated), the
+ *    chunk is dropped (TB_BUF_ESTALE, counted in chunks_discarded, OVERWRITE
+ *    recorded) so its sequence stays in order.  V2 checks for a consumed id
+ *    only before making room, stores the chunk and reads it after packets
+ *    that followed it.
+ *  - Failures that V2 turns into a process abort are results here: a write
+ *    or patch to a read-only buffer fails with TB_BUF_EROFS; a chunk that
+ *    needs more memory than the allocator gives is dropped (TB_BUF_ENOMEM);
+ *    a packet whose slices do not fit in the slice array and cannot get a
+ *    bigger one is dropped, recorded as PRESENT alone.
  *  - Packets handed to the overwrite callback carry loss 0: pending loss
- *    bits stay with the sequence for its next packet read.
+ *    bits stay with the sequence for its next packet read.  No per-writer
+ *    histogram of chunk sizes is kept.
  */
 #ifndef TBUFFER_H
 #define TBUFFER_H
@@ -159,7 +198,7 @@ struct tb_buf_chunk_in {
 	uint16_t writer_id;
 	uint32_t chunk_id;
 	uint16_t nfrags;		/* tb_buf_copy_chunk() only */
-	uint8_t flags;			/* TB_BUF_FIRST_CONT | ... | DATA_LOSS */
+	uint8_t flags;			/* TB_BUF_FIRST_CONT, ... DATA_LOSS */
 	bool complete;			/* false: scraped while being written */
 	const void *payload;		/* tb_buf_copy_chunk() only */
 	size_t size;
