@@ -271,27 +271,27 @@ static inline int __tb_mo(int mo)
  * Test seams, compiled in only when TB_TEST_HOOKS is defined (the test
  * suites do; a product build never should).  The test program defines
  * tb_test_atomic; when it is set, it sees every atomic access to a shared
- * word just before it happens: the word, the operation, the value stored
- * or wanted, and the orders asked for.  That lets a test check the
+ * word just before it happens: the word, the operation, the value a CAS
+ * expects, the value stored or wanted, and the orders asked for.  That lets a test check the
  * ordering table below access by access, and run another actor's steps
  * between two accesses of one function.
  */
 #ifdef TB_TEST_HOOKS
 enum { TB_TEST_LOAD, TB_TEST_STORE, TB_TEST_CAS, TB_TEST_ADD };
-extern void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t v, int ok,
-			      int fail);
-#define __tb_seam(p, op, v, ok, fail)					\
+extern void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
+			      uint32_t v, int ok, int fail);
+#define __tb_seam(p, op, e, v, ok, fail)				\
 	do {								\
 		if (tb_test_atomic)					\
-			tb_test_atomic((p), (op), (v), (ok), (fail));	\
+			tb_test_atomic((p), (op), (e), (v), (ok), (fail)); \
 	} while (0)
 #else
-#define __tb_seam(p, op, v, ok, fail) ((void)0)
+#define __tb_seam(p, op, e, v, ok, fail) ((void)0)
 #endif
 
 static inline uint32_t __tb_load(const uint32_t *p, int mo)
 {
-	__tb_seam(p, TB_TEST_LOAD, 0, mo, TB_RLX);
+	__tb_seam(p, TB_TEST_LOAD, 0, 0, mo, TB_RLX);
 #if TB_ATOMIC_BUILTINS
 	return __atomic_load_n(p, mo & TB_ACQ ? __ATOMIC_ACQUIRE :
 						__ATOMIC_RELAXED);
@@ -306,7 +306,7 @@ static inline uint32_t __tb_load(const uint32_t *p, int mo)
 
 static inline void __tb_store(uint32_t *p, uint32_t v, int mo)
 {
-	__tb_seam(p, TB_TEST_STORE, v, mo, TB_RLX);
+	__tb_seam(p, TB_TEST_STORE, 0, v, mo, TB_RLX);
 #if TB_ATOMIC_BUILTINS
 	__atomic_store_n(p, v, mo & TB_REL ? __ATOMIC_RELEASE :
 					     __ATOMIC_RELAXED);
@@ -328,7 +328,7 @@ static inline void __tb_store(uint32_t *p, uint32_t v, int mo)
 static inline bool __tb_cas(uint32_t *p, uint32_t *seen, uint32_t want,
 			    int ok, int fail)
 {
-	__tb_seam(p, TB_TEST_CAS, want, ok, fail);
+	__tb_seam(p, TB_TEST_CAS, *seen, want, ok, fail);
 #if TB_ATOMIC_BUILTINS
 	return __atomic_compare_exchange_n(p, seen, want, false,
 					   __tb_mo(ok | (fail & TB_ACQ)),
@@ -350,7 +350,7 @@ static inline bool __tb_cas(uint32_t *p, uint32_t *seen, uint32_t want,
 /* Relaxed add, for statistics and the waiter hints. */
 static inline void __tb_add(uint32_t *p, uint32_t v)
 {
-	__tb_seam(p, TB_TEST_ADD, v, TB_RLX, TB_RLX);
+	__tb_seam(p, TB_TEST_ADD, 0, v, TB_RLX, TB_RLX);
 #if TB_ATOMIC_BUILTINS
 	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 #else

@@ -25,8 +25,8 @@
 #include "ring_helpers.h"
 
 /* The atomics seam of tbring.h (TB_TEST_HOOKS): NULL unless a test sets it. */
-void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t v, int ok,
-		       int fail);
+void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
+		       uint32_t v, int ok, int fail);
 
 #define WA	7	/* writer ids */
 #define WB	9
@@ -590,12 +590,12 @@ struct cursor_race {
 
 static struct cursor_race *race;
 
-static void between_cursor_loads(const uint32_t *p, int op, uint32_t v,
-				 int ok, int fail)
+static void between_cursor_loads(const uint32_t *p, int op, uint32_t e,
+				 uint32_t v, int ok, int fail)
 {
 	struct tb_ring_hdr *h = race->t->r.hdr;
 
-	(void)v, (void)ok, (void)fail;
+	(void)e, (void)v, (void)ok, (void)fail;
 	if (race->acting || race->acted || op != TB_TEST_LOAD ||
 	    (p != &h->read_pos && p != &h->write_pos) || ++race->loads < 2)
 		return;
@@ -1991,6 +1991,8 @@ START_TEST(test_writer_never_reuses_chunk_with_continues_on_next)
 	tring_new(&t, 512, 4);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
 	ck_assert_int_eq(twrite(&a, "head", 0, TB_CLOSE_CONT_NEXT), TB_OK);
+	/* the chunk is handed over at once, not kept for reuse */
+	ck_assert_int_eq(tb_writer_room(&a.w), -1);
 	/* the continuation starts a new chunk; its Acquired word has no N */
 	topen_with(&a, "tail", 4, TB_OPEN_CONT_PREV, &sp);
 	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_ACQ, 0, SPEC_P, 0, WA));
@@ -2003,6 +2005,30 @@ START_TEST(test_writer_never_reuses_chunk_with_continues_on_next)
 	ck_assert_frag(&d, 0, "tail");
 	tdecode(&t, 0, &d);
 	ck_assert_uint_eq(d.n, 1);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+/* A continuation's flag describes a chunk's first fragment: it never
+ * goes into a kept chunk behind other fragments, even when asked to. */
+START_TEST(test_writer_continuation_always_starts_a_chunk)
+{
+	struct tring t;
+	struct twriter a;
+	struct dchunk d;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	ck_assert_int_gt(tb_writer_room(&a.w), 0);	/* kept for reuse */
+	ck_assert_int_eq(twrite(&a, "cont", TB_OPEN_CONT_PREV, 0), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	tdecode(&t, 0, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WA));
+	tdecode(&t, 1, &d);
+	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, SPEC_P, 1, WA));
+	ck_assert_frag(&d, 0, "cont");
 	twriter_free(&a);
 	tring_free(&t);
 }
@@ -3379,10 +3405,10 @@ END_TEST
  * an unsupported reader restart: it stops the ring (TB_EPROTO) and
  * changes neither the word nor read_pos.
  */
-static void die_at_read_pos_store(const uint32_t *p, int op, uint32_t v,
-				  int ok, int fail)
+static void die_at_read_pos_store(const uint32_t *p, int op, uint32_t e,
+				  uint32_t v, int ok, int fail)
 {
-	(void)v, (void)ok, (void)fail;
+	(void)e, (void)v, (void)ok, (void)fail;
 	if (op == TB_TEST_STORE && p == &race->t->r.hdr->read_pos)
 		longjmp(kill_reader, 1);
 }
@@ -3526,6 +3552,241 @@ START_TEST(test_every_chunk_pinned_is_reported_not_silent)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------
+ * Section 8's ordering table, access by access, through the test seam
+ */
+struct arec {
+	const uint32_t *p;
+	int op;
+	uint32_t expect, v;
+	int ok, fail;
+};
+
+#define AREC_MAX	4096
+static struct {
+	struct tring *t;
+	unsigned n;
+	struct arec r[AREC_MAX];
+} rec;
+
+static void record_atomic(const uint32_t *p, int op, uint32_t e, uint32_t v,
+			  int ok, int fail)
+{
+	struct arec a;
+
+	a.p = p;
+	a.op = op;
+	a.expect = e;
+	a.v = v;
+	a.ok = ok;
+	a.fail = fail;
+	ck_assert_uint_lt(rec.n, AREC_MAX);
+	rec.r[rec.n++] = a;
+}
+
+/* The state word of a chunk, or -1: which chunk @p is. */
+static int chunk_of(const struct tring *t, const uint32_t *p)
+{
+	const uint8_t *b = (const uint8_t *)(const void *)p;
+	size_t off;
+
+	if (b < t->r.chunks || b >= t->r.chunks + (size_t)t->n * t->cs)
+		return -1;
+	off = (size_t)(b - t->r.chunks);
+	return off % t->cs ? -1 : (int)(off / t->cs);
+}
+
+/* Seed section 8, one row per CAS on a state word: from, to, orders. */
+static const struct order_row {
+	const char *what;
+	uint32_t from, to;
+	int ok, fail;
+} order_table[] = {
+	{ "claim",		  SPEC_FREE, SPEC_ACQ,  TB_ACQ, TB_RLX },
+	{ "advance",		  SPEC_FREE, SPEC_FREE, TB_REL, TB_ACQ },
+	{ "publish",		  SPEC_ACQ,  SPEC_CMP,  TB_REL, TB_ACQ },
+	{ "publish, still open",  SPEC_ACQ,  SPEC_ACQ,  TB_REL, TB_ACQ },
+	{ "reuse",		  SPEC_CMP,  SPEC_ACQ,  TB_RLX, TB_RLX },
+	{ "mark rewrite",	  SPEC_ACQ,  SPEC_RR,   TB_REL, TB_ACQ },
+	{ "acknowledge",	  SPEC_RR,   SPEC_ACK,  TB_REL, TB_RLX },
+	{ "reclaim complete",	  SPEC_CMP,  SPEC_FREE, TB_REL, TB_ACQ },
+	{ "reclaim acknowledged", SPEC_ACK,  SPEC_FREE, TB_AR,  TB_RLX },
+};
+#define NROWS (sizeof(order_table) / sizeof(order_table[0]))
+
+/* Checks every recorded access; returns the rows seen, as a bit mask. */
+static unsigned check_orders(const struct tring *t)
+{
+	const struct tb_ring_hdr *h = t->r.hdr;
+	int last_read_pos_load = -1;
+	unsigned i, k, seen = 0;
+
+	for (i = 0; i < rec.n; i++) {
+		const struct arec *a = &rec.r[i];
+
+		if (a->p == &h->read_pos && a->op == TB_TEST_LOAD)
+			last_read_pos_load = a->ok;
+		if (a->p == &h->read_pos && a->op == TB_TEST_STORE)
+			ck_assert_msg(a->ok == TB_REL,
+				      "access %u: read_pos store not release",
+				      i);
+		if (a->p == &h->write_pos && a->op == TB_TEST_CAS) {
+			/* reserve: relaxed, on an acquired read_pos */
+			ck_assert_msg(a->ok == TB_RLX && a->fail == TB_RLX,
+				      "access %u: reserve not relaxed", i);
+			ck_assert_msg(last_read_pos_load == TB_ACQ,
+				      "access %u: reserve after a read_pos "
+				      "load that was not acquire", i);
+		}
+		if (chunk_of(t, a->p) < 0)
+			continue;
+		if (a->op == TB_TEST_LOAD)
+			ck_assert_msg(a->ok == TB_ACQ,
+				      "access %u: state load not acquire", i);
+		ck_assert_msg(a->op != TB_TEST_STORE && a->op != TB_TEST_ADD,
+			      "access %u: a state word written without CAS",
+			      i);
+		if (a->op != TB_TEST_CAS)
+			continue;
+		for (k = 0; k < NROWS; k++)
+			if (a->expect >> 29 == order_table[k].from &&
+			    a->v >> 29 == order_table[k].to)
+				break;
+		ck_assert_msg(k < NROWS, "access %u: no transition %#x -> %#x",
+			      i, a->expect, a->v);
+		ck_assert_msg(a->ok == order_table[k].ok &&
+			      a->fail == order_table[k].fail,
+			      "access %u: %s CAS with orders %d/%d, the table "
+			      "says %d/%d", i, order_table[k].what, a->ok,
+			      a->fail, order_table[k].ok,
+			      order_table[k].fail);
+		seen |= 1u << k;
+	}
+	return seen;
+}
+
+START_TEST(test_every_atomic_access_follows_the_ordering_table)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_span sp;
+	uint32_t pos, sample;
+	unsigned seen, k;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	rec.n = 0;
+	tb_test_atomic = record_atomic;
+	ck_assert_int_eq(twrite(&a, "f0", 0, 0), TB_OK);	/* claim p0 */
+	ck_assert_int_eq(twrite(&a, "f1", 0, 0), TB_OK);	/* reuse */
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
+					 NULL), 1);	/* reclaim Complete */
+	topen_with(&a, "f2", 2, 0, &sp);			/* claim p1 */
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
+					 NULL), 1);	/* mark rewrite */
+	/* publish fails: acknowledge, claim p2, publish there */
+	ck_assert_int_eq(tb_writer_close(&a.w, 2, 0), TB_OK);
+	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_OK);
+	ck_assert_uint_eq(pos, 3);				/* never claimed */
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
+					 NULL), 2);	/* p2, advance p3 */
+	/* next lap: p4 unclaimed, p5 finds chunk 1 Acknowledged */
+	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_OK);
+	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_OK);
+	ck_assert_uint_eq(pos, 5);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
+					 NULL), 2);
+	tb_test_atomic = NULL;
+	seen = check_orders(&t);
+	for (k = 0; k < NROWS; k++)
+		ck_assert_msg(seen & 1u << k || k == 3,
+			      "the scenario never took \"%s\"",
+			      order_table[k].what);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * At the moment of every publishing CAS, the chunk already holds what the
+ * new count publishes: BufferID, size entries and payload bytes.  The
+ * fragments published, in publication order, are the packets written.
+ */
+static struct {
+	struct tring *t;
+	const uint8_t *stream;	/* every packet, back to back */
+	size_t len, at;
+	unsigned checked;
+} pub;
+
+static void check_publication(const uint32_t *p, int op, uint32_t e,
+			      uint32_t v, int ok, int fail)
+{
+	int idx = chunk_of(pub.t, p);
+	uint8_t copy[512];
+	struct dchunk d;
+	unsigned i;
+
+	(void)ok, (void)fail;
+	if (op != TB_TEST_CAS || idx < 0 || e >> 29 != SPEC_ACQ ||
+	    (v >> 29 != SPEC_CMP && v >> 29 != SPEC_ACQ))
+		return;
+	ck_assert_uint_le(pub.t->cs, sizeof(copy));
+	memcpy(copy, tchunk(pub.t, (uint32_t)idx), pub.t->cs);
+	poke32(copy, 0);
+	memcpy(copy, &v, 4);		/* decode as the word will be */
+	decode_chunk(copy, pub.t->cs, &d);
+	ck_assert(!d.malformed);
+	ck_assert_uint_eq(d.bid, BID);
+	for (i = e >> 16 & 0xff; i < d.n; i++) {
+		ck_assert_uint_le(pub.at + d.sizes[i], pub.len);
+		ck_assert_msg(!memcmp(d.frag[i], pub.stream + pub.at,
+				      d.sizes[i]),
+			      "fragment %u published before its bytes", i);
+		pub.at += d.sizes[i];
+		pub.checked++;
+	}
+}
+
+START_TEST(test_publication_comes_after_the_bytes_it_publishes)
+{
+	static uint8_t stream[8192];
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	size_t off = 0, len;
+	unsigned i;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	for (i = 0; i < sizeof(stream); i++)
+		stream[i] = (uint8_t)(i * 7 + 1);
+	memset(&pub, 0, sizeof(pub));
+	pub.t = &t;
+	pub.stream = stream;
+	tb_test_atomic = check_publication;
+	for (i = 0; off < 3000; i++) {
+		len = 1 + (i * 37) % 600;	/* up to three chunks */
+		pub.len = off + len;
+		ck_assert_int_eq(tb_writer_write_packet(&a.w, stream + off,
+							len), TB_OK);
+		off += len;
+		ck_assert_int_ge(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY,
+						 NULL, NULL), 0);
+	}
+	tb_test_atomic = NULL;
+	ck_assert_uint_eq(pub.at, off);
+	ck_assert_uint_gt(pub.checked, i);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
 static Suite *abi_suite(void)
 {
 	Suite *s = suite_create("tbring abi");
@@ -3590,6 +3851,8 @@ static Suite *transition_suite(void)
 	tcase_add_test(tc, test_reclaim_acknowledged_stamps_next_wrap);
 	tcase_add_test(tc,
 		test_reclaim_stamps_next_wrap_across_cursor_rollover);
+	tcase_add_test(tc, test_every_atomic_access_follows_the_ordering_table);
+	tcase_add_test(tc, test_publication_comes_after_the_bytes_it_publishes);
 	tcase_add_test(tc, test_no_writer_transition_produces_a_free_word);
 	tcase_add_test(tc,
 		test_steps_given_wrong_state_fail_without_touching_memory);
@@ -3673,6 +3936,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_reuse_lost_to_reader_takes_a_new_chunk);
 	tcase_add_test(tc, test_writer_never_reuses_chunk_with_continues_on_next);
 	tcase_add_test(tc, test_writer_never_reuses_n_chunk_for_unrelated_packet);
+	tcase_add_test(tc, test_writer_continuation_always_starts_a_chunk);
 	tcase_add_test(tc, test_writer_packet_split_sets_continuation_flags);
 	tcase_add_test(tc, test_writer_data_loss_on_next_claimed_chunk_only_once);
 	tcase_add_test(tc, test_writer_full_under_drop_policy_keeps_write_pos);
