@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Tests for tbuffer.h: one test per behaviour of the central trace buffer,
- * with the expected values taken from the semantics of Perfetto's
- * TraceBufferV2 (../shared/reference/tbuffer-semantics.md).
+ * with the expected values taken from the behaviour of Perfetto's
+ * TraceBufferV2, or, where tbuffer.h's header comment lists a departure
+ * from it, from that comment.
  */
 #include <check.h>
 #include <stdarg.h>
