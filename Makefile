@@ -114,14 +114,24 @@ build/fuzz/%: fuzz/%.c $(HEADERS)
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-DCK_USE_CC_BUILTINS=1 $< -o $@
 
+# Each fuzzer runs FUZZ_SECONDS on its corpus; a finding (crash, leak,
+# sanitizer report, timeout) stops make with the fuzzer's report and its
+# reproducer in build/fuzz/.
 fuzz: deps-fuzz $(addprefix build/fuzz/,$(FUZZERS))
 	@set -e; for f in $(FUZZERS); do \
 	c=fuzz/corpus_$${f#fuzz_}; mkdir -p build/fuzz/$$f.corpus; \
 	echo "== $$f ($(FUZZ_SECONDS) s)"; \
-	./build/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	build/fuzz/$$f.corpus $$( [ -d $$c ] && echo $$c ) 2>&1 | \
-	grep -E 'stat::number_of_executed_units|Done|ERROR|SUMMARY' ; \
-	test $${PIPESTATUS:-0} = 0; done
+	if ./build/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) \
+	    -print_final_stats=1 -artifact_prefix=build/fuzz/$$f- \
+	    build/fuzz/$$f.corpus $$( [ -d $$c ] && echo $$c ) \
+	    > build/fuzz/$$f.log 2>&1; then \
+		grep -E 'stat::number_of_executed_units|^Done' \
+		    build/fuzz/$$f.log; \
+	else \
+		tail -n 40 build/fuzz/$$f.log; \
+		echo "fuzz: $$f found a failure (log: build/fuzz/$$f.log)"; \
+		exit 1; \
+	fi; done
 
 # --- bench and demo --------------------------------------------------------
 $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)
