@@ -954,12 +954,18 @@ static inline uint32_t tb_bell_prepare(struct tb_bell *b)
 	return seq;
 }
 
-/* Sleeps until a writer rings after @seq was taken, or @timeout_ms. */
-static inline void tb_bell_wait(struct tb_bell *b, uint32_t seq,
+/*
+ * Sleeps until a writer rings after @seq was taken, or @timeout_ms.
+ * Returns false when the wait ran to its timeout, true when it ended
+ * early (rung, or rung already) or could not sleep at all.
+ */
+static inline bool tb_bell_wait(struct tb_bell *b, uint32_t seq,
 				uint32_t timeout_ms)
 {
-	__tb_futex_wait(&b->seq, seq, timeout_ms);
+	int ret = __tb_futex_wait(&b->seq, seq, timeout_ms);
+
 	__tb_store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
+	return ret != 0;
 }
 
 /* Goes back to work instead of waiting: writers stop ringing. */
@@ -1809,17 +1815,18 @@ static inline bool tb_reader_idle(const struct tb_reader *rd)
 /*
  * Waits up to @timeout_ms for writers to publish or burn a position since
  * the last drain.  Returns at once if something already changed; returns
- * without waiting where futexes are unavailable (poll instead).
+ * without waiting where futexes are unavailable (poll instead).  False
+ * when it slept to the timeout, as tb_bell_wait().
  */
-static inline void tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
+static inline bool tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
 {
 	struct tb_bell *b = rd->ring->bell;
 	uint32_t seq = tb_bell_prepare(b);
 
 	if (tb_reader_idle(rd))
-		tb_bell_wait(b, seq, timeout_ms);
-	else
-		tb_bell_cancel(b);
+		return tb_bell_wait(b, seq, timeout_ms);
+	tb_bell_cancel(b);
+	return true;
 }
 
 #endif /* TBRING_H */

@@ -228,41 +228,39 @@ static uint32_t st_write_pos(const struct st_run *run)
 	return __atomic_load_n(&run->ring.hdr->write_pos, __ATOMIC_ACQUIRE);
 }
 
-static uint64_t st_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /*
- * tb_reader_wait(), watched.  Writers ring the doorbell when they hand a
- * chunk over, burn a position or stall, not for a packet in a chunk they
- * keep.  A writer that reserves a second position has let go of its first
- * chunk in between, so if write_pos moved by more than one position per
- * writer during a wait that ran to its timeout, the reader slept through
- * a wake-up.
+ * tb_reader_wait(), watched by the doorbell itself.  A wake-up is lost
+ * when a writer rang the bell after the reader armed it (the bell's
+ * sequence moved past the reader's ticket) and the reader still slept to
+ * its timeout.  A wake-up delivered while the reader, already woken or
+ * timed out, waits for a CPU is not lost: the kernel counts a wake that
+ * reaches a queued waiter as a wake-up, and writers that move on after
+ * the reader left say nothing about its sleep.  (Counting writer
+ * progress up to the reader's return, as this used to, flaked on a
+ * starved machine for exactly that reason.)
  */
 static void st_wait(struct st_run *run)
 {
 	struct tb_reader *rd = &run->rd;
+	struct tb_bell *b = rd->ring->bell;
 	unsigned ms = run->cfg.wait_ms ? run->cfg.wait_ms : 1;
-	uint32_t wp = st_write_pos(run), moved;
-	uint64_t t0 = st_usec(), slept;
+	uint32_t ticket, rung;
+	bool woken;
 
 	run->waits++;
-	tb_reader_wait(rd, ms);
-	slept = st_usec() - t0;
-	moved = st_write_pos(run) - wp;
-	if (ms < 50 || slept < (uint64_t)ms * 1000 ||
-	    moved <= run->cfg.writers)
+	ticket = tb_bell_prepare(b);
+	if (!tb_reader_idle(rd)) {
+		tb_bell_cancel(b);
+		return;
+	}
+	woken = tb_bell_wait(b, ticket, ms);
+	rung = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE) - ticket;
+	if (woken || !rung || ms < 50)
 		return;
 	if (!run->slept_through++)
 		snprintf(run->slept_what, sizeof(run->slept_what),
-			 "slept %llu us at pos %#x while write_pos went "
-			 "%#x -> %#x", (unsigned long long)slept, rd->pos, wp,
-			 wp + moved);
+			 "slept %u ms at pos %#x although the bell rang %u "
+			 "times after it was armed", ms, rd->pos, rung);
 }
 
 /* The test thread reads while the writers run, then drains the rest. */
