@@ -34,6 +34,17 @@
  *     can succeed after period - num_chunks further reservations
  *     (2^30 - 2 for two chunks, 2^32 - num_chunks from eight chunks on).
  *   - Counters in the control header are 32-bit and wrap.
+ *   - Byte order: every word accessed atomically (state words, cursors,
+ *     doorbell, counters, the header's geometry) is in the host's byte
+ *     order, as atomics must be: the ring never leaves one machine.  The
+ *     state word's fields are masks and shifts of its value, never bytes.
+ *     Only the BufferID and the size directory are little-endian bytes
+ *     (tbfrag.h), written and read bytewise.
+ *   - A writer that dies holding a chunk the reader scraped pins it for
+ *     good (only its writer may leave RewriteRequested): every later lap
+ *     of it is a hole, counted as TB_RS_PINNED; tb_ring_stats() says how
+ *     many chunks are RewriteRequested now, and tb_reader_pinned() when a
+ *     whole lap found every chunk so (a service retires such a ring).
  *
  * Where the seed is loose, this file decides (and the tests pin it):
  *   - The next free tag is always computed from the position being

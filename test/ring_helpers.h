@@ -4,9 +4,10 @@
  *
  * Everything that checks the ABI here is written from the specification
  * (docs: "Tracing v2: Shared Ring Buffer Chunk ABI and State Protocol"),
- * not from tbring.h: words are peeked bytewise little-endian, encoded with
- * the formula of section 3.2, and chunks are decoded by walking the
- * directory of section 6 independently of the ring's reader.
+ * not from tbring.h: words are encoded with the formula of section 3.2
+ * and read back from memory in the host's byte order (as atomics store
+ * them), and chunks are decoded by walking the little-endian directory of
+ * section 6 bytewise, independently of the ring's reader.
  */
 #ifndef TEST_RING_HELPERS_H
 #define TEST_RING_HELPERS_H
@@ -52,24 +53,23 @@ static inline unsigned spec_width(uint32_t chunk_size)
 }
 
 /* ------------------------------------------------------------------------
- * Bytewise access to shared memory, the way another process would see it.
+ * Shared words the way another process sees them.  State words, cursors
+ * and counters are 32-bit atomics, so they are in the host's byte order
+ * (memcpy: no alignment assumed, no atomic needed while one thread
+ * runs); only the BufferID and the size directory are little-endian
+ * bytes (decode_chunk() reads those bytewise).
  */
 static inline uint32_t peek32(const void *p)
 {
-	const uint8_t *b = (const uint8_t *)p;
+	uint32_t v;
 
-	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-	       (uint32_t)b[3] << 24;
+	memcpy(&v, p, sizeof(v));
+	return v;
 }
 
 static inline void poke32(void *p, uint32_t v)
 {
-	uint8_t *b = (uint8_t *)p;
-
-	b[0] = (uint8_t)v;
-	b[1] = (uint8_t)(v >> 8);
-	b[2] = (uint8_t)(v >> 16);
-	b[3] = (uint8_t)(v >> 24);
+	memcpy(p, &v, sizeof(v));
 }
 
 /* ------------------------------------------------------------------------

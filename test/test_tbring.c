@@ -7,8 +7,9 @@
  * a scrape, and hostile shared memory.
  *
  * Expected words are written from the specification (spec_word() and the
- * hex values it lists) and read back bytewise from the chunk, never
- * through tbring.h's decoders.
+ * hex values it lists) and read back from the chunk in the host's byte
+ * order, never through tbring.h's decoders; the BufferID and directory
+ * are read as the little-endian bytes the specification makes them.
  */
 #include <check.h>
 #include <pthread.h>
@@ -3736,8 +3737,7 @@ static void check_publication(const uint32_t *p, int op, uint32_t e,
 		return;
 	ck_assert_uint_le(pub.t->cs, sizeof(copy));
 	memcpy(copy, tchunk(pub.t, (uint32_t)idx), pub.t->cs);
-	poke32(copy, 0);
-	memcpy(copy, &v, 4);		/* decode as the word will be */
+	poke32(copy, v);		/* decode as the word will be */
 	decode_chunk(copy, pub.t->cs, &d);
 	ck_assert(!d.malformed);
 	ck_assert_uint_eq(d.bid, BID);
