@@ -93,8 +93,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <ck_pr.h>
-
 #include "tbfrag.h"
 
 /* ------------------------------------------------------------------------
@@ -269,6 +267,24 @@ static inline uint32_t tb_pos_next_wrap(uint32_t pos, unsigned chunk_bits)
 #endif
 #endif
 
+#if !TB_ATOMIC_BUILTINS
+#include <ck_pr.h>
+/*
+ * ck's ck_md.h is generated per architecture, and a cross compiler that
+ * searches /usr/include finds the build machine's: an x86 one says
+ * CK_MD_TSO, and every acquire and release fence then compiles to nothing
+ * on the target, silently.  Only these architectures are TSO; anything
+ * else that claims it is refused rather than trusted.
+ */
+#if defined(CK_MD_TSO) && !(defined(__x86_64__) || defined(__i386__) || \
+			    defined(__s390x__) || defined(__sparc__))
+#error "tbring.h: ck_md.h says CK_MD_TSO, but this architecture is not TSO: \
+these are the build machine's ck headers, whose fences compile to nothing \
+here.  Put the target's ck headers first (-isystem <dir> with ck_md.h from \
+libck-dev for the target), or build with -DTB_ATOMIC_BUILTINS=1."
+#endif
+#endif
+
 #if TB_ATOMIC_BUILTINS
 static inline int __tb_mo(int mo)
 {
@@ -384,15 +400,29 @@ static inline void __tb_fence_sc(void)
 }
 
 /*
- * The same store->load order right after a CAS.  On a TSO machine a locked
- * RMW already is a full barrier, so only the compiler must be held back.
+ * The same store->load order right after a CAS.  On x86 a locked RMW
+ * already is a full barrier, so only the compiler must be held back.
  */
 static inline void __tb_fence_after_cas(void)
 {
-#if !TB_ATOMIC_BUILTINS && defined(CK_MD_TSO)
+#if !TB_ATOMIC_BUILTINS && (defined(__x86_64__) || defined(__i386__))
 	ck_pr_barrier();
 #else
 	__tb_fence_sc();
+#endif
+}
+
+/* A spin-wait hint to the CPU (pause, yield), or nothing. */
+static inline void __tb_relax(void)
+{
+#if !TB_ATOMIC_BUILTINS
+	ck_pr_stall();
+#elif defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__) || (defined(__arm__) && __ARM_ARCH >= 7)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 #endif
 }
 
@@ -1129,7 +1159,7 @@ static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
 	for (spin = 0; spin < TB_STALL_SPIN; spin++) {
 		if (__tb_load(&h->read_pos, TB_RLX) != sample)
 			return true;
-		ck_pr_stall();
+		__tb_relax();
 	}
 	__tb_add(&h->waiters, 1);	/* relaxed: the fence orders it */
 	__tb_fence_sc();	/* pairs with tb_ring_publish_read_pos() */
