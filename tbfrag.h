@@ -28,6 +28,31 @@
 #include <stdint.h>
 #include <string.h>
 
+/*
+ * What a vendor may replace, before including any of the headers: the
+ * byte copy and fill (firmware with its own, a checked one) and the check
+ * of internal invariants and caller contracts, which traps in debug
+ * builds and compiles out under NDEBUG (the function then falls back to
+ * an error code where it has one).
+ */
+#ifndef TB_MEMCPY
+#define TB_MEMCPY(dst, src, n)	memcpy((dst), (src), (n))
+#endif
+#ifndef TB_MEMSET
+#define TB_MEMSET(dst, c, n)	memset((dst), (c), (n))
+#endif
+#ifndef TB_BUG_ON
+#if !defined(NDEBUG) && defined(__GNUC__)
+#define TB_BUG_ON(cond)	do { if (cond) __builtin_trap(); } while (0)
+#else
+#define TB_BUG_ON(cond)	((void)0)
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TB_CHUNK_MIN		256u
 #define TB_CHUNK_MAX		32768u
 #define TB_FRAG_MAX		255u	/* fragments per chunk */
@@ -165,7 +190,7 @@ static inline int tb_frag_append(struct tb_frag_cursor *c, const void *src,
 		return -1;
 	}
 	if (len)
-		memcpy(b, src, len);
+		TB_MEMCPY(b, src, len);
 	return tb_frag_close(c, len);
 }
 
@@ -317,5 +342,9 @@ static inline int tb_frag_iter_next(struct tb_frag_iter *it,
 	return TB_FRAG_ITER_OK;
 }
 /* ---- End of the varint tokenizer ------------------------------------- */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TBFRAG_H */

@@ -95,6 +95,68 @@
 
 #include "tbfrag.h"
 
+/*
+ * The atomics underneath (see "Atomics" below): ck_pr by default,
+ * __atomic builtins with TB_ATOMIC_BUILTINS=1, which ThreadSanitizer
+ * builds get automatically because it cannot see ck's inline assembly.
+ */
+#ifdef __has_feature
+#define __tb_has_feature(x) __has_feature(x)
+#else
+#define __tb_has_feature(x) 0
+#endif
+#if !defined(TB_ATOMIC_BUILTINS)
+#if defined(__SANITIZE_THREAD__) || __tb_has_feature(thread_sanitizer)
+#define TB_ATOMIC_BUILTINS 1
+#else
+#define TB_ATOMIC_BUILTINS 0
+#endif
+#endif
+
+#if !TB_ATOMIC_BUILTINS
+#include <ck_pr.h>
+/*
+ * ck's ck_md.h is generated per architecture, and a cross compiler that
+ * searches /usr/include finds the build machine's: an x86 one says
+ * CK_MD_TSO, and every acquire and release fence then compiles to nothing
+ * on the target, silently.  Only these architectures are TSO; anything
+ * else that claims it is refused rather than trusted.
+ */
+#if defined(CK_MD_TSO) && !(defined(__x86_64__) || defined(__i386__) || \
+			    defined(__s390x__) || defined(__sparc__))
+#error "tbring.h: ck_md.h says CK_MD_TSO, but this architecture is not TSO: \
+these are the build machine's ck headers, whose fences compile to nothing \
+here.  Put the target's ck headers first (-isystem <dir> with ck_md.h from \
+libck-dev for the target), or build with -DTB_ATOMIC_BUILTINS=1."
+#endif
+#endif
+
+/*
+ * Linux futexes, unless the platform's wait is plugged in (TB_WAIT_HOOK,
+ * below) or TB_NO_FUTEX asks for none.  (x32's timespec is not the
+ * kernel's: no futex there.)
+ */
+#if defined(__linux__) && !defined(TB_NO_FUTEX) && !defined(TB_WAIT_HOOK) && \
+	!(defined(__x86_64__) && defined(__ILP32__))
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#if defined(SYS_futex) && defined(FUTEX_WAIT)
+#define TB__FUTEX 1
+#ifdef __cplusplus
+#include <unistd.h>		/* syscall(), with its C linkage */
+#else
+/* Hidden by glibc under strict -std=c99; the declaration is the same. */
+long syscall(long number, ...);
+#endif
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ------------------------------------------------------------------------
  * Results.  Writer errors are negative, reader outcomes positive.
  */
@@ -254,37 +316,6 @@ static inline uint32_t tb_pos_next_wrap(uint32_t pos, unsigned chunk_bits)
 #define TB_REL	2
 #define TB_AR	3	/* acquire + release */
 
-#ifdef __has_feature
-#define __tb_has_feature(x) __has_feature(x)
-#else
-#define __tb_has_feature(x) 0
-#endif
-#if !defined(TB_ATOMIC_BUILTINS)
-#if defined(__SANITIZE_THREAD__) || __tb_has_feature(thread_sanitizer)
-#define TB_ATOMIC_BUILTINS 1
-#else
-#define TB_ATOMIC_BUILTINS 0
-#endif
-#endif
-
-#if !TB_ATOMIC_BUILTINS
-#include <ck_pr.h>
-/*
- * ck's ck_md.h is generated per architecture, and a cross compiler that
- * searches /usr/include finds the build machine's: an x86 one says
- * CK_MD_TSO, and every acquire and release fence then compiles to nothing
- * on the target, silently.  Only these architectures are TSO; anything
- * else that claims it is refused rather than trusted.
- */
-#if defined(CK_MD_TSO) && !(defined(__x86_64__) || defined(__i386__) || \
-			    defined(__s390x__) || defined(__sparc__))
-#error "tbring.h: ck_md.h says CK_MD_TSO, but this architecture is not TSO: \
-these are the build machine's ck headers, whose fences compile to nothing \
-here.  Put the target's ck headers first (-isystem <dir> with ck_md.h from \
-libck-dev for the target), or build with -DTB_ATOMIC_BUILTINS=1."
-#endif
-#endif
-
 #if TB_ATOMIC_BUILTINS
 static inline int __tb_mo(int mo)
 {
@@ -427,22 +458,43 @@ static inline void __tb_relax(void)
 }
 
 /* ------------------------------------------------------------------------
- * Futex (Linux).  Shared (not private) futexes: the words live in memory
- * mapped by several processes.  Elsewhere waits are unavailable: a stalled
- * writer gets TB_FULL and a waiting reader returns at once.
+ * Waiting: a writer stalled on a full ring waits for read_pos to move,
+ * the reader for its doorbell.  On Linux these are shared (not private)
+ * futexes: the words live in memory several processes map.  Anywhere
+ * else, or with TB_NO_FUTEX, the platform's own wait can be plugged in by
+ * defining both of these before including tbring.h (an RTOS event group,
+ * a semaphore per word, a condition variable):
+ *
+ *   int TB_WAIT_HOOK(uint32_t *word, uint32_t val, uint32_t timeout_ms)
+ *	Sleeps while *word == val, at most timeout_ms.  Returns 1 when woken
+ *	(or when *word already differed), 0 on timeout, -1 when it cannot
+ *	wait.  Like a futex it must not miss a TB_WAKE_HOOK(word) issued
+ *	after *word changed: check *word after arming whatever the wake
+ *	signals (a sticky event bit does it).
+ *   void TB_WAKE_HOOK(uint32_t *word)
+ *	Wakes every waiter on word.  Called from writers and the reader,
+ *	never from an interrupt handler by this library.
+ *
+ * With neither, waits are unavailable: a stalled writer spins briefly and
+ * then gets TB_FULL, and tb_reader_wait() returns at once (poll instead).
  */
-#if defined(__linux__) && !defined(TB_NO_FUTEX) && \
-	!(defined(__x86_64__) && defined(__ILP32__))
-#include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
+#if defined(TB_WAIT_HOOK) != defined(TB_WAKE_HOOK)
+#error "tbring.h: define both TB_WAIT_HOOK and TB_WAKE_HOOK, or neither"
 #endif
-#if defined(SYS_futex) && defined(FUTEX_WAIT)
-#define TB_HAVE_FUTEX 1
-/* Hidden by glibc under strict -std=c99; the signature is the same. */
-long syscall(long number, ...);
+#if defined(TB_WAIT_HOOK)
+#define TB_HAVE_WAIT 1
+static inline int __tb_futex_wait(uint32_t *word, uint32_t val,
+				  uint32_t timeout_ms)
+{
+	return TB_WAIT_HOOK(word, val, timeout_ms);
+}
 
+static inline void __tb_futex_wake(uint32_t *word)
+{
+	TB_WAKE_HOOK(word);
+}
+#elif defined(TB__FUTEX)
+#define TB_HAVE_WAIT 1
 /* The kernel's timespec for SYS_futex (struct timespec needs POSIX). */
 struct __tb_timespec {
 	long tv_sec;
@@ -473,7 +525,7 @@ static inline void __tb_futex_wake(uint32_t *word)
 	errno = saved;
 }
 #else
-#define TB_HAVE_FUTEX 0
+#define TB_HAVE_WAIT 0
 static inline int __tb_futex_wait(uint32_t *word, uint32_t val,
 				  uint32_t timeout_ms)
 {
@@ -677,7 +729,7 @@ static inline int tb_ring_init_at(struct tb_ring *r, void *mem, size_t len,
 
 	if (!need || !mem || len < need || (uintptr_t)mem % 4)
 		return TB_EINVAL;
-	memset(h, 0, sizeof(*h));
+	TB_MEMSET(h, 0, sizeof(*h));
 	__tb_ring_view(r, mem, __tb_log2(chunk_size), __tb_log2(num_chunks));
 	h->version = TB_RING_VERSION;
 	h->hdr_size = TB_RING_HDR_SIZE;
@@ -1091,7 +1143,7 @@ static inline int tb_writer_init(struct tb_writer *w, const struct tb_ring *r,
 {
 	if (!r || !scratch || (policy != TB_DROP && policy != TB_STALL))
 		return TB_EINVAL;
-	memset(w, 0, sizeof(*w));
+	TB_MEMSET(w, 0, sizeof(*w));
 	w->ring = r;
 	w->scratch = (uint8_t *)scratch;
 	w->id = id;
@@ -1147,7 +1199,7 @@ static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
 
 	unsigned spin;
 
-	if (!TB_HAVE_FUTEX)
+	if (!TB_HAVE_WAIT)
 		return false;
 	__tb_wstat(w, TB_WS_STALLS, 1);
 	tb_ring_notify(w->ring);	/* the reader may be asleep */
@@ -1254,9 +1306,9 @@ static inline int __tb_writer_relocate(struct tb_writer *w, uint32_t seen,
 	if (open)
 		len += used;
 	/* scratch mirrors a chunk: payload at 6, directory at the end */
-	memcpy(w->scratch + TB_FRAG_PAYLOAD_OFF, w->cur.chunk + w->pub_off,
+	TB_MEMCPY(w->scratch + TB_FRAG_PAYLOAD_OFF, w->cur.chunk + w->pub_off,
 	       len);
-	memcpy(w->scratch + cs - dlen, w->cur.chunk + w->cur.dir, dlen);
+	TB_MEMCPY(w->scratch + cs - dlen, w->cur.chunk + w->cur.dir, dlen);
 	if (!tb_ring_acknowledge(r, w->pos, &seen)) {
 		__tb_writer_drop(w, k + w->cur.open);
 		return TB_EPROTO;
@@ -1280,9 +1332,9 @@ static inline int __tb_writer_relocate(struct tb_writer *w, uint32_t seen,
 		__tb_writer_drop(w, k + open);
 		return TB_DROPPED;
 	}
-	memcpy(w->cur.chunk + TB_FRAG_PAYLOAD_OFF,
+	TB_MEMCPY(w->cur.chunk + TB_FRAG_PAYLOAD_OFF,
 	       w->scratch + TB_FRAG_PAYLOAD_OFF, len);
-	memcpy(w->cur.chunk + cs - dlen, w->scratch + cs - dlen, dlen);
+	TB_MEMCPY(w->cur.chunk + cs - dlen, w->scratch + cs - dlen, dlen);
 	w->cur.payload = TB_FRAG_PAYLOAD_OFF + len - (open ? used : 0);
 	w->cur.dir = cs - dlen;
 	w->cur.nfrags = k;
@@ -1508,7 +1560,7 @@ static inline int tb_writer_write_packet(struct tb_writer *w,
 		n = len < (size_t)(s.end - s.begin) ? (uint32_t)len :
 						      (uint32_t)(s.end - s.begin);
 		if (n)
-			memcpy(s.begin, p, n);
+			TB_MEMCPY(s.begin, p, n);
 		more = n < len;
 		ret = tb_writer_close(w, n, more ? TB_CLOSE_CONT_NEXT : 0);
 		if (ret)
@@ -1567,7 +1619,7 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 {
 	if (!r || !scratch)
 		return TB_EINVAL;
-	memset(rd, 0, sizeof(*rd));
+	TB_MEMSET(rd, 0, sizeof(*rd));
 	rd->ring = r;
 	rd->scratch = (uint8_t *)scratch;
 	/* relaxed: only this thread stores read_pos from now on */
@@ -1602,12 +1654,12 @@ static inline int __tb_reader_copy(struct tb_reader *rd, uint32_t pos,
 		return __TB_COPY_UNKNOWN;
 	if (!tb_frag_dir_fits(cs, n, w))
 		return __TB_COPY_MALFORMED;
-	memcpy(rd->scratch + cs - dlen, chunk + cs - dlen, dlen);
+	TB_MEMCPY(rd->scratch + cs - dlen, chunk + cs - dlen, dlen);
 	total = tb_frag_parse_dir(rd->scratch + cs - dlen, n, w, cs,
 				  rd->sizes);
 	if (total < 0)
 		return __TB_COPY_MALFORMED;
-	memcpy(rd->scratch, chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
+	TB_MEMCPY(rd->scratch, chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
 	v->pos = pos;
 	v->writer = tb_state_writer(word);
 	v->bid = tb_frag_bid(chunk);
@@ -1869,5 +1921,9 @@ static inline bool tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
 	tb_bell_cancel(b);
 	return true;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TBRING_H */

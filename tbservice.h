@@ -57,6 +57,10 @@
 #include "tbring.h"
 #include "tbuffer.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ------------------------------------------------------------------------
  * Protobuf, the little the service needs: varints and tags.
  */
@@ -146,7 +150,7 @@ static inline int tb_bridge_init(struct tb_bridge *br,
 {
 	int ret;
 
-	memset(br, 0, sizeof(*br));
+	TB_MEMSET(br, 0, sizeof(*br));
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
 	if (!alloc)
 		alloc = __tb_buf_std_alloc;
@@ -198,7 +202,7 @@ static inline bool __tb_bridge_grow(struct tb_bridge *br)
 						   (size_t)cap * sizeof(*keys));
 	if (!keys)
 		return false;
-	memset(keys, 0, (size_t)cap * sizeof(*keys));
+	TB_MEMSET(keys, 0, (size_t)cap * sizeof(*keys));
 	for (i = 0; i < br->keys_cap; i++)
 		if (br->keys[i].used)
 			*__tb_bridge_slot(keys, cap, br->keys[i].key) =
@@ -254,7 +258,7 @@ static inline void __tb_bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 		br->frags[i].data = p;
 		br->frags[i].size = v->sizes[i];
 	}
-	memset(&in, 0, sizeof(in));
+	TB_MEMSET(&in, 0, sizeof(in));
 	in.producer_id = br->producer_id;
 	in.ident = br->ident;
 	in.writer_id = v->writer;
@@ -677,5 +681,9 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 		tb_bell_cancel(s->bell);
 	return true;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TBSERVICE_H */

@@ -117,16 +117,8 @@
 
 #include "tbfrag.h"
 
-/*
- * Caller-contract checks.  They trap in debug builds and compile out under
- * NDEBUG, where the function falls back to an error code.
- */
-#ifndef TB_BUF_BUG_ON
-#if !defined(NDEBUG) && defined(__GNUC__)
-#define TB_BUF_BUG_ON(cond)	do { if (cond) __builtin_trap(); } while (0)
-#else
-#define TB_BUF_BUG_ON(cond)	((void)0)
-#endif
+#ifdef __cplusplus
+extern "C" {
 #endif
 
 /* ---- Public constants --------------------------------------------------- */
@@ -456,7 +448,7 @@ static inline int __tb_buf_table_alloc(struct tb_buf *b, uint32_t cap)
 						(size_t)cap * sizeof(*t));
 	if (!t)
 		return TB_BUF_ENOMEM;
-	memset(t, 0, (size_t)cap * sizeof(*t));
+	TB_MEMSET(t, 0, (size_t)cap * sizeof(*t));
 	b->seqs = t;
 	b->seq_cap = cap;
 	b->seq_shift = shift;
@@ -501,7 +493,7 @@ static inline void __tb_buf_table_del(struct tb_buf *b, uint32_t i)
 
 	if (s->ring)
 		__tb_buf_mem(b, s->ring, (size_t)s->cap * sizeof(*s->ring), 0);
-	memset(s, 0, sizeof(*s));
+	TB_MEMSET(s, 0, sizeof(*s));
 	b->seq_n--;
 	for (;;) {
 		uint32_t home;
@@ -514,7 +506,7 @@ static inline void __tb_buf_table_del(struct tb_buf *b, uint32_t i)
 		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
 			continue;
 		b->seqs[i] = b->seqs[j];
-		memset(&b->seqs[j], 0, sizeof(b->seqs[j]));
+		TB_MEMSET(&b->seqs[j], 0, sizeof(b->seqs[j]));
 		i = j;
 	}
 }
@@ -529,7 +521,7 @@ __tb_buf_seq_get(struct tb_buf *b, uint32_t key, const struct tb_buf_ident *id)
 		return s;
 	if ((b->seq_n + 1) * 2 > b->seq_cap && __tb_buf_table_grow(b))
 		return NULL;
-	memset(&n, 0, sizeof(n));
+	TB_MEMSET(&n, 0, sizeof(n));
 	n.key = key;
 	n.used = 1;
 	n.ident = *id;
@@ -691,7 +683,7 @@ static inline void __tb_buf_consume(struct tb_buf *b, struct __tb_buf_hdr *c,
 {
 	uint32_t outer = __tb_buf_outer(c->size);
 
-	TB_BUF_BUG_ON(n > c->payload_avail);
+	TB_BUG_ON(n > c->payload_avail);
 	if (n > c->payload_avail)
 		n = c->payload_avail;
 	if (!n)
@@ -983,7 +975,7 @@ static inline void __tb_buf_overwrite(struct tb_buf *b, uint32_t off)
 	bool want = b->cb != NULL, destroyed = false;
 
 	__tb_buf_prefetch(b->data + off, __tb_buf_outer(c->size), 0);
-	TB_BUF_BUG_ON(!s);
+	TB_BUG_ON(!s);
 	if (s) {
 		__tb_buf_gap_check(b, s);
 		while (__tb_buf_seq_next(b, s, off, true, want)) {
@@ -991,7 +983,7 @@ static inline void __tb_buf_overwrite(struct tb_buf *b, uint32_t off)
 			if (want) {
 				struct tb_buf_packet p;
 
-				memset(&p, 0, sizeof(p));
+				TB_MEMSET(&p, 0, sizeof(p));
 				__tb_buf_fill_packet(b, s, &p);
 				b->in_cb = 1;
 				b->cb(b->cb_ctx, &p);
@@ -1002,7 +994,7 @@ static inline void __tb_buf_overwrite(struct tb_buf *b, uint32_t off)
 			s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_OVERWRITE;
 	}
 	/* The walk always erases its target; never leave a live record. */
-	TB_BUF_BUG_ON(c->key);
+	TB_BUG_ON(c->key);
 	c->key = 0;
 }
 
@@ -1031,7 +1023,7 @@ static inline void __tb_buf_make_room(struct tb_buf *b, uint32_t n)
 	if (off > end && off <= b->used) {
 		struct __tb_buf_hdr *p = __tb_buf_hdr_at(b, end);
 
-		memset(p, 0, sizeof(*p));
+		TB_MEMSET(p, 0, sizeof(*p));
 		p->size = (uint16_t)(off - end - __TB_BUF_HDR);
 		b->stats.padding_bytes_written += off - end;
 	}
@@ -1063,7 +1055,7 @@ static inline struct tb_buf *tb_buf_create_with(size_t size,
 	b = (struct tb_buf *)alloc(alloc_ctx, NULL, 0, sizeof(*b));
 	if (!b)
 		return NULL;
-	memset(b, 0, sizeof(*b));
+	TB_MEMSET(b, 0, sizeof(*b));
 	b->alloc = alloc;
 	b->alloc_ctx = alloc_ctx;
 	b->size = (uint32_t)size;
@@ -1240,7 +1232,7 @@ static inline void __tb_buf_src_copy(const struct __tb_buf_src *src,
 
 	if (src->raw) {
 		if (all)
-			memcpy(dst, src->raw, all);
+			TB_MEMCPY(dst, src->raw, all);
 		return;
 	}
 	for (i = 0; off < all && i < src->nvec; i++) {
@@ -1248,7 +1240,7 @@ static inline void __tb_buf_src_copy(const struct __tb_buf_src *src,
 
 		off += tb_frag_varint_put(dst + off, sz);
 		if (sz)
-			memcpy(dst + off, src->vec[i].data, sz);
+			TB_MEMCPY(dst + off, src->vec[i].data, sz);
 		off += sz;
 	}
 }
@@ -1525,10 +1517,10 @@ static inline int tb_buf_copy_chunk(struct tb_buf *b,
 {
 	struct __tb_buf_src src;
 
-	TB_BUF_BUG_ON(!b || !in || (!in->payload && in->size));
+	TB_BUG_ON(!b || !in || (!in->payload && in->size));
 	if (!b || !in || (!in->payload && in->size))
 		return TB_BUF_EINVAL;
-	memset(&src, 0, sizeof(src));
+	TB_MEMSET(&src, 0, sizeof(src));
 	src.raw = (const uint8_t *)in->payload;
 	src.size = in->size > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
 		   (uint32_t)in->size;
@@ -1551,20 +1543,20 @@ static inline int tb_buf_copy_frags(struct tb_buf *b,
 	uint64_t total = 0;
 	unsigned i;
 
-	TB_BUF_BUG_ON(!b || !in || (!frags && n));
+	TB_BUG_ON(!b || !in || (!frags && n));
 	if (!b || !in || (!frags && n))
 		return TB_BUF_EINVAL;
 	for (i = 0; i < n && total <= TB_BUF_MAX_PAYLOAD; i++) {
 		uint32_t sz = frags[i].size;
 
-		TB_BUF_BUG_ON(!frags[i].data && sz && sz != TB_FRAG_SIZE_ABORT);
+		TB_BUG_ON(!frags[i].data && sz && sz != TB_FRAG_SIZE_ABORT);
 		if (!frags[i].data && sz && sz != TB_FRAG_SIZE_ABORT)
 			return TB_BUF_EINVAL;
 		if (sz == TB_FRAG_SIZE_ABORT)
 			break;
 		total += tb_frag_varint_len(sz) + (uint64_t)sz;
 	}
-	memset(&src, 0, sizeof(src));
+	TB_MEMSET(&src, 0, sizeof(src));
 	src.vec = frags;
 	src.nvec = n;
 	src.size = total > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
@@ -1590,7 +1582,7 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	size_t k;
 	int ret;
 
-	TB_BUF_BUG_ON(!b || (!patches && n));
+	TB_BUG_ON(!b || (!patches && n));
 	if (!b || (!patches && n))
 		return TB_BUF_EINVAL;
 	ret = __tb_buf_may_write(b);
@@ -1609,7 +1601,7 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 			b->stats.patches_failed++;
 			return TB_BUF_ERANGE;
 		}
-		memcpy(__tb_buf_payload(c) + patches[k].offset,
+		TB_MEMCPY(__tb_buf_payload(c) + patches[k].offset,
 		       patches[k].data, TB_BUF_PATCH_SIZE);
 	}
 	b->stats.patches_succeeded += n;
@@ -1644,7 +1636,7 @@ static inline void tb_buf_begin_read(struct tb_buf *b)
 static inline bool tb_buf_read_packet(struct tb_buf *b,
 				      struct tb_buf_packet *out)
 {
-	memset(out, 0, sizeof(*out));
+	TB_MEMSET(out, 0, sizeof(*out));
 	if (!b->rd_valid || b->in_cb)
 		return false;
 	for (;;) {
@@ -1655,7 +1647,7 @@ static inline bool tb_buf_read_packet(struct tb_buf *b,
 		if (!b->inner) {
 			c = __tb_buf_hdr_at(b, b->rd);
 			s = c->key ? __tb_buf_seq_find(b, c->key) : NULL;
-			TB_BUF_BUG_ON(c->key && !s);
+			TB_BUG_ON(c->key && !s);
 			if (s) {
 				__tb_buf_prefetch(b->data + b->rd,
 						  __tb_buf_outer(c->size), 0);
@@ -1741,7 +1733,7 @@ static inline struct tb_buf *tb_buf_clone_readonly(const struct tb_buf *b)
 		d->n = s->n;
 	}
 	if (b->used)
-		memcpy(c->data, b->data, b->used);
+		TB_MEMCPY(c->data, b->data, b->used);
 	c->seq_n = b->seq_n;
 	c->nempty = b->nempty;
 	c->age = b->age;
@@ -1760,5 +1752,9 @@ fail:
 	tb_buf_destroy(c);
 	return NULL;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TBUFFER_H */

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * test_cxx.cc - every header included, compiled and linked as C++ (C++11
+ * and C++17 with g++ and clang++): writer threads stalling on a small
+ * ring (so the futex path is linked), a reader thread, and the service
+ * path (bridge, central buffer, trace writer).
+ */
+#include <check.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tbfrag.h"
+#include "tbring.h"
+#include "tbuffer.h"
+#include "tbservice.h"
+
+namespace {
+
+const uint32_t kChunk = 256, kChunks = 4, kWriters = 2, kPackets = 20000;
+
+struct Ring {
+	std::vector<uint8_t> mem;
+	struct tb_ring r;
+
+	Ring()
+	{
+		mem.resize(tb_ring_size(kChunk, kChunks));
+		ck_assert_int_eq(tb_ring_init(&r, mem.data(), mem.size(),
+					      kChunk, kChunks), TB_OK);
+	}
+};
+
+// A TracePacket with only a timestamp (field 8): writer << 32 | seq.
+size_t make_packet(uint8_t *p, uint32_t writer, uint32_t seq, uint32_t pad)
+{
+	size_t n = tb_pb_uint(p, 8, (uint64_t)writer << 32 | seq);
+
+	// pad with a string field (for_testing is 900; any unreserved one)
+	n += tb_pb_len(p + n, 900, pad);
+	std::memset(p + n, 'x', pad);
+	return n + pad;
+}
+
+// Reassembles each writer's packets from the fragments of its chunks.
+struct Order {
+	std::vector<uint8_t> pending[kWriters + 1];
+	bool open[kWriters + 1];
+	uint32_t next[kWriters + 1];	// lowest seq the next packet may have
+	uint32_t got[kWriters + 1];
+	uint32_t bad;
+};
+
+void packet_done(Order *o, uint32_t w)
+{
+	const std::vector<uint8_t> &p = o->pending[w];
+	uint64_t ts = 0;
+	unsigned shift = 0;
+
+	for (size_t k = 1; k < p.size() && k < 11; k++) {
+		ts |= (uint64_t)(p[k] & 0x7f) << shift;
+		shift += 7;
+		if (!(p[k] & 0x80))
+			break;
+	}
+	// per writer: in order, each packet at most once (loss may skip)
+	if (p.empty() || p[0] != 8u << 3 || ts >> 32 != w ||
+	    (uint32_t)ts < o->next[w])
+		o->bad++;
+	o->next[w] = (uint32_t)ts + 1;
+	o->got[w]++;
+}
+
+void reassemble(void *ctx, const struct tb_chunk_view *v)
+{
+	Order *o = static_cast<Order *>(ctx);
+	const uint8_t *p = v->payload;
+	uint32_t w = v->writer;
+
+	if (w < 1 || w > kWriters) {
+		o->bad++;
+		return;
+	}
+	for (uint32_t i = 0; i < v->nfrags; p += v->sizes[i++]) {
+		bool cont = i == 0 && (v->flags & TB_F_CONT_PREV);
+		bool more = i + 1 == v->nfrags && (v->flags & TB_F_CONT_NEXT);
+
+		if (!cont || !o->open[w])
+			o->pending[w].clear();	// a cut packet is dropped
+		if (cont && !o->open[w]) {
+			o->open[w] = more;	// an orphan tail
+			continue;
+		}
+		o->pending[w].insert(o->pending[w].end(), p, p + v->sizes[i]);
+		o->open[w] = more;
+		if (!more)
+			packet_done(o, w);
+	}
+}
+
+} // namespace
+
+START_TEST(test_threads_stall_and_a_reader_drains)
+{
+	Ring ring;
+	Order order = Order();
+	std::atomic<unsigned> done(0);
+	std::atomic<uint32_t> written[kWriters + 1];
+	std::vector<std::thread> writers;
+
+	for (uint32_t w = 0; w <= kWriters; w++)
+		written[w] = 0;
+	for (uint32_t w = 1; w <= kWriters; w++)
+		writers.emplace_back([&ring, &done, &written, w] {
+			std::vector<uint8_t> scratch(kChunk);
+			struct tb_writer wr;
+			uint8_t pkt[128];
+
+			ck_assert_int_eq(tb_writer_init(&wr, &ring.r,
+						(uint16_t)w, 0, TB_STALL,
+						scratch.data()), TB_OK);
+			for (uint32_t seq = 0; seq < kPackets; seq++) {
+				size_t n = make_packet(pkt, w, seq, seq % 64);
+				int ret = tb_writer_write_packet(&wr, pkt, n);
+
+				// a scraping reader can burn a claim
+				ck_assert(ret == TB_OK || ret == TB_NO_CHUNK ||
+					  ret == TB_DROPPED);
+				if (ret == TB_OK)
+					written[w]++;
+			}
+			tb_writer_release(&wr);
+			done++;
+		});
+	std::thread reader([&] {
+		std::vector<uint8_t> scratch(kChunk);
+		struct tb_reader rd;
+
+		ck_assert_int_eq(tb_reader_init(&rd, &ring.r, scratch.data()),
+				 TB_OK);
+		while (done.load() < kWriters ||
+		       rd.pos != __atomic_load_n(&ring.r.hdr->write_pos,
+						 __ATOMIC_ACQUIRE))
+			if (tb_reader_drain(&rd, 64, TB_READ_SCRAPE,
+					    reassemble, &order) == 0)
+				tb_reader_wait(&rd, 5);
+	});
+	for (auto &t : writers)
+		t.join();
+	reader.join();
+	ck_assert_uint_eq(order.bad, 0);
+	for (uint32_t w = 1; w <= kWriters; w++) {
+		ck_assert_uint_eq(order.got[w], written[w].load());
+		ck_assert_uint_gt(order.got[w], kPackets / 2);
+	}
+}
+END_TEST
+
+namespace {
+
+struct MemOut {
+	std::vector<uint8_t> bytes;
+};
+
+int mem_write(void *ctx, const void *data, size_t len)
+{
+	MemOut *m = static_cast<MemOut *>(ctx);
+	const uint8_t *p = static_cast<const uint8_t *>(data);
+
+	m->bytes.insert(m->bytes.end(), p, p + len);
+	return 0;
+}
+
+// Counts the Trace.packet (field 1) records of a trace.
+unsigned count_packets(const std::vector<uint8_t> &t)
+{
+	unsigned n = 0;
+	size_t off = 0;
+
+	while (off < t.size()) {
+		uint64_t tag, len;
+		unsigned k = tb_frag_varint_get(&t[off], t.size() - off, &tag);
+
+		ck_assert_uint_ne(k, 0);
+		ck_assert_uint_eq(tag, 1u << 3 | 2u);
+		off += k;
+		k = tb_frag_varint_get(&t[off], t.size() - off, &len);
+		ck_assert_uint_ne(k, 0);
+		off += k + len;
+		n++;
+	}
+	ck_assert_uint_eq(off, t.size());
+	return n;
+}
+
+} // namespace
+
+START_TEST(test_service_path)
+{
+	Ring ring;
+	std::vector<uint8_t> rscratch(kChunk), wscratch(kChunk);
+	struct tb_buf *buf = tb_buf_create(1 << 20, TB_BUF_RING_BUFFER);
+	struct tb_buf_ident id = { 1000, 42 };
+	struct tb_bridge br;
+	struct tb_writer wr;
+	struct tb_trace_out out;
+	MemOut mo;
+	uint8_t pkt[600];
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(tb_bridge_init(&br, &ring.r, rscratch.data(), 1, id,
+					&buf, 1, NULL, NULL), TB_OK);
+	ck_assert_int_eq(tb_writer_init(&wr, &ring.r, 1, 0, TB_DROP,
+					wscratch.data()), TB_OK);
+	for (uint32_t seq = 0; seq < 100; seq++) {
+		// every fourth packet spans chunks of the ring
+		size_t n = make_packet(pkt, 1, seq, seq % 4 ? 40 : 500);
+
+		ck_assert_int_eq(tb_writer_write_packet(&wr, pkt, n), TB_OK);
+		ck_assert_int_ge(tb_bridge_drain(&br, 16, TB_READ_SCRAPE), 0);
+	}
+	tb_writer_release(&wr);
+	ck_assert_int_ge(tb_bridge_drain(&br, 16, TB_READ_SCRAPE), 0);
+	std::memset(&out, 0, sizeof(out));
+	out.write = mem_write;
+	out.ctx = &mo;
+	ck_assert_int_ge(tb_trace_write(&out, buf), 100);
+	ck_assert_uint_eq(out.invalid_packets, 0);
+	ck_assert_uint_eq(count_packets(mo.bytes), out.packets);
+	tb_bridge_destroy(&br);
+	tb_buf_destroy(buf);
+}
+END_TEST
+
+int main()
+{
+	Suite *s = suite_create("tbring_cxx");
+	TCase *tc = tcase_create("cxx");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_threads_stall_and_a_reader_drains);
+	tcase_add_test(tc, test_service_path);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
