@@ -100,9 +100,19 @@ asan: deps
 	CFLAGS="-O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -DCK_USE_CC_BUILTINS=1" \
 	RUNNER="env CK_TIMEOUT_MULTIPLIER=5"
 
-m32: deps-m32
+# gcc-multilib conflicts with every Debian cross gcc, and without it there
+# is no /usr/include/asm (<errno.h> fails: asm/errno.h).  gcc-12-multilib
+# plus a build-local link to the multiarch asm headers, searched last
+# (-idirafter, so a real /usr/include/asm still wins), builds -m32 beside
+# the cross compilers.
+M32_INC	:= build/m32-include
+
+$(M32_INC)/asm:
+	@mkdir -p $(M32_INC) && ln -sfn /usr/include/x86_64-linux-gnu/asm $@
+
+m32: deps-m32 $(M32_INC)/asm
 	@$(MAKE) --no-print-directory run-tests BUILD=build/m32 CC=gcc \
-	CFLAGS="-O2 -m32" \
+	CFLAGS="-O2 -m32 -idirafter $(M32_INC)" \
 	CHECK_LIBS="$$(PKG_CONFIG_LIBDIR=/usr/lib/i386-linux-gnu/pkgconfig pkg-config --cflags --libs check) -pthread"
 
 export TB_STRESS
