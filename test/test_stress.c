@@ -77,6 +77,13 @@ struct st_run {
 	struct tb_reader rd;
 	uint8_t *rscratch;
 	struct sh_asm asm_;
+	/* the library's own reassembly, fed the same chunks */
+	struct tb_reassembly ra;
+	void *ra_mem;
+	int64_t pk_last[4];
+	uint32_t pk_got[4];
+	unsigned pk_bad;
+	char pk_what[160];
 	unsigned drains[2];		/* by mode */
 	unsigned waits;
 	unsigned slept_through;		/* waits that missed a change */
@@ -191,6 +198,14 @@ static void st_setup(struct st_run *run, const struct st_cfg *cfg,
 	sh_asm_init(&run->asm_, cfg->writers, ST_WID, ST_BID, cfg->packets,
 		    run->maxlen);
 	run->asm_.strict_loss = 1;	/* a dropped seq is never retried */
+	i = (unsigned)tb_reassembly_size(cfg->writers, run->maxlen);
+	run->ra_mem = malloc(i);
+	ck_assert_ptr_nonnull(run->ra_mem);
+	ck_assert_int_eq(tb_reassembly_init(&run->ra, run->ra_mem, i,
+					    cfg->writers, run->maxlen,
+					    TB_OVERSIZE_DROP), TB_OK);
+	for (i = 0; i < 4; i++)
+		run->pk_last[i] = -1;
 	for (i = 0; i < cfg->writers; i++) {
 		struct st_writer *sw = &run->wr[i];
 
@@ -219,8 +234,54 @@ static void st_teardown(struct st_run *run)
 		free(run->wr[i].status);
 	}
 	sh_asm_free(&run->asm_);
+	free(run->ra_mem);
 	free(run->rscratch);
 	free(run->mem);
+}
+
+/*
+ * A packet from tb_reassembly: whole and intact, in its writer's order,
+ * and flagged TB_PKT_LOSS after every gap.
+ */
+static void st_packet(void *ctx, const struct tb_packet *pk)
+{
+	struct st_run *run = (struct st_run *)ctx;
+	unsigned idx = (unsigned)(uint16_t)(pk->writer - ST_WID);
+	uint32_t seq = pk->len >= SH_HDR ? sh_get32(pk->data + 4) : 0;
+	const char *bad = NULL;
+
+	if (idx >= run->cfg.writers || pk->len < SH_HDR)
+		bad = "unknown writer or short packet";
+	else if ((pk->data[0] | pk->data[1] << 8) != (int)idx ||
+		 sh_get32(pk->data + 8) != pk->len || pk->len != pk->size ||
+		 sh_fnv(pk->data + SH_HDR, pk->len - SH_HDR) !=
+		 sh_get32(pk->data + 12))
+		bad = "torn";
+	else if ((int64_t)seq <= run->pk_last[idx])
+		bad = "out of order or repeated";
+	else if ((int64_t)seq != run->pk_last[idx] + 1 &&
+		 !(pk->flags & TB_PKT_LOSS))
+		bad = "a gap without TB_PKT_LOSS";
+	if (bad) {
+		if (!run->pk_bad++)
+			snprintf(run->pk_what, sizeof(run->pk_what),
+				 "reassembly: writer %u seq %u: %s", idx, seq,
+				 bad);
+		return;
+	}
+	run->pk_last[idx] = seq;
+	run->pk_got[idx]++;
+}
+
+/* Every chunk goes to both reassemblers. */
+static void st_chunk(void *ctx, const struct tb_chunk_view *v)
+{
+	struct st_run *run = (struct st_run *)ctx;
+
+	sh_asm_chunk(&run->asm_, v);
+	run->ra.fn = st_packet;
+	run->ra.ctx = run;
+	tb__ra_chunk(&run->ra, v);
 }
 
 static uint32_t st_write_pos(const struct st_run *run)
@@ -277,7 +338,7 @@ static void st_read(struct st_run *run)
 		unsigned max = sh_range(&rng, 1, 2 * run->cfg.num_chunks);
 
 		run->drains[mode == TB_READ_SCRAPE]++;
-		n = tb_reader_drain(rd, max, mode, sh_asm_chunk, &run->asm_);
+		n = tb_reader_drain(rd, max, mode, st_chunk, run);
 		if (n < 0 || run->asm_.failures) {
 			__atomic_store_n(&run->stop, 1, __ATOMIC_RELAXED);
 			return;
@@ -295,8 +356,7 @@ static void st_read(struct st_run *run)
 	}
 	/* every writer let go of its chunks: resolve every position */
 	for (idle = 0; rd->pos != st_write_pos(run) && idle < 1000; idle++) {
-		n = tb_reader_drain(rd, ~0u, TB_READ_SCRAPE, sh_asm_chunk,
-				    &run->asm_);
+		n = tb_reader_drain(rd, ~0u, TB_READ_SCRAPE, st_chunk, run);
 		if (n < 0)
 			return;
 		if (n)
@@ -344,6 +404,9 @@ static void st_check(struct st_run *run, struct st_totals *t)
 				      "dropped", s->seen[seq] ? "received" :
 				      "never received");
 		ck_assert_uint_eq(s->received, sw->ok);
+		/* tb_reassembly delivered exactly the same packets */
+		ck_assert_msg(!run->pk_bad, "%s", run->pk_what);
+		ck_assert_uint_eq(run->pk_got[i], sw->ok);
 		ck_assert_msg(!s->orphans,
 			      "writer %u: %u continuations without a start",
 			      i, s->orphans);

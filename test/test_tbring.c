@@ -3787,6 +3787,350 @@ START_TEST(test_publication_comes_after_the_bytes_it_publishes)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------
+ * Packets, not fragments: tb_reader_drain_packets()
+ */
+#define PK_MAX	32
+struct pkts {
+	unsigned n;
+	struct {
+		uint16_t writer;
+		uint32_t flags, len, size;
+		uint8_t data[1024];
+	} p[PK_MAX];
+};
+
+static void pkt_collect(void *ctx, const struct tb_packet *p)
+{
+	struct pkts *c = (struct pkts *)ctx;
+
+	ck_assert_uint_lt(c->n, PK_MAX);
+	ck_assert_uint_le(p->len, sizeof(c->p[0].data));
+	c->p[c->n].writer = p->writer;
+	c->p[c->n].flags = p->flags;
+	c->p[c->n].len = p->len;
+	c->p[c->n].size = p->size;
+	memcpy(c->p[c->n].data, p->data, p->len);
+	c->n++;
+}
+
+struct pra {
+	struct tb_reassembly ra;
+	uint32_t mem[4096];
+};
+
+static void pra_new(struct pra *r, unsigned open, uint32_t max,
+		    enum tb_oversize o)
+{
+	ck_assert_uint_le(tb_reassembly_size(open, max), sizeof(r->mem));
+	ck_assert_int_eq(tb_reassembly_init(&r->ra, r->mem, sizeof(r->mem),
+					    open, max, o), TB_OK);
+}
+
+static int drain_pk(struct treader *tr, struct pra *r, struct pkts *c)
+{
+	return tb_reader_drain_packets(&tr->rd, &r->ra, ~0u, TB_READ_SCRAPE,
+				       pkt_collect, c);
+}
+
+/* A packet of @len bytes whose byte i is @seed + i. */
+static const uint8_t *pattern(uint8_t seed, uint32_t len)
+{
+	static uint8_t b[4096];
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		b[i] = (uint8_t)(seed + i);
+	return b;
+}
+
+static void expect_packet(const struct pkts *c, unsigned i, uint16_t writer,
+			  uint8_t seed, uint32_t len, uint32_t flags)
+{
+	ck_assert_uint_gt(c->n, i);
+	ck_assert_uint_eq(c->p[i].writer, writer);
+	ck_assert_uint_eq(c->p[i].flags, flags);
+	ck_assert_uint_eq(c->p[i].size, len);
+	ck_assert_uint_le(c->p[i].len, len);
+	ck_assert_mem_eq(c->p[i].data, pattern(seed, c->p[i].len),
+			 c->p[i].len);
+}
+
+/* Writer @tw writes the first @n bytes of packet @seed/@len, ending its
+ * chunk with "continues on next", and leaves the rest for later. */
+static void write_head(struct twriter *tw, uint8_t seed, uint32_t len,
+		       uint32_t n)
+{
+	struct tb_span sp;
+
+	ck_assert_int_eq(tb_writer_open(&tw->w, n, 0, &sp), TB_OK);
+	memcpy(sp.begin, pattern(seed, len), n);
+	ck_assert_int_eq(tb_writer_close(&tw->w, n, TB_CLOSE_CONT_NEXT),
+			 TB_OK);
+}
+
+static void write_tail(struct twriter *tw, uint8_t seed, uint32_t len,
+		       uint32_t n)
+{
+	struct tb_span sp;
+
+	ck_assert_int_eq(tb_writer_open(&tw->w, len - n, TB_OPEN_CONT_PREV,
+					&sp), TB_OK);
+	memcpy(sp.begin, pattern(seed, len) + n, len - n);
+	ck_assert_int_eq(tb_writer_close(&tw->w, len - n, 0), TB_OK);
+}
+
+START_TEST(test_packets_split_over_chunks_come_out_whole)
+{
+	struct tring t;
+	struct twriter a, b;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 2, 1024, TB_OVERSIZE_DROP);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(1, 10), 10),
+			 TB_OK);
+	write_head(&a, 2, 300, 200);	/* a's packet 2 starts ... */
+	ck_assert_int_eq(tb_writer_write_packet(&b.w, pattern(3, 20), 20),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);
+	write_tail(&a, 2, 300, 200);	/* ... and ends after b's chunk */
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(4, 600), 600),
+			 TB_OK);	/* over three chunks */
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 4);
+	expect_packet(&c, 0, WA, 1, 10, 0);
+	expect_packet(&c, 1, WB, 3, 20, 0);
+	expect_packet(&c, 2, WA, 2, 300, 0);
+	expect_packet(&c, 3, WA, 4, 600, 0);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_PACKETS], 4);
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_packets_larger_than_a_slot_dropped_or_truncated)
+{
+	enum tb_oversize o = _i ? TB_OVERSIZE_TRUNCATE : TB_OVERSIZE_DROP;
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 1, 400, o);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(1, 700), 700),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(2, 30), 30),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	if (o == TB_OVERSIZE_DROP) {
+		ck_assert_uint_eq(c.n, 1);
+		expect_packet(&c, 0, WA, 2, 30, TB_PKT_LOSS);
+		ck_assert_uint_eq(r.ra.stat[TB_PS_OVERSIZE], 1);
+	} else {
+		ck_assert_uint_eq(c.n, 2);
+		expect_packet(&c, 0, WA, 1, 700, TB_PKT_TRUNCATED);
+		ck_assert_uint_eq(c.p[0].len, 400);
+		expect_packet(&c, 1, WA, 2, 30, 0);
+		ck_assert_uint_eq(r.ra.stat[TB_PS_TRUNCATED], 1);
+	}
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/* A writer whose packet never gets its end: the next packet says so. */
+START_TEST(test_packet_cut_by_loss_is_reported_as_loss)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 2, 1024, TB_OVERSIZE_DROP);
+	write_head(&a, 1, 300, 200);
+	/* the tail never comes: an unrelated packet in the next chunk */
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(2, 20), 20),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 1);
+	expect_packet(&c, 0, WA, 2, 20, TB_PKT_LOSS);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_CUT], 1);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/* The start of a packet was lost (its chunk taken by an earlier reader):
+ * its tail is skipped, counted, and the next packet says so. */
+START_TEST(test_packet_without_its_start_is_skipped_as_loss)
+{
+	uint32_t len = _i ? 600 : 400;
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 2, 1024, TB_OVERSIZE_DROP);
+	/* two chunks: the orphan ends at once; three: it is skipped */
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(1, len), len),
+			 TB_OK);
+	/* another reader took the first chunk */
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
+					 NULL), 1);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(2, 20), 20),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 1);
+	expect_packet(&c, 0, WA, 2, 20, TB_PKT_LOSS);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_ORPHANS], 1);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/* The ring's own data-loss flag reaches the next packet. */
+START_TEST(test_packet_after_ring_data_loss_carries_loss)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 1, 1024, TB_OVERSIZE_DROP);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(1, 20), 20),
+			 TB_OK);
+	tb_writer_record_loss(&a.w);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(2, 20), 20),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(3, 20), 20),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 3);
+	expect_packet(&c, 0, WA, 1, 20, 0);
+	expect_packet(&c, 1, WA, 2, 20, TB_PKT_LOSS);
+	expect_packet(&c, 2, WA, 3, 20, 0);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/* More writers between the halves of a packet than slots: one is lost
+ * and counted, the others come out whole. */
+START_TEST(test_packets_with_too_few_slots_lose_and_count)
+{
+	struct tring t;
+	struct twriter w[3];
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+	unsigned i, lost = 0;
+
+	tring_new(&t, 256, 8);
+	for (i = 0; i < 3; i++)
+		twriter_new(&w[i], &t, (uint16_t)(20 + i), BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 2, 1024, TB_OVERSIZE_DROP);
+	for (i = 0; i < 3; i++)
+		write_head(&w[i], (uint8_t)i, 300, 200);
+	for (i = 0; i < 3; i++) {
+		write_tail(&w[i], (uint8_t)i, 300, 200);
+		ck_assert_int_eq(tb_writer_release(&w[i].w), TB_OK);
+	}
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 2);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_NO_SLOT], 1);
+	for (i = 0; i < c.n; i++) {
+		unsigned k = c.p[i].writer - 20u;
+
+		expect_packet(&c, i, (uint16_t)(20 + k), (uint8_t)k, 300, 0);
+	}
+	lost = r.ra.stat[TB_PS_NO_SLOT] + r.ra.stat[TB_PS_ORPHANS];
+	ck_assert_uint_ge(lost, 1);
+	for (i = 0; i < 3; i++)
+		twriter_free(&w[i]);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reassembly_init_rejects_bad_memory)
+{
+	static struct pra r;
+
+	ck_assert_uint_eq(tb_reassembly_size(0, 100), 0);
+	ck_assert_uint_eq(tb_reassembly_size(1, 0), 0);
+	ck_assert_uint_eq(tb_reassembly_size(~0u, ~0u), 0);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem, 10, 1, 100,
+					    TB_OVERSIZE_DROP), TB_EINVAL);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, (uint8_t *)r.mem + 1,
+					    1000, 1, 100, TB_OVERSIZE_DROP),
+			 TB_EINVAL);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, NULL, 1000, 1, 100,
+					    TB_OVERSIZE_DROP), TB_EINVAL);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem, sizeof(r.mem), 1,
+					    100, (enum tb_oversize)7),
+			 TB_EINVAL);
+}
+END_TEST
+
+static Suite *packet_suite(void)
+{
+	Suite *s = suite_create("tbring packets");
+	TCase *tc = tcase_create("packets");
+
+	tcase_add_test(tc, test_packets_split_over_chunks_come_out_whole);
+	tcase_add_loop_test(tc,
+			    test_packets_larger_than_a_slot_dropped_or_truncated,
+			    0, 2);
+	tcase_add_test(tc, test_packet_cut_by_loss_is_reported_as_loss);
+	tcase_add_loop_test(tc, test_packet_without_its_start_is_skipped_as_loss,
+			    0, 2);
+	tcase_add_test(tc, test_packet_after_ring_data_loss_carries_loss);
+	tcase_add_test(tc, test_packets_with_too_few_slots_lose_and_count);
+	tcase_add_test(tc, test_reassembly_init_rejects_bad_memory);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
 static Suite *abi_suite(void)
 {
 	Suite *s = suite_create("tbring abi");
@@ -4017,6 +4361,7 @@ int main(void)
 	srunner_add_suite(sr, writer_suite());
 	srunner_add_suite(sr, relocation_suite());
 	srunner_add_suite(sr, hostile_suite());
+	srunner_add_suite(sr, packet_suite());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
