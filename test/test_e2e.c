@@ -30,6 +30,10 @@
  *     complete.
  *
  * Every wait has a deadline; children die with the test (PDEATHSIG).
+ *
+ * TB_EXEC_WRAP, when set, is a command (words split on spaces) put in
+ * front of every example binary this test runs, e.g. "qemu-aarch64 -L /"
+ * so that make cross runs the cross-built examples under qemu-user too.
  */
 #include <check.h>
 #include <errno.h>
@@ -175,23 +179,46 @@ static char *e2e_slurp(const char *path, size_t *len)
  * Processes.
  */
 
+/*
+ * Splits $TB_EXEC_WRAP into at most @max words of @argv, in @buf; returns
+ * how many (0 when it is unset or empty).
+ */
+static unsigned e2e_wrap(char *buf, size_t size, const char **argv,
+			 unsigned max)
+{
+	const char *w = getenv("TB_EXEC_WRAP");
+	unsigned n = 0;
+	char *p;
+
+	if (!w || !*w)
+		return 0;
+	ck_assert_uint_lt(strlen(w), size);
+	strcpy(buf, w);
+	for (p = strtok(buf, " "); p; p = strtok(NULL, " ")) {
+		ck_assert_uint_lt(n, max);
+		argv[n++] = p;
+	}
+	return n;
+}
+
 /* Starts build/@name with @args (NULL-terminated), output to @out. */
 static pid_t e2e_spawn(const char *name, const char *out, const char **args)
 {
-	char path[256];
-	const char *argv[32];
-	unsigned n;
+	char path[256], wrap[256];
+	const char *argv[40];
+	unsigned n, k;
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/%s", e2e_bin_dir(), name);
 	ck_assert_msg(access(path, X_OK) == 0, "%s: %s (build it first: "
 		      "make %s)", path, strerror(errno), path);
-	argv[0] = path;
-	for (n = 0; args[n]; n++) {
-		ck_assert_uint_lt(n + 2, sizeof(argv) / sizeof(argv[0]));
-		argv[n + 1] = args[n];
+	n = e2e_wrap(wrap, sizeof(wrap), argv, 8);
+	argv[n] = path;
+	for (k = 0; args[k]; k++) {
+		ck_assert_uint_lt(n + k + 2, sizeof(argv) / sizeof(argv[0]));
+		argv[n + k + 1] = args[k];
 	}
-	argv[n + 1] = NULL;
+	argv[n + k + 1] = NULL;
 	fflush(stdout);
 	pid = fork();
 	ck_assert_int_ne(pid, -1);
@@ -203,7 +230,10 @@ static pid_t e2e_spawn(const char *name, const char *out, const char **args)
 		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(126);
 		close(fd);
-		execv(path, (char *const *)argv);
+		if (n)	/* the wrapper is looked up in PATH */
+			execvp(argv[0], (char *const *)argv);
+		else
+			execv(path, (char *const *)argv);
 		_exit(127);
 	}
 	return pid;
