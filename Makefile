@@ -4,6 +4,10 @@
 #   make test    every check suite (installs missing packages first)
 #   make bench   throughput tables beside a memcpy baseline
 #   make tsan | asan | m32 | fuzz | headers | install | uninstall | clean
+#   make cross ARCH=aarch64|armhf|s390x
+#                every suite and example cross-built with the target's own
+#                ck headers (fetched into build/sysroot), run under qemu-user;
+#                make cross-all runs the three
 
 CC	?= cc
 PREFIX	?= /usr/local
@@ -116,6 +120,96 @@ m32: deps-m32 $(M32_INC)/asm
 	CHECK_LIBS="$$(PKG_CONFIG_LIBDIR=/usr/lib/i386-linux-gnu/pkgconfig pkg-config --cflags --libs check) -pthread"
 
 export TB_STRESS
+
+# --- cross targets under qemu-user -------------------------------------------
+# make cross ARCH=aarch64|armhf|s390x builds every suite and example with the
+# Debian cross compiler and the target's own ck headers, and runs each suite
+# under qemu-user.  The target's ck headers are fetched into a build-local
+# sysroot (apt-get download + dpkg-deb -x): installing libck-dev:<arch>
+# would remove the native libck-dev, and the cross compilers search
+# /usr/include, whose ck_md.h is the build machine's (tbring.h refuses a
+# TSO ck_md.h on a non-TSO target).  ck comes in with -isystem, never -I.
+# qemu runs with -L / (with -L /usr/<triple> threaded programs hang once a
+# multiarch libc is installed); test_e2e runs the examples through
+# TB_EXEC_WRAP; check's timeouts are raised by QEMU_TIMEOUT_MULTIPLIER.
+ARCH	?= aarch64
+XARCHES	:= aarch64 armhf s390x
+X_TRIPLE_aarch64 := aarch64-linux-gnu
+X_TRIPLE_armhf	 := arm-linux-gnueabihf
+X_TRIPLE_s390x	 := s390x-linux-gnu
+X_DEB_aarch64	:= arm64
+X_DEB_armhf	:= armhf
+X_DEB_s390x	:= s390x
+X_QEMU_aarch64	:= qemu-aarch64
+X_QEMU_armhf	:= qemu-arm
+X_QEMU_s390x	:= qemu-s390x
+X_TRIPLE = $(X_TRIPLE_$(ARCH))
+X_DEB	= $(X_DEB_$(ARCH))
+X_QEMU	= $(X_QEMU_$(ARCH)) -L /
+X_BUILD	= build/cross/$(ARCH)
+SYSROOT	:= build/sysroot
+X_CK	= $(SYSROOT)/$(X_DEB)/usr/include
+QEMU_TIMEOUT_MULTIPLIER ?= 10
+SUDO_IF = $$([ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: cross cross-all deps-cross cross-build cross-run
+
+__check_arch = case " $(XARCHES) " in *" $(ARCH) "*) ;; *) \
+	echo "tbring: ARCH=$(ARCH): make cross takes ARCH=one of: $(XARCHES)" >&2; \
+	exit 1;; esac
+
+deps-cross: deps
+	@$(__check_arch)
+	@missing=""; \
+	command -v $(X_TRIPLE)-gcc >/dev/null || missing="$$missing gcc-$(X_TRIPLE)"; \
+	command -v $(X_QEMU_$(ARCH)) >/dev/null || missing="$$missing qemu-user"; \
+	[ -f /usr/lib/$(X_TRIPLE)/pkgconfig/check.pc ] || missing="$$missing check:$(X_DEB)"; \
+	[ -z "$$missing" ] || { \
+	dpkg --print-foreign-architectures | grep -qx $(X_DEB) || \
+	$(SUDO_IF) dpkg --add-architecture $(X_DEB); \
+	$(APT_INSTALL) $$missing; }
+
+# The target's ck headers, from its libck-dev package, never installed.
+$(SYSROOT)/%/usr/include/ck_md.h:
+	@rm -rf $(SYSROOT)/$*.dl && mkdir -p $(SYSROOT)/$*.dl
+	@echo "tbring: fetching libck-dev:$* into $(SYSROOT)/$*"
+	@cd $(SYSROOT)/$*.dl && { apt-get download -qq libck-dev:$* 2>/dev/null || \
+	{ $(SUDO_IF) apt-get update -qq && apt-get download -qq libck-dev:$* 2>/dev/null; } || \
+	{ echo "tbring: apt-get download libck-dev:$* failed (is the $* architecture added: dpkg --add-architecture $*?)" >&2; exit 1; }; }
+	@dpkg-deb -x $(SYSROOT)/$*.dl/libck-dev_*_$*.deb $(SYSROOT)/$*
+	@rm -rf $(SYSROOT)/$*.dl
+	@test -f $@ || { echo "tbring: libck-dev:$* has no ck_md.h" >&2; exit 1; }
+
+cross: deps-cross
+	@$(MAKE) --no-print-directory cross-build cross-run ARCH=$(ARCH)
+
+cross-all:
+	@set -e; for a in $(XARCHES); do $(MAKE) --no-print-directory cross ARCH=$$a; done
+
+cross-build: $(X_CK)/ck_md.h
+	@$(__check_arch)
+	@echo "cross $(ARCH): building $(words $(TESTS)) suites and $(words $(EXAMPLES)) examples with $(X_TRIPLE)-gcc, ck from $(X_CK)"
+	@$(MAKE) --no-print-directory -s $(addprefix $(X_BUILD)/,$(TESTS) $(EXAMPLES)) \
+	BUILD=$(X_BUILD) CC=$(X_TRIPLE)-gcc CFLAGS="-O2" \
+	EXTRA="-isystem $(X_CK) $(EXTRA)" \
+	CHECK_LIBS="$$(PKG_CONFIG_LIBDIR=/usr/lib/$(X_TRIPLE)/pkgconfig pkg-config --cflags --libs check) -pthread"
+
+# One line per suite: check's summary and the wall time; a failing suite's
+# log (build/cross/<arch>/<suite>.log) is shown, and make fails at the end.
+cross-run:
+	@$(__check_arch)
+	@fail=0; for t in $(TESTS); do \
+	s=$$(date +%s); \
+	if TB_BUILD_DIR=$(X_BUILD) TB_EXEC_WRAP="$(X_QEMU)" \
+	    CK_TIMEOUT_MULTIPLIER=$(QEMU_TIMEOUT_MULTIPLIER) \
+	    $(X_QEMU) ./$(X_BUILD)/$$t > $(X_BUILD)/$$t.log 2>&1; then r=ok; \
+	else r=FAILED; fail=1; fi; \
+	line=$$(grep -E '^[0-9]+%: Checks:' $(X_BUILD)/$$t.log | tail -n 1); \
+	printf 'cross %-7s %-15s %-44s %4ss %s\n' $(ARCH) $$t \
+	    "$${line:-(no summary)}" $$(( $$(date +%s) - s )) $$r; \
+	[ $$r = ok ] || { grep -E ':[FE]:' $(X_BUILD)/$$t.log | head -n 20; \
+	    tail -n 5 $(X_BUILD)/$$t.log; }; \
+	done; exit $$fail
 
 # --- fuzzing ---------------------------------------------------------------
 build/fuzz/%: fuzz/%.c $(HEADERS)
