@@ -8,6 +8,13 @@
 #                every suite and example cross-built with the target's own
 #                ck headers (fetched into build/sysroot), run under qemu-user;
 #                make cross-all runs the three
+#   make barriers  aarch64 barrier probe of the writer fast path and the
+#                reader drain (target ck headers, and TB_ATOMIC_BUILTINS=1)
+#   make firmware  writer-only and reader-only TUs for Cortex-M4/M33,
+#                bare metal, nothing undefined beyond <string.h>
+#   make size    .text table of the writer fast path and the reader drain
+#                (x86-64, Cortex-M4, Cortex-M33, all -Os)
+#   make help    this list
 
 CC	?= cc
 PREFIX	?= /usr/local
@@ -32,9 +39,12 @@ EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
 TEST_DEPS := $(HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
 
 .PHONY: all test check demo bench tsan asan m32 fuzz headers deps deps-m32 \
-	deps-fuzz install uninstall clean
+	deps-fuzz install uninstall clean help
 
 all: $(addprefix $(BUILD)/,$(TESTS) $(BENCHES) $(EXAMPLES))
+
+help:
+	@sed -n '/^#   make/,/^$$/p' Makefile | sed -e 's/^# \{0,1\}//' -e '/^$$/d'
 
 # --- dependencies ----------------------------------------------------------
 # Installs libck-dev, check and pkg-config with apt-get when they are
@@ -181,7 +191,8 @@ $(SYSROOT)/%/usr/include/ck_md.h:
 	@test -f $@ || { echo "tbring: libck-dev:$* has no ck_md.h" >&2; exit 1; }
 
 cross: deps-cross
-	@$(MAKE) --no-print-directory cross-build cross-run ARCH=$(ARCH)
+	@$(MAKE) --no-print-directory cross-build ARCH=$(ARCH)
+	@$(MAKE) --no-print-directory cross-run ARCH=$(ARCH)
 
 cross-all:
 	@set -e; for a in $(XARCHES); do $(MAKE) --no-print-directory cross ARCH=$$a; done
@@ -210,6 +221,78 @@ cross-run:
 	[ $$r = ok ] || { grep -E ':[FE]:' $(X_BUILD)/$$t.log | head -n 20; \
 	    tail -n 5 $(X_BUILD)/$$t.log; }; \
 	done; exit $$fail
+
+# --- probes for targets that cannot run the suites: tools/targets/ ---------
+# Translation units with only the writer side (writer_fast.c, writer_side.c)
+# or only the reader side (reader_drain.c, reader_side.c) of tbring.h.
+TGT	:= build/targets
+TGT_SRC	:= $(wildcard tools/targets/*.c)
+TGT_DEPS := tbfrag.h tbring.h $(TGT_SRC) $(wildcard tools/targets/*.sh)
+X_WARN	:= -std=c99 $(WARN) -I.
+
+# The barrier probe: the writer fast path and the reader drain built for
+# aarch64 -O2 with the target's ck headers, and with TB_ATOMIC_BUILTINS=1;
+# tools/targets/barriers.sh counts the ordering instructions reachable from
+# each entry point and fails when an ordering the protocol needs is not
+# there.  It must also fail on a build with every order relaxed (so it is
+# not blind), and the host's ck headers must not compile at all (#error).
+BARRIER_NEEDS_W := tbt_writer_open:acq_load,acq_rmw tbt_writer_close:rel_rmw \
+	tbt_writer_write_packet:acq_load,acq_rmw,rel_rmw
+BARRIER_NEEDS_R := tbt_reader_drain:acq_load,rel_store,rel_rmw
+RELAXED	:= $(foreach o,ACQUIRE RELEASE ACQ_REL SEQ_CST,-U__ATOMIC_$(o) -D__ATOMIC_$(o)=0)
+
+.PHONY: barriers firmware size deps-firmware
+
+barriers:
+	@$(MAKE) --no-print-directory deps-cross ARCH=aarch64
+	@$(MAKE) --no-print-directory -s $(SYSROOT)/arm64/usr/include/ck_md.h
+	@set -e; d=$(TGT)/aarch64; mkdir -p $$d; cc=aarch64-linux-gnu-gcc; \
+	od=aarch64-linux-gnu-objdump; \
+	for v in ck builtins relaxed; do \
+	case $$v in ck) fl="-isystem $(SYSROOT)/arm64/usr/include";; \
+	builtins) fl="-DTB_ATOMIC_BUILTINS=1";; \
+	relaxed) fl="-DTB_ATOMIC_BUILTINS=1 -Wno-builtin-macro-redefined $(RELAXED)";; esac; \
+	for f in writer_fast reader_drain; do \
+	$$cc $(X_WARN) -O2 $$fl -c tools/targets/$$f.c -o $$d/$$f-$$v.o; done; done; \
+	for v in ck builtins; do \
+	sh tools/targets/barriers.sh $$od aarch64/$$v $$d/writer_fast-$$v.o $(BARRIER_NEEDS_W); \
+	sh tools/targets/barriers.sh $$od aarch64/$$v $$d/reader_drain-$$v.o $(BARRIER_NEEDS_R) | tail -n 1; \
+	done; \
+	if sh tools/targets/barriers.sh $$od relaxed $$d/writer_fast-relaxed.o $(BARRIER_NEEDS_W) >$$d/relaxed.log || \
+	   sh tools/targets/barriers.sh $$od relaxed $$d/reader_drain-relaxed.o $(BARRIER_NEEDS_R) >>$$d/relaxed.log; then \
+	cat $$d/relaxed.log; echo "barriers: the probe passed a build with every order relaxed: it is blind" >&2; exit 1; fi; \
+	echo "barriers: self-check: a build with every order relaxed fails the probe ($$(grep -c MISSING $$d/relaxed.log) entries missing orderings)"; \
+	if $$cc $(X_WARN) -O2 -c tools/targets/writer_fast.c -o $$d/host-headers.o 2>$$d/host-headers.log; then \
+	echo "barriers: aarch64 with the host's ck headers ($$(grep -o 'CK_MD_[A-Z]*' /usr/include/ck_md.h | head -n 1)) compiled: the #error in tbring.h is gone" >&2; exit 1; fi; \
+	grep -q 'ck_md.h says CK_MD_TSO' $$d/host-headers.log || { cat $$d/host-headers.log; exit 1; }; \
+	echo "barriers: aarch64 with the host's ck headers is refused: $$(grep -o 'error: .*' $$d/host-headers.log | head -n 1 | cut -c1-90)..."
+
+deps-firmware: deps
+	@command -v arm-none-eabi-gcc >/dev/null && \
+	[ -f /usr/lib/arm-none-eabi/include/string.h ] || \
+	$(APT_INSTALL) gcc-arm-none-eabi libnewlib-arm-none-eabi
+
+# Bare metal: each writer-only and reader-only TU for Cortex-M4 and -M33
+# with the builtin atomics (no ck port for bare metal) and no futex; nm
+# must find nothing undefined beyond <string.h>-level functions (no
+# __atomic_* or __sync_* library calls: both cores have ldrex/strex).
+FW_CPUS	:= cortex-m4 cortex-m33
+FW_FLAGS := -mthumb -Os -ffreestanding -DTB_ATOMIC_BUILTINS=1 -DTB_NO_FUTEX
+FW_ALLOWED := memcpy memmove memset memcmp
+
+firmware: deps-firmware
+	@set -e; for cpu in $(FW_CPUS); do mkdir -p $(TGT)/$$cpu; \
+	for f in $(notdir $(basename $(TGT_SRC))); do o=$(TGT)/$$cpu/$$f.o; \
+	arm-none-eabi-gcc -mcpu=$$cpu $(FW_FLAGS) $(X_WARN) -c tools/targets/$$f.c -o $$o; \
+	u=$$(arm-none-eabi-nm -u $$o | awk '{ print $$NF }' | sort | tr '\n' ' '); \
+	bad=$$(for s in $$u; do case " $(FW_ALLOWED) " in *" $$s "*) ;; *) echo $$s;; esac; done); \
+	printf 'firmware %-10s %-14s .text %5s  undefined: %s\n' $$cpu $$f \
+	    $$(arm-none-eabi-size -A $$o | awk '$$1 ~ /^\.text/ { s += $$2 } END { print s + 0 }') "$${u:-none}"; \
+	[ -z "$$bad" ] || { echo "firmware: $$o needs $$bad (allowed: $(FW_ALLOWED))" >&2; exit 1; }; \
+	done; done
+
+size: deps-firmware
+	@sh tools/targets/size.sh $(TGT)/size
 
 # --- fuzzing ---------------------------------------------------------------
 build/fuzz/%: fuzz/%.c $(HEADERS)
