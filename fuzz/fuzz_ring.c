@@ -214,7 +214,7 @@ static int forged(const struct rchk *c, uint32_t wp)
 	return tb_pos_distance(wp, c->pos) > c->r->num_chunks;
 }
 
-static void run_actions(unsigned acc);
+static int run_actions(unsigned acc);
 
 /*
  * Sees every atomic access before it happens.  Writers' accesses pass
@@ -242,11 +242,12 @@ static void seam(const uint32_t *p, int op, uint32_t expect, uint32_t v,
 	TRACE("    [%u] op %d word@%td expect %08x v %08x mem %08x\n", c->acc,
 	      op, (const uint8_t *)p - (const uint8_t *)r->hdr, expect, v, *p);
 	CHECK(c->acc <= c->bound);	/* bounded work per call */
-	run_actions(c->acc);
 	h = r->hdr;
-	if (c->wordp)
-		c->mem = *c->wordp;
-	c->rpmem = h->read_pos;
+	if (run_actions(c->acc)) {	/* the words may have changed */
+		if (c->wordp)
+			c->mem = *c->wordp;
+		c->rpmem = h->read_pos;
+	}
 	off = (size_t)((const uint8_t *)p - (const uint8_t *)h);
 	CHECK((const uint8_t *)p >= (const uint8_t *)h &&
 	      off + 4 <= tb_ring_size(r->chunk_size, r->num_chunks));
@@ -613,7 +614,7 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 	switch (op % 8) {
 	case 0:		/* a whole packet, maybe over several chunks */
 		len = get16(in);
-		len = len & 0x8000 ? len % (3 * F.cs) : len % 64;
+		len = len & 0x8000 ? (len & 0x7fff) % (3 * F.cs) : len % 64;
 		t = new_tag(k, F.pkt, len);
 		ret = tb_writer_write_packet(w, F.pkt, len);
 		TRACE("  packet len %u tag %u -> %d\n", len, t, ret);
@@ -629,7 +630,8 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 		break;
 	case 1:		/* open a fragment */
 		n = get16(in);
-		n = n & 0x8000 ? n % (tb_frag_max_size(F.cs) + 2) : n % 32;
+		n = n & 0x8000 ? (n & 0x7fff) % (tb_frag_max_size(F.cs) + 2) :
+				 n % 32;
 		ret = tb_writer_open(w, n, get(in) & 1, &s);
 		TRACE("  open min %u -> %d\n", n, ret);
 		if (f->open) {
@@ -770,8 +772,9 @@ static uint32_t craft(struct in *in, uint32_t pos)
 
 /*
  * A directory of @n entries for chunk @idx: raw bytes, or sizes that sum
- * to the free space plus a small (signed) excess.  Shaped ones are
- * published by a Complete or Acquired word.
+ * to the free space plus a small (signed) excess (one value in every
+ * entry when there is no free space).  With @mode bit 1 a Complete or
+ * Acquired word publishes it.
  */
 static void craft_dir(struct in *in, uint32_t idx)
 {
@@ -784,9 +787,11 @@ static void craft_dir(struct in *in, uint32_t idx)
 		n = 1;
 	cap = (int32_t)F.cs - (int32_t)TB_FRAG_PAYLOAD_OFF -
 	      (int32_t)(n * F.w);
-	if (mode & 1 || cap < 0) {
+	if (mode & 1) {
 		for (i = 0; i < n * F.w; i++)
 			chunk[F.cs - 1 - i] = (uint8_t)get(in);
+	} else if (cap < 0) {
+		memset(chunk + F.cs - n * F.w, get(in), n * F.w);
 	} else {
 		each = cap / (int32_t)n;
 		extra = cap - each * (int32_t)n + (int8_t)get(in) % 4;
@@ -862,13 +867,14 @@ static void plan(struct in *in)
 	}
 }
 
-static void run_actions(unsigned acc)
+/* Runs the actions planned before reader access @acc; 1 if any ran. */
+static int run_actions(unsigned acc)
 {
-	unsigned i;
+	unsigned i, ran = 0;
 	int saved = F.actor;
 
 	if (C != &mainc || mainc.stopped)
-		return;
+		return 0;
 	for (i = 0; i < F.nact; i++) {
 		struct act *a = &F.act[i];
 		uint8_t arg[sizeof(a->arg)];
@@ -878,6 +884,7 @@ static void run_actions(unsigned acc)
 		    (a->at < acc && !(a->kind & 0x80)))
 			continue;
 		a->left--;
+		ran = 1;
 		memcpy(arg, a->arg, sizeof(arg));
 		arg[sizeof(arg) - 1] ^= (uint8_t)a->left;	/* vary repeats */
 		arg[4] ^= (uint8_t)a->left;
@@ -889,6 +896,7 @@ static void run_actions(unsigned acc)
 			scribble(a->kind >> 1 & 7, &in);
 		F.actor = saved;
 	}
+	return ran;
 }
 
 /* ---- tb_ring_attach on raw header bytes ------------------------------ */
