@@ -105,11 +105,9 @@ END {
 	ne = split(entries, e, " "); bad = 0
 	for (x = 1; x <= ne; x++) {
 		split(e[x], ep, ":"); name = ep[1]
-		if (!((name, 1) in calls) && !(name in known)) {
-			found = 0
-			for (y = 1; y <= nf; y++) if (fn[y] == name) found = 1
-			if (!found) { printf "barriers: %s: no function %s\n", obj, name; bad = 1; continue }
-		}
+		found = 0
+		for (y = 1; y <= nf; y++) if (fn[y] == name) found = 1
+		if (!found) { printf "barriers: %s: no function %s\n", obj, name; bad = 1; continue }
 		# reachable set
 		delete seen; seen[name] = 1; q[1] = name; qn = 1
 		for (qi = 1; qi <= qn; qi++)
