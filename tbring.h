@@ -101,12 +101,12 @@
  * builds get automatically because it cannot see ck's inline assembly.
  */
 #ifdef __has_feature
-#define __tb_has_feature(x) __has_feature(x)
+#define tb__has_feature(x) __has_feature(x)
 #else
-#define __tb_has_feature(x) 0
+#define tb__has_feature(x) 0
 #endif
 #if !defined(TB_ATOMIC_BUILTINS)
-#if defined(__SANITIZE_THREAD__) || __tb_has_feature(thread_sanitizer)
+#if defined(__SANITIZE_THREAD__) || tb__has_feature(thread_sanitizer)
 #define TB_ATOMIC_BUILTINS 1
 #else
 #define TB_ATOMIC_BUILTINS 0
@@ -317,7 +317,7 @@ static inline uint32_t tb_pos_next_wrap(uint32_t pos, unsigned chunk_bits)
 #define TB_AR	3	/* acquire + release */
 
 #if TB_ATOMIC_BUILTINS
-static inline int __tb_mo(int mo)
+static inline int tb__mo(int mo)
 {
 	static const int map[] = { __ATOMIC_RELAXED, __ATOMIC_ACQUIRE,
 				   __ATOMIC_RELEASE, __ATOMIC_ACQ_REL };
@@ -338,18 +338,18 @@ static inline int __tb_mo(int mo)
 enum { TB_TEST_LOAD, TB_TEST_STORE, TB_TEST_CAS, TB_TEST_ADD };
 extern void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
 			      uint32_t v, int ok, int fail);
-#define __tb_seam(p, op, e, v, ok, fail)				\
+#define tb__seam(p, op, e, v, ok, fail)				\
 	do {								\
 		if (tb_test_atomic)					\
 			tb_test_atomic((p), (op), (e), (v), (ok), (fail)); \
 	} while (0)
 #else
-#define __tb_seam(p, op, e, v, ok, fail) ((void)0)
+#define tb__seam(p, op, e, v, ok, fail) ((void)0)
 #endif
 
-static inline uint32_t __tb_load(const uint32_t *p, int mo)
+static inline uint32_t tb__load(const uint32_t *p, int mo)
 {
-	__tb_seam(p, TB_TEST_LOAD, 0, 0, mo, TB_RLX);
+	tb__seam(p, TB_TEST_LOAD, 0, 0, mo, TB_RLX);
 #if TB_ATOMIC_BUILTINS
 	return __atomic_load_n(p, mo & TB_ACQ ? __ATOMIC_ACQUIRE :
 						__ATOMIC_RELAXED);
@@ -362,9 +362,9 @@ static inline uint32_t __tb_load(const uint32_t *p, int mo)
 #endif
 }
 
-static inline void __tb_store(uint32_t *p, uint32_t v, int mo)
+static inline void tb__store(uint32_t *p, uint32_t v, int mo)
 {
-	__tb_seam(p, TB_TEST_STORE, 0, v, mo, TB_RLX);
+	tb__seam(p, TB_TEST_STORE, 0, v, mo, TB_RLX);
 #if TB_ATOMIC_BUILTINS
 	__atomic_store_n(p, v, mo & TB_REL ? __ATOMIC_RELEASE :
 					     __ATOMIC_RELAXED);
@@ -383,14 +383,14 @@ static inline void __tb_store(uint32_t *p, uint32_t v, int mo)
  * builtins reject a failure order stronger than the success order, so
  * there release/acquire becomes acq_rel/acquire: stronger, never weaker.
  */
-static inline bool __tb_cas(uint32_t *p, uint32_t *seen, uint32_t want,
+static inline bool tb__cas(uint32_t *p, uint32_t *seen, uint32_t want,
 			    int ok, int fail)
 {
-	__tb_seam(p, TB_TEST_CAS, *seen, want, ok, fail);
+	tb__seam(p, TB_TEST_CAS, *seen, want, ok, fail);
 #if TB_ATOMIC_BUILTINS
 	return __atomic_compare_exchange_n(p, seen, want, false,
-					   __tb_mo(ok | (fail & TB_ACQ)),
-					   __tb_mo(fail & TB_ACQ));
+					   tb__mo(ok | (fail & TB_ACQ)),
+					   tb__mo(fail & TB_ACQ));
 #else
 	uint32_t found;
 	bool done;
@@ -406,9 +406,9 @@ static inline bool __tb_cas(uint32_t *p, uint32_t *seen, uint32_t want,
 }
 
 /* Relaxed add, for statistics and the waiter hints. */
-static inline void __tb_add(uint32_t *p, uint32_t v)
+static inline void tb__add(uint32_t *p, uint32_t v)
 {
-	__tb_seam(p, TB_TEST_ADD, 0, v, TB_RLX, TB_RLX);
+	tb__seam(p, TB_TEST_ADD, 0, v, TB_RLX, TB_RLX);
 #if TB_ATOMIC_BUILTINS
 	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 #else
@@ -421,7 +421,7 @@ static inline void __tb_add(uint32_t *p, uint32_t v)
  * other side's word) and need store->load ordering, which no acquire or
  * release gives: this is the only sequentially consistent fence here.
  */
-static inline void __tb_fence_sc(void)
+static inline void tb__fence_sc(void)
 {
 #if TB_ATOMIC_BUILTINS
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -434,17 +434,17 @@ static inline void __tb_fence_sc(void)
  * The same store->load order right after a CAS.  On x86 a locked RMW
  * already is a full barrier, so only the compiler must be held back.
  */
-static inline void __tb_fence_after_cas(void)
+static inline void tb__fence_after_cas(void)
 {
 #if !TB_ATOMIC_BUILTINS && (defined(__x86_64__) || defined(__i386__))
 	ck_pr_barrier();
 #else
-	__tb_fence_sc();
+	tb__fence_sc();
 #endif
 }
 
 /* A spin-wait hint to the CPU (pause, yield), or nothing. */
-static inline void __tb_relax(void)
+static inline void tb__relax(void)
 {
 #if !TB_ATOMIC_BUILTINS
 	ck_pr_stall();
@@ -483,29 +483,29 @@ static inline void __tb_relax(void)
 #endif
 #if defined(TB_WAIT_HOOK)
 #define TB_HAVE_WAIT 1
-static inline int __tb_futex_wait(uint32_t *word, uint32_t val,
+static inline int tb__futex_wait(uint32_t *word, uint32_t val,
 				  uint32_t timeout_ms)
 {
 	return TB_WAIT_HOOK(word, val, timeout_ms);
 }
 
-static inline void __tb_futex_wake(uint32_t *word)
+static inline void tb__futex_wake(uint32_t *word)
 {
 	TB_WAKE_HOOK(word);
 }
 #elif defined(TB__FUTEX)
 #define TB_HAVE_WAIT 1
 /* The kernel's timespec for SYS_futex (struct timespec needs POSIX). */
-struct __tb_timespec {
+struct tb__timespec {
 	long tv_sec;
 	long tv_nsec;
 };
 
 /* Waits while *@word == @val: 1 woken or changed, 0 timed out, -1 error. */
-static inline int __tb_futex_wait(uint32_t *word, uint32_t val,
+static inline int tb__futex_wait(uint32_t *word, uint32_t val,
 				  uint32_t timeout_ms)
 {
-	struct __tb_timespec ts;
+	struct tb__timespec ts;
 	int saved = errno, ret;
 
 	ts.tv_sec = (long)(timeout_ms / 1000);
@@ -517,7 +517,7 @@ static inline int __tb_futex_wait(uint32_t *word, uint32_t val,
 	return ret;
 }
 
-static inline void __tb_futex_wake(uint32_t *word)
+static inline void tb__futex_wake(uint32_t *word)
 {
 	int saved = errno;
 
@@ -526,14 +526,14 @@ static inline void __tb_futex_wake(uint32_t *word)
 }
 #else
 #define TB_HAVE_WAIT 0
-static inline int __tb_futex_wait(uint32_t *word, uint32_t val,
+static inline int tb__futex_wait(uint32_t *word, uint32_t val,
 				  uint32_t timeout_ms)
 {
 	(void)word, (void)val, (void)timeout_ms;
 	return -1;
 }
 
-static inline void __tb_futex_wake(uint32_t *word)
+static inline void tb__futex_wake(uint32_t *word)
 {
 	(void)word;
 }
@@ -609,7 +609,7 @@ struct tb_ring_hdr {
 };
 
 /* C99 has no _Static_assert: a negative array size fails the build. */
-typedef char __tb_hdr_size_check[sizeof(struct tb_ring_hdr) ==
+typedef char tb__hdr_size_check[sizeof(struct tb_ring_hdr) ==
 				 TB_RING_HDR_SIZE ? 1 : -1];
 
 /* One process's view of a ring: private, never stored in the mapping. */
@@ -623,7 +623,7 @@ struct tb_ring {
 	uint32_t width;		/* size-entry width, tb_frag_width() */
 };
 
-static inline unsigned __tb_log2(uint32_t v)
+static inline unsigned tb__log2(uint32_t v)
 {
 	unsigned n = 0;
 
@@ -632,7 +632,7 @@ static inline unsigned __tb_log2(uint32_t v)
 	return n;
 }
 
-static inline bool __tb_pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
+static inline bool tb__pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
 {
 	return v >= lo && v <= hi && !(v & (v - 1));
 }
@@ -640,8 +640,8 @@ static inline bool __tb_pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
 /* Bytes a ring of this geometry needs, or 0 if the geometry is illegal. */
 static inline size_t tb_ring_size(uint32_t chunk_size, uint32_t num_chunks)
 {
-	if (!__tb_pow2_in(chunk_size, TB_CHUNK_MIN, TB_CHUNK_MAX) ||
-	    !__tb_pow2_in(num_chunks, 2, 1u << TB_COUNT_MAX_LOG2))
+	if (!tb__pow2_in(chunk_size, TB_CHUNK_MIN, TB_CHUNK_MAX) ||
+	    !tb__pow2_in(num_chunks, 2, 1u << TB_COUNT_MAX_LOG2))
 		return 0;
 	if ((SIZE_MAX - TB_RING_HDR_SIZE) / chunk_size < num_chunks)
 		return 0;
@@ -671,7 +671,7 @@ static inline uint32_t tb_ring_next_wrap(const struct tb_ring *r,
 	return tb_pos_next_wrap(pos, r->chunk_bits);
 }
 
-static inline void __tb_ring_view(struct tb_ring *r, void *mem,
+static inline void tb__ring_view(struct tb_ring *r, void *mem,
 				  uint32_t chunk_log2, uint32_t count_log2)
 {
 	r->hdr = (struct tb_ring_hdr *)mem;
@@ -696,19 +696,19 @@ static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
 	if (!mem || len < TB_RING_HDR_SIZE || (uintptr_t)mem % 4)
 		return TB_EINVAL;
 	/* acquire: pairs with the release store of magic in init */
-	if (__tb_load(&h->magic, TB_ACQ) != TB_RING_MAGIC ||
-	    __tb_load(&h->version, TB_RLX) != TB_RING_VERSION ||
-	    __tb_load(&h->hdr_size, TB_RLX) != TB_RING_HDR_SIZE)
+	if (tb__load(&h->magic, TB_ACQ) != TB_RING_MAGIC ||
+	    tb__load(&h->version, TB_RLX) != TB_RING_VERSION ||
+	    tb__load(&h->hdr_size, TB_RLX) != TB_RING_HDR_SIZE)
 		return TB_EINVAL;
 	/* relaxed: ordered by the magic's acquire above; read once */
-	cl = __tb_load(&h->chunk_log2, TB_RLX);
-	nl = __tb_load(&h->count_log2, TB_RLX);
+	cl = tb__load(&h->chunk_log2, TB_RLX);
+	nl = tb__load(&h->count_log2, TB_RLX);
 	if (cl < 8 || cl > 15 || nl < 1 || nl > TB_COUNT_MAX_LOG2)
 		return TB_EINVAL;
 	need = tb_ring_size(1u << cl, 1u << nl);
 	if (!need || len < need)
 		return TB_EINVAL;
-	__tb_ring_view(r, mem, cl, nl);
+	tb__ring_view(r, mem, cl, nl);
 	return TB_OK;
 }
 
@@ -730,10 +730,10 @@ static inline int tb_ring_init_at(struct tb_ring *r, void *mem, size_t len,
 	if (!need || !mem || len < need || (uintptr_t)mem % 4)
 		return TB_EINVAL;
 	TB_MEMSET(h, 0, sizeof(*h));
-	__tb_ring_view(r, mem, __tb_log2(chunk_size), __tb_log2(num_chunks));
+	tb__ring_view(r, mem, tb__log2(chunk_size), tb__log2(num_chunks));
 	h->version = TB_RING_VERSION;
 	h->hdr_size = TB_RING_HDR_SIZE;
-	h->chunk_log2 = __tb_log2(chunk_size);
+	h->chunk_log2 = tb__log2(chunk_size);
 	h->count_log2 = r->chunk_bits;
 	h->write_pos = start;
 	h->read_pos = start;
@@ -741,11 +741,11 @@ static inline int tb_ring_init_at(struct tb_ring *r, void *mem, size_t len,
 		uint32_t pos = start + ((i - start) & (num_chunks - 1));
 
 		/* relaxed: published by the magic's release below */
-		__tb_store(tb_ring_word(r, pos), tb_state_free(
+		tb__store(tb_ring_word(r, pos), tb_state_free(
 				   tb_ring_wrap(r, pos)), TB_RLX);
 	}
 	/* release: pairs with the acquire load of magic in attach */
-	__tb_store(&h->magic, TB_RING_MAGIC, TB_REL);
+	tb__store(&h->magic, TB_RING_MAGIC, TB_REL);
 	return TB_OK;
 }
 
@@ -787,15 +787,15 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 	uint32_t i;
 
 	/* relaxed: statistics, no data is read on their strength */
-	s->write_pos = __tb_load(&r->hdr->write_pos, TB_RLX);
-	s->read_pos = __tb_load(&r->hdr->read_pos, TB_RLX);
+	s->write_pos = tb__load(&r->hdr->write_pos, TB_RLX);
+	s->read_pos = tb__load(&r->hdr->read_pos, TB_RLX);
 	for (i = 0; i < TB_WS_MAX; i++)
-		s->wstat[i] = __tb_load(&r->hdr->wstat[i], TB_RLX);
+		s->wstat[i] = tb__load(&r->hdr->wstat[i], TB_RLX);
 	for (i = 0; i < TB_RS_MAX; i++)
-		s->rstat[i] = __tb_load(&r->hdr->rstat[i], TB_RLX);
+		s->rstat[i] = tb__load(&r->hdr->rstat[i], TB_RLX);
 	s->pinned = 0;
 	for (i = 0; i < r->num_chunks; i++)	/* relaxed: statistics */
-		s->pinned += tb_state_of(__tb_load(tb_ring_word(r, i),
+		s->pinned += tb_state_of(tb__load(tb_ring_word(r, i),
 						   TB_RLX)) == TB_REWRITE;
 }
 
@@ -827,15 +827,15 @@ static inline int tb_ring_reserve(const struct tb_ring *r, uint32_t *pos,
 		 * (A write_pos kept from before, or from a failed CAS, can
 		 * be older than the read_pos that follows it.)
 		 */
-		rd = __tb_load(&h->read_pos, TB_ACQ);
+		rd = tb__load(&h->read_pos, TB_ACQ);
 		/* relaxed: a stale write_pos only makes the CAS below fail */
-		wr = __tb_load(&h->write_pos, TB_RLX);
+		wr = tb__load(&h->write_pos, TB_RLX);
 		if (tb_pos_distance(wr, rd) >= r->num_chunks) {
 			*read_sample = rd;
 			return TB_FULL;
 		}
 		/* relaxed/relaxed: a ticket, it transfers no ownership */
-		if (__tb_cas(&h->write_pos, &wr, wr + 1, TB_RLX, TB_RLX)) {
+		if (tb__cas(&h->write_pos, &wr, wr + 1, TB_RLX, TB_RLX)) {
 			*pos = wr;
 			return TB_OK;
 		}
@@ -856,7 +856,7 @@ static inline bool tb_ring_claim(const struct tb_ring *r, uint32_t pos,
 	 * free word; its copy of the old payload is over before we write.
 	 * relaxed on failure: the position is a hole, nothing is read.
 	 */
-	return __tb_cas(tb_ring_word(r, pos), &seen, acquired, TB_ACQ, TB_RLX);
+	return tb__cas(tb_ring_word(r, pos), &seen, acquired, TB_ACQ, TB_RLX);
 }
 
 /*
@@ -874,7 +874,7 @@ static inline bool tb_ring_publish(const struct tb_ring *r, uint32_t pos,
 	 * acquire on failure: pairs with the reader's release in
 	 * mark_rewrite, so its copy is over before we relocate.
 	 */
-	return __tb_cas(tb_ring_word(r, pos), seen, want, TB_REL, TB_ACQ);
+	return tb__cas(tb_ring_word(r, pos), seen, want, TB_REL, TB_ACQ);
 }
 
 /* Reuse: Complete(n) -> Acquired(n), every other field unchanged. */
@@ -887,7 +887,7 @@ static inline bool tb_ring_reuse(const struct tb_ring *r, uint32_t pos,
 	 * relaxed/relaxed: this RMW continues the release sequence of our
 	 * own earlier publication; the next publish releases again.
 	 */
-	return __tb_cas(tb_ring_word(r, pos), seen,
+	return tb__cas(tb_ring_word(r, pos), seen,
 			tb_state_with(*seen, TB_ACQUIRED), TB_RLX, TB_RLX);
 }
 
@@ -902,7 +902,7 @@ static inline bool tb_ring_mark_rewrite(const struct tb_ring *r, uint32_t pos,
 	 * our copy of the prefix is over before it relocates.  acquire on
 	 * failure: pairs with the writer's release of a new publication.
 	 */
-	return __tb_cas(tb_ring_word(r, pos), seen,
+	return tb__cas(tb_ring_word(r, pos), seen,
 			tb_state_with(*seen, TB_REWRITE), TB_REL, TB_ACQ);
 }
 
@@ -916,7 +916,7 @@ static inline bool tb_ring_acknowledge(const struct tb_ring *r, uint32_t pos,
 	 * release: pairs with the reader's acq_rel reclaim; every access of
 	 * ours under the old ownership is over.  relaxed on failure.
 	 */
-	return __tb_cas(tb_ring_word(r, pos), seen, TB_WORD_ACKED, TB_REL,
+	return tb__cas(tb_ring_word(r, pos), seen, TB_WORD_ACKED, TB_REL,
 			TB_RLX);
 }
 
@@ -931,7 +931,7 @@ static inline bool tb_ring_advance(const struct tb_ring *r, uint32_t pos,
 	 * writer's acquire claim.  acquire on failure: pairs with nothing
 	 * released yet (a fresh claim), but lets us redispatch safely.
 	 */
-	return __tb_cas(tb_ring_word(r, pos), seen,
+	return tb__cas(tb_ring_word(r, pos), seen,
 			tb_state_free(tb_ring_next_wrap(r, pos)), TB_REL,
 			TB_ACQ);
 }
@@ -946,7 +946,7 @@ static inline bool tb_ring_reclaim_complete(const struct tb_ring *r,
 	 * release: our copy is over before the next claim (its acquire).
 	 * acquire on failure: pairs with the writer's reuse+publication.
 	 */
-	return __tb_cas(tb_ring_word(r, pos), seen,
+	return tb__cas(tb_ring_word(r, pos), seen,
 			tb_state_free(tb_ring_next_wrap(r, pos)), TB_REL,
 			TB_ACQ);
 }
@@ -961,7 +961,7 @@ static inline bool tb_ring_reclaim_acked(const struct tb_ring *r,
 	 * acq_rel: acquire pairs with the writer's release acknowledge
 	 * (its last accesses), release with the next writer's claim.
 	 */
-	return __tb_cas(tb_ring_word(r, pos), seen,
+	return tb__cas(tb_ring_word(r, pos), seen,
 			tb_state_free(tb_ring_next_wrap(r, pos)), TB_AR,
 			TB_RLX);
 }
@@ -970,7 +970,7 @@ static inline bool tb_ring_reclaim_acked(const struct tb_ring *r,
 static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
 					  uint32_t pos)
 {
-	return __tb_load(tb_ring_word(r, pos), TB_ACQ);
+	return tb__load(tb_ring_word(r, pos), TB_ACQ);
 }
 
 /*
@@ -983,22 +983,22 @@ static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
  * several writers that find the reader asleep, the one that clears the
  * flag makes the system call.
  */
-static inline void __tb_bell_wake(struct tb_bell *b)
+static inline void tb__bell_wake(struct tb_bell *b)
 {
 	uint32_t one = 1;
 
 	/* relaxed: the futex word below carries the wake, not this flag */
-	if (__tb_load(&b->sleeping, TB_RLX) &&
-	    __tb_cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
-		__tb_add(&b->seq, 1);
-		__tb_futex_wake(&b->seq);
+	if (tb__load(&b->sleeping, TB_RLX) &&
+	    tb__cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
+		tb__add(&b->seq, 1);
+		tb__futex_wake(&b->seq);
 	}
 }
 
 static inline void tb_ring_notify(const struct tb_ring *r)
 {
-	__tb_fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
-	__tb_bell_wake(r->bell);
+	tb__fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
+	tb__bell_wake(r->bell);
 }
 
 /*
@@ -1008,17 +1008,17 @@ static inline void tb_ring_notify(const struct tb_ring *r)
  * writer's time with small packets; a lone chunk waits at most the
  * reader's wait timeout.
  */
-static inline void __tb_ring_handover(const struct tb_ring *r)
+static inline void tb__ring_handover(const struct tb_ring *r)
 {
 	struct tb_ring_hdr *h = r->hdr;
 	uint32_t backlog = r->num_chunks >> 3 ? r->num_chunks >> 3 : 1;
 
-	__tb_fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
+	tb__fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
 	/* relaxed: statistics-grade reads, a stale one only delays a wake */
-	if (__tb_load(&r->bell->sleeping, TB_RLX) &&
-	    tb_pos_distance(__tb_load(&h->write_pos, TB_RLX),
-			    __tb_load(&h->read_pos, TB_RLX)) >= backlog)
-		__tb_bell_wake(r->bell);
+	if (tb__load(&r->bell->sleeping, TB_RLX) &&
+	    tb_pos_distance(tb__load(&h->write_pos, TB_RLX),
+			    tb__load(&h->read_pos, TB_RLX)) >= backlog)
+		tb__bell_wake(r->bell);
 }
 
 /*
@@ -1028,8 +1028,8 @@ static inline void __tb_ring_handover(const struct tb_ring *r)
  */
 static inline void tb_bell_ring(struct tb_bell *b)
 {
-	__tb_fence_sc();	/* pairs with the fence in tb_bell_prepare */
-	__tb_bell_wake(b);
+	tb__fence_sc();	/* pairs with the fence in tb_bell_prepare */
+	tb__bell_wake(b);
 }
 
 /*
@@ -1040,10 +1040,10 @@ static inline void tb_bell_ring(struct tb_bell *b)
 static inline uint32_t tb_bell_prepare(struct tb_bell *b)
 {
 	/* relaxed: the fence below orders both against the checks after it */
-	uint32_t seq = __tb_load(&b->seq, TB_RLX);
+	uint32_t seq = tb__load(&b->seq, TB_RLX);
 
-	__tb_store(&b->sleeping, 1, TB_RLX);
-	__tb_fence_sc();	/* pairs with the fence in tb_ring_notify */
+	tb__store(&b->sleeping, 1, TB_RLX);
+	tb__fence_sc();	/* pairs with the fence in tb_ring_notify */
 	return seq;
 }
 
@@ -1055,16 +1055,16 @@ static inline uint32_t tb_bell_prepare(struct tb_bell *b)
 static inline bool tb_bell_wait(struct tb_bell *b, uint32_t seq,
 				uint32_t timeout_ms)
 {
-	int ret = __tb_futex_wait(&b->seq, seq, timeout_ms);
+	int ret = tb__futex_wait(&b->seq, seq, timeout_ms);
 
-	__tb_store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
+	tb__store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
 	return ret != 0;
 }
 
 /* Goes back to work instead of waiting: writers stop ringing. */
 static inline void tb_bell_cancel(struct tb_bell *b)
 {
-	__tb_store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
+	tb__store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
 }
 
 /*
@@ -1072,12 +1072,12 @@ static inline void tb_bell_cancel(struct tb_bell *b)
  * hint is only a hint: a writer killed while waiting leaves it raised,
  * which costs one needless FUTEX_WAKE per reader call, no more.
  */
-static inline void __tb_ring_wake_writers(const struct tb_ring *r)
+static inline void tb__ring_wake_writers(const struct tb_ring *r)
 {
-	__tb_fence_sc();	/* pairs with the fence in __tb_writer_stall */
+	tb__fence_sc();	/* pairs with the fence in tb__writer_stall */
 	/* relaxed: the fence above gives the store->load order */
-	if (__tb_load(&r->hdr->waiters, TB_RLX))
-		__tb_futex_wake(&r->hdr->read_pos);
+	if (tb__load(&r->hdr->waiters, TB_RLX))
+		tb__futex_wake(&r->hdr->read_pos);
 }
 
 /*
@@ -1087,8 +1087,8 @@ static inline void __tb_ring_wake_writers(const struct tb_ring *r)
 static inline void tb_ring_publish_read_pos(const struct tb_ring *r,
 					    uint32_t read_pos)
 {
-	__tb_store(&r->hdr->read_pos, read_pos, TB_REL);
-	__tb_ring_wake_writers(r);
+	tb__store(&r->hdr->read_pos, read_pos, TB_REL);
+	tb__ring_wake_writers(r);
 }
 
 /* ------------------------------------------------------------------------
@@ -1153,10 +1153,10 @@ static inline int tb_writer_init(struct tb_writer *w, const struct tb_ring *r,
 	return TB_OK;
 }
 
-static inline void __tb_wstat(const struct tb_writer *w, enum tb_wstat s,
+static inline void tb__wstat(const struct tb_writer *w, enum tb_wstat s,
 			      uint32_t n)
 {
-	__tb_add(&w->ring->hdr->wstat[s], n);	/* relaxed: statistics */
+	tb__add(&w->ring->hdr->wstat[s], n);	/* relaxed: statistics */
 }
 
 /* Bytes a fragment opened now in the held chunk could take, or -1. */
@@ -1170,12 +1170,12 @@ static inline int32_t tb_writer_room(const struct tb_writer *w)
  * final now, so tell the reader once a backlog builds up (a cached chunk
  * does not ring the bell).
  */
-static inline void __tb_writer_forget(struct tb_writer *w)
+static inline void tb__writer_forget(struct tb_writer *w)
 {
 	if (w->own != TB_OWN_CACHED)
 		return;
 	w->own = TB_OWN_NONE;
-	__tb_ring_handover(w->ring);
+	tb__ring_handover(w->ring);
 }
 
 /*
@@ -1185,14 +1185,14 @@ static inline void __tb_writer_forget(struct tb_writer *w)
 static inline void tb_writer_record_loss(struct tb_writer *w)
 {
 	w->loss_owed = 1;
-	__tb_writer_forget(w);
+	tb__writer_forget(w);
 }
 
 /*
  * Waits for read_pos to leave @sample: true if it may have moved, false
  * after stall_ms without a change or where futexes are unavailable.
  */
-static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
+static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 {
 	struct tb_ring_hdr *h = w->ring->hdr;
 	int ret;
@@ -1201,7 +1201,7 @@ static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
 
 	if (!TB_HAVE_WAIT)
 		return false;
-	__tb_wstat(w, TB_WS_STALLS, 1);
+	tb__wstat(w, TB_WS_STALLS, 1);
 	tb_ring_notify(w->ring);	/* the reader may be asleep */
 	/*
 	 * A reader that is draining frees room within microseconds: spin a
@@ -1209,15 +1209,15 @@ static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
 	 * reserve that follows loads read_pos with acquire).
 	 */
 	for (spin = 0; spin < TB_STALL_SPIN; spin++) {
-		if (__tb_load(&h->read_pos, TB_RLX) != sample)
+		if (tb__load(&h->read_pos, TB_RLX) != sample)
 			return true;
-		__tb_relax();
+		tb__relax();
 	}
-	__tb_add(&h->waiters, 1);	/* relaxed: the fence orders it */
-	__tb_fence_sc();	/* pairs with tb_ring_publish_read_pos() */
-	ret = __tb_load(&h->read_pos, TB_RLX) != sample ? 1 :
-		__tb_futex_wait(&h->read_pos, sample, w->stall_ms);
-	__tb_add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
+	tb__add(&h->waiters, 1);	/* relaxed: the fence orders it */
+	tb__fence_sc();	/* pairs with tb_ring_publish_read_pos() */
+	ret = tb__load(&h->read_pos, TB_RLX) != sample ? 1 :
+		tb__futex_wait(&h->read_pos, sample, w->stall_ms);
+	tb__add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
 	return ret > 0;
 }
 
@@ -1226,7 +1226,7 @@ static inline bool __tb_writer_stall(struct tb_writer *w, uint32_t sample)
  * loss).  Lost claims burn positions: they ring the doorbell and spend the
  * budget.  Once anything burned, a full ring is TB_NO_CHUNK, never a wait.
  */
-static inline int __tb_writer_claim(struct tb_writer *w, uint32_t flags)
+static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 {
 	const struct tb_ring *r = w->ring;
 	unsigned burned = 0;
@@ -1237,9 +1237,9 @@ static inline int __tb_writer_claim(struct tb_writer *w, uint32_t flags)
 			if (burned)
 				break;
 			if (w->policy == TB_STALL &&
-			    __tb_writer_stall(w, sample))
+			    tb__writer_stall(w, sample))
 				continue;
-			__tb_wstat(w, TB_WS_FULL, 1);
+			tb__wstat(w, TB_WS_FULL, 1);
 			return TB_FULL;
 		}
 		word = tb_state_data(TB_ACQUIRED, TB_FORMAT_TARGET,
@@ -1259,20 +1259,20 @@ static inline int __tb_writer_claim(struct tb_writer *w, uint32_t flags)
 			return TB_OK;
 		}
 		w->holes++;
-		__tb_wstat(w, TB_WS_HOLES, 1);
+		tb__wstat(w, TB_WS_HOLES, 1);
 		tb_ring_notify(r);
 		if (++burned == TB_CLAIM_BUDGET)
 			break;
 	}
-	__tb_wstat(w, TB_WS_NO_CHUNK, 1);
+	tb__wstat(w, TB_WS_NO_CHUNK, 1);
 	return TB_NO_CHUNK;
 }
 
 /* Loses what the held chunk has not published: owes data loss. */
-static inline void __tb_writer_drop(struct tb_writer *w, uint32_t frags)
+static inline void tb__writer_drop(struct tb_writer *w, uint32_t frags)
 {
 	w->dropped_frags += frags;
-	__tb_wstat(w, TB_WS_DROPPED_FRAGS, frags);
+	tb__wstat(w, TB_WS_DROPPED_FRAGS, frags);
 	w->own = TB_OWN_NONE;
 	w->cur.open = 0;
 	w->cont_next = 0;
@@ -1287,7 +1287,7 @@ static inline void __tb_writer_drop(struct tb_writer *w, uint32_t frags)
  * reuse the chunk); only then claim a replacement and restore the suffix
  * there.  TB_OK with nothing held when there was nothing to move.
  */
-static inline int __tb_writer_relocate(struct tb_writer *w, uint32_t seen,
+static inline int tb__writer_relocate(struct tb_writer *w, uint32_t seen,
 				       uint32_t used)
 {
 	const struct tb_ring *r = w->ring;
@@ -1300,7 +1300,7 @@ static inline int __tb_writer_relocate(struct tb_writer *w, uint32_t seen,
 
 	if (seen != tb_state_with(w->word, TB_REWRITE)) {
 		/* not our word: touch nothing, the suffix is lost */
-		__tb_writer_drop(w, k + w->cur.open);
+		tb__writer_drop(w, k + w->cur.open);
 		return TB_EPROTO;
 	}
 	if (open)
@@ -1310,11 +1310,11 @@ static inline int __tb_writer_relocate(struct tb_writer *w, uint32_t seen,
 	       len);
 	TB_MEMCPY(w->scratch + cs - dlen, w->cur.chunk + w->cur.dir, dlen);
 	if (!tb_ring_acknowledge(r, w->pos, &seen)) {
-		__tb_writer_drop(w, k + w->cur.open);
+		tb__writer_drop(w, k + w->cur.open);
 		return TB_EPROTO;
 	}
 	w->relocations++;
-	__tb_wstat(w, TB_WS_RELOCATIONS, 1);
+	tb__wstat(w, TB_WS_RELOCATIONS, 1);
 	w->own = TB_OWN_NONE;
 	if (!k && !open)
 		return TB_OK;
@@ -1327,9 +1327,9 @@ static inline int __tb_writer_relocate(struct tb_writer *w, uint32_t seen,
 		tb_state_flags(seen) & (TB_F_CONT_PREV | TB_F_DATA_LOSS);
 	if (carry & TB_F_DATA_LOSS)
 		w->loss_owed = 1;
-	ret = __tb_writer_claim(w, carry & TB_F_CONT_PREV);
+	ret = tb__writer_claim(w, carry & TB_F_CONT_PREV);
 	if (ret) {
-		__tb_writer_drop(w, k + open);
+		tb__writer_drop(w, k + open);
 		return TB_DROPPED;
 	}
 	TB_MEMCPY(w->cur.chunk + TB_FRAG_PAYLOAD_OFF,
@@ -1348,7 +1348,7 @@ static inline int __tb_writer_relocate(struct tb_writer *w, uint32_t seen,
  * Complete with the published count, or Acknowledged if the reader has
  * just scraped it.  Never leaves a chunk pinned.
  */
-static inline void __tb_writer_abandon(struct tb_writer *w)
+static inline void tb__writer_abandon(struct tb_writer *w)
 {
 	uint32_t seen = w->word;
 
@@ -1360,7 +1360,7 @@ static inline void __tb_writer_abandon(struct tb_writer *w)
 }
 
 /* The held chunk may be kept for the next fragment after publication. */
-static inline bool __tb_writer_cacheable(const struct tb_writer *w)
+static inline bool tb__writer_cacheable(const struct tb_writer *w)
 {
 	return !w->cont_next && !w->relocated && !w->loss_owed &&
 	       tb_frag_room(&w->cur) > 0;
@@ -1372,7 +1372,7 @@ static inline bool __tb_writer_cacheable(const struct tb_writer *w)
  * (with the first @used bytes of an open fragment) and publish again in
  * the replacement, at most TB_RELOCATE_ROUNDS times.
  */
-static inline int __tb_writer_publish(struct tb_writer *w, uint32_t used)
+static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 {
 	const struct tb_ring *r = w->ring;
 	unsigned round;
@@ -1401,18 +1401,18 @@ static inline int __tb_writer_publish(struct tb_writer *w, uint32_t used)
 			 * chop chunks into few packets.
 			 */
 			w->own = TB_OWN_CACHED;
-			if (!__tb_writer_cacheable(w))
-				__tb_writer_forget(w);
+			if (!tb__writer_cacheable(w))
+				tb__writer_forget(w);
 			return TB_OK;
 		}
-		ret = __tb_writer_relocate(w, seen, used);
+		ret = tb__writer_relocate(w, seen, used);
 		if (ret || w->own == TB_OWN_NONE)
 			return ret;
 		if (!w->cur.nfrags)
 			return TB_OK;	/* only the open fragment moved */
 	}
-	__tb_writer_abandon(w);
-	__tb_writer_drop(w, w->cur.nfrags - tb_state_nfrags(w->word) +
+	tb__writer_abandon(w);
+	tb__writer_drop(w, w->cur.nfrags - tb_state_nfrags(w->word) +
 			 w->cur.open);
 	return TB_DROPPED;
 }
@@ -1441,13 +1441,13 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 			w->word = tb_state_with(w->word, TB_ACQUIRED);
 			w->own = TB_OWN_ACQUIRED;
 		} else if (seen == w->word) {
-			__tb_writer_forget(w);	/* no CAS */
+			tb__writer_forget(w);	/* no CAS */
 		} else {
 			w->own = TB_OWN_NONE;	/* the reader took it */
 		}
 	}
 	if (w->own == TB_OWN_NONE) {
-		ret = __tb_writer_claim(w, cont ? TB_F_CONT_PREV : 0);
+		ret = tb__writer_claim(w, cont ? TB_F_CONT_PREV : 0);
 		if (ret)
 			return ret;
 		w->cont_next = 0;	/* a relocated tail keeps its own */
@@ -1471,7 +1471,7 @@ static inline int tb_writer_close(struct tb_writer *w, uint32_t size,
 		return TB_EINVAL;
 	if (flags & TB_CLOSE_CONT_NEXT)
 		w->cont_next = 1;
-	return __tb_writer_publish(w, 0);
+	return tb__writer_publish(w, 0);
 }
 
 /*
@@ -1493,11 +1493,11 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 	    used > w->cur.dir - w->cur.width - w->cur.payload)
 		return TB_EINVAL;
 	/* acquire: pairs with the reader's release in mark_rewrite */
-	seen = __tb_load(tb_ring_word(w->ring, w->pos), TB_ACQ);
+	seen = tb__load(tb_ring_word(w->ring, w->pos), TB_ACQ);
 	if (seen != w->word) {
-		ret = __tb_writer_relocate(w, seen, used);
+		ret = tb__writer_relocate(w, seen, used);
 		if (!ret && w->cur.nfrags)
-			ret = __tb_writer_publish(w, used);
+			ret = tb__writer_publish(w, used);
 		if (!ret && w->own == TB_OWN_NONE)
 			ret = TB_DROPPED;	/* cannot happen: kept open */
 		if (ret)
@@ -1522,10 +1522,10 @@ static inline int tb_writer_release(struct tb_writer *w)
 		if (w->cur.open) {
 			w->cur.open = 0;
 			w->dropped_frags++;
-			__tb_wstat(w, TB_WS_DROPPED_FRAGS, 1);
+			tb__wstat(w, TB_WS_DROPPED_FRAGS, 1);
 			w->loss_owed = 1;
 		}
-		ret = __tb_writer_publish(w, 0);
+		ret = tb__writer_publish(w, 0);
 	}
 	w->own = TB_OWN_NONE;
 	if (held)
@@ -1623,23 +1623,23 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	rd->ring = r;
 	rd->scratch = (uint8_t *)scratch;
 	/* relaxed: only this thread stores read_pos from now on */
-	rd->pos = __tb_load(&r->hdr->read_pos, TB_RLX);
+	rd->pos = tb__load(&r->hdr->read_pos, TB_RLX);
 	return TB_OK;
 }
 
-/* What a copy found, in the order of __tb_reader_done()'s table. */
+/* What a copy found, in the order of tb__reader_done()'s table. */
 enum {
-	__TB_COPY_UNKNOWN,	/* unknown format: nothing was read */
-	__TB_COPY_MALFORMED,	/* the directory failed validation */
-	__TB_COPY_EMPTY,	/* no fragment published */
-	__TB_COPY_OK,		/* usable, the view is filled */
+	TB__COPY_UNKNOWN,	/* unknown format: nothing was read */
+	TB__COPY_MALFORMED,	/* the directory failed validation */
+	TB__COPY_EMPTY,	/* no fragment published */
+	TB__COPY_OK,		/* usable, the view is filled */
 };
 
 /*
  * Copies the @word's published fragments of chunk @pos into scratch and
  * validates them there (seed 6.4).
  */
-static inline int __tb_reader_copy(struct tb_reader *rd, uint32_t pos,
+static inline int tb__reader_copy(struct tb_reader *rd, uint32_t pos,
 				   uint32_t word, struct tb_chunk_view *v)
 {
 	const struct tb_ring *r = rd->ring;
@@ -1649,16 +1649,16 @@ static inline int __tb_reader_copy(struct tb_reader *rd, uint32_t pos,
 	int32_t total;
 
 	if (!n)
-		return __TB_COPY_EMPTY;
+		return TB__COPY_EMPTY;
 	if (tb_state_format(word) != TB_FORMAT_TARGET)
-		return __TB_COPY_UNKNOWN;
+		return TB__COPY_UNKNOWN;
 	if (!tb_frag_dir_fits(cs, n, w))
-		return __TB_COPY_MALFORMED;
+		return TB__COPY_MALFORMED;
 	TB_MEMCPY(rd->scratch + cs - dlen, chunk + cs - dlen, dlen);
 	total = tb_frag_parse_dir(rd->scratch + cs - dlen, n, w, cs,
 				  rd->sizes);
 	if (total < 0)
-		return __TB_COPY_MALFORMED;
+		return TB__COPY_MALFORMED;
 	TB_MEMCPY(rd->scratch, chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
 	v->pos = pos;
 	v->writer = tb_state_writer(word);
@@ -1668,27 +1668,27 @@ static inline int __tb_reader_copy(struct tb_reader *rd, uint32_t pos,
 	v->scraped = tb_state_of(word) == TB_ACQUIRED;
 	v->payload = rd->scratch;
 	v->sizes = rd->sizes;
-	return __TB_COPY_OK;
+	return TB__COPY_OK;
 }
 
 #ifdef TB_TEST_HOOKS
-#define __tb_reader_seam(rd, pos, word)					\
+#define tb__reader_seam(rd, pos, word)					\
 	do {								\
 		if ((rd)->hook)						\
 			(rd)->hook((rd)->hook_ctx, (pos), (word));	\
 	} while (0)
 #else
-#define __tb_reader_seam(rd, pos, word) ((void)0)
+#define tb__reader_seam(rd, pos, word) ((void)0)
 #endif
 
-static inline int __tb_reader_stop(struct tb_reader *rd)
+static inline int tb__reader_stop(struct tb_reader *rd)
 {
 	rd->stopped = 1;
 	return TB_EPROTO;
 }
 
 /* Resolved: count and move the private cursor.  No data is a hole. */
-static inline int __tb_reader_done(struct tb_reader *rd, int copied)
+static inline int tb__reader_done(struct tb_reader *rd, int copied)
 {
 	static const uint8_t stat[] = { TB_RS_UNKNOWN_FORMAT, TB_RS_MALFORMED,
 					TB_RS_HOLES, TB_RS_EMITTED };
@@ -1696,9 +1696,9 @@ static inline int __tb_reader_done(struct tb_reader *rd, int copied)
 	rd->pos++;
 	rd->pinned_run = 0;
 	rd->stat[stat[copied]]++;
-	if (copied < __TB_COPY_EMPTY)
+	if (copied < TB__COPY_EMPTY)
 		rd->stat[TB_RS_HOLES]++;
-	return copied == __TB_COPY_OK ? TB_EMITTED : TB_SKIPPED;
+	return copied == TB__COPY_OK ? TB_EMITTED : TB_SKIPPED;
 }
 
 /*
@@ -1707,7 +1707,7 @@ static inline int __tb_reader_done(struct tb_reader *rd, int copied)
  * ring, so this covers it; the waiter hint is not consulted, because a
  * writer killed while stalled leaves it raised for good.)
  */
-static inline bool __tb_reader_pressed(const struct tb_reader *rd,
+static inline bool tb__reader_pressed(const struct tb_reader *rd,
 				       uint32_t write_pos)
 {
 	return tb_pos_distance(write_pos, rd->pos) >= rd->ring->num_chunks / 2;
@@ -1716,9 +1716,9 @@ static inline bool __tb_reader_pressed(const struct tb_reader *rd,
 /*
  * Resolves the position at the private cursor (seed 5.3): one snapshot of
  * the state word, then at most TB_READ_BUDGET lost races.  Moves only the
- * private cursor; __tb_reader_step() publishes it.
+ * private cursor; tb__reader_step() publishes it.
  */
-static inline int __tb_reader_resolve(struct tb_reader *rd,
+static inline int tb__reader_resolve(struct tb_reader *rd,
 				      enum tb_read_mode mode,
 				      struct tb_chunk_view *v)
 {
@@ -1730,40 +1730,40 @@ static inline int __tb_reader_resolve(struct tb_reader *rd,
 	if (rd->stopped)
 		return TB_EPROTO;
 	/* relaxed: a stale write_pos only delays one pass */
-	wp = __tb_load(&r->hdr->write_pos, TB_RLX);
+	wp = tb__load(&r->hdr->write_pos, TB_RLX);
 	if (wp == pos)
 		return TB_NODATA;
 	if (tb_pos_distance(wp, pos) > r->num_chunks)
-		return __tb_reader_stop(rd);	/* forged cursor */
+		return tb__reader_stop(rd);	/* forged cursor */
 	word = tb_ring_load_state(r, pos);
 	for (budget = 0; budget < TB_READ_BUDGET; budget++) {
 		bool lazy = mode == TB_READ_LAZY &&
-			    !__tb_reader_pressed(rd, wp);
+			    !tb__reader_pressed(rd, wp);
 
 		switch (tb_state_of(word)) {
 		case TB_FREE:
 			if (word != tb_state_free(tb_ring_wrap(r, pos)))
-				return __tb_reader_stop(rd);
+				return tb__reader_stop(rd);
 			if (lazy)
 				goto pending;	/* a writer is claiming */
 			if (tb_ring_advance(r, pos, &word))
-				return __tb_reader_done(rd, __TB_COPY_EMPTY);
+				return tb__reader_done(rd, TB__COPY_EMPTY);
 			continue;
 		case TB_ACQUIRED:
 			if (lazy)
 				goto pending;
-			copied = __tb_reader_copy(rd, pos, word, v);
-			__tb_reader_seam(rd, pos, word);
+			copied = tb__reader_copy(rd, pos, word, v);
+			tb__reader_seam(rd, pos, word);
 			if (!tb_ring_mark_rewrite(r, pos, &word))
 				continue;
 			rd->stat[TB_RS_SCRAPES]++;
-			return __tb_reader_done(rd, copied);
+			return tb__reader_done(rd, copied);
 		case TB_COMPLETE:
-			copied = __tb_reader_copy(rd, pos, word, v);
-			__tb_reader_seam(rd, pos, word);
+			copied = tb__reader_copy(rd, pos, word, v);
+			tb__reader_seam(rd, pos, word);
 			if (!tb_ring_reclaim_complete(r, pos, &word))
 				continue;
-			return __tb_reader_done(rd, copied);
+			return tb__reader_done(rd, copied);
 		case TB_REWRITE:
 			/*
 			 * An older scrape its writer has not acknowledged: a
@@ -1772,16 +1772,16 @@ static inline int __tb_reader_resolve(struct tb_reader *rd,
 			 * never to touch.
 			 */
 			run = rd->pinned_run + 1;
-			ret = __tb_reader_done(rd, __TB_COPY_EMPTY);
+			ret = tb__reader_done(rd, TB__COPY_EMPTY);
 			rd->stat[TB_RS_PINNED]++;
 			rd->pinned_run = run;
 			return ret;
 		case TB_ACKED:
 			if (!tb_ring_reclaim_acked(r, pos, &word))
-				return __tb_reader_stop(rd);
-			return __tb_reader_done(rd, __TB_COPY_EMPTY);
+				return tb__reader_stop(rd);
+			return tb__reader_done(rd, TB__COPY_EMPTY);
 		default:
-			return __tb_reader_stop(rd);	/* reserved state */
+			return tb__reader_stop(rd);	/* reserved state */
 		}
 	}
 	rd->stat[TB_RS_RETRY_LATER]++;
@@ -1797,15 +1797,15 @@ pending:
  * seed's reader flow does: a reader that stops anywhere but between the
  * two leaves read_pos naming the next unresolved position.
  */
-static inline int __tb_reader_step(struct tb_reader *rd,
+static inline int tb__reader_step(struct tb_reader *rd,
 				   enum tb_read_mode mode,
 				   struct tb_chunk_view *v)
 {
-	int ret = __tb_reader_resolve(rd, mode, v);
+	int ret = tb__reader_resolve(rd, mode, v);
 
 	/* release: pairs with the writers' acquire load in reserve */
 	if (ret == TB_EMITTED || ret == TB_SKIPPED)
-		__tb_store(&rd->ring->hdr->read_pos, rd->pos, TB_REL);
+		tb__store(&rd->ring->hdr->read_pos, rd->pos, TB_REL);
 	return ret;
 }
 
@@ -1815,20 +1815,20 @@ static inline int __tb_reader_step(struct tb_reader *rd,
  * the reader stopped for tb_reader_idle(), and copies the reader's
  * counters to the header.
  */
-static inline void __tb_reader_end(struct tb_reader *rd, uint32_t start,
+static inline void tb__reader_end(struct tb_reader *rd, uint32_t start,
 				   int ret)
 {
 	const struct tb_ring *r = rd->ring;
 	int i;
 
 	if (rd->pos != start)
-		__tb_ring_wake_writers(r);
+		tb__ring_wake_writers(r);
 	/* relaxed: only compared by tb_reader_idle() */
-	rd->wait_pos = __tb_load(&r->hdr->write_pos, TB_RLX);
+	rd->wait_pos = tb__load(&r->hdr->write_pos, TB_RLX);
 	if (ret != TB_PENDING)
 		rd->wait_word = 0xffffffffu;	/* matches no real state */
 	for (i = 0; i < TB_RS_MAX; i++)		/* relaxed: statistics */
-		__tb_store(&r->hdr->rstat[i], rd->stat[i], TB_RLX);
+		tb__store(&r->hdr->rstat[i], rd->stat[i], TB_RLX);
 }
 
 /*
@@ -1841,9 +1841,9 @@ static inline int tb_reader_read_one(struct tb_reader *rd,
 				     struct tb_chunk_view *v)
 {
 	uint32_t start = rd->pos;
-	int ret = __tb_reader_step(rd, mode, v);
+	int ret = tb__reader_step(rd, mode, v);
 
-	__tb_reader_end(rd, start, ret);
+	tb__reader_end(rd, start, ret);
 	return ret;
 }
 
@@ -1867,14 +1867,14 @@ static inline int tb_reader_drain(struct tb_reader *rd, unsigned max,
 	while (done < max) {
 		struct tb_chunk_view v;
 
-		ret = __tb_reader_step(rd, mode, &v);
+		ret = tb__reader_step(rd, mode, &v);
 		if (ret != TB_EMITTED && ret != TB_SKIPPED)
 			break;
 		if (ret == TB_EMITTED && fn)
 			fn(ctx, &v);
 		done++;
 	}
-	__tb_reader_end(rd, start, ret);
+	tb__reader_end(rd, start, ret);
 	return ret == TB_EPROTO ? TB_EPROTO : (int)done;
 }
 
@@ -1899,7 +1899,7 @@ static inline bool tb_reader_pinned(const struct tb_reader *rd)
 static inline bool tb_reader_idle(const struct tb_reader *rd)
 {
 	/* relaxed: after tb_bell_prepare()'s fence; the state load acquires */
-	uint32_t wp = __tb_load(&rd->ring->hdr->write_pos, TB_RLX);
+	uint32_t wp = tb__load(&rd->ring->hdr->write_pos, TB_RLX);
 
 	return rd->stopped || (wp == rd->wait_pos && (wp == rd->pos ||
 	       tb_ring_load_state(rd->ring, rd->pos) == rd->wait_word));

@@ -113,7 +113,7 @@ enum tb_bridge_stat {
 	TB_BS_MAX
 };
 
-struct __tb_bridge_key {
+struct tb__bridge_key {
 	uint32_t key;		/* writer << 16 | BufferID */
 	uint32_t next_id;
 	uint32_t used;
@@ -127,7 +127,7 @@ struct tb_bridge {
 	unsigned nbufs;
 	tb_buf_alloc_fn alloc;
 	void *alloc_ctx;
-	struct __tb_bridge_key *keys;	/* open addressing, power of two */
+	struct tb__bridge_key *keys;	/* open addressing, power of two */
 	uint32_t keys_cap;
 	uint32_t keys_n;
 	int error;			/* TB_EPROTO or TB_EPINNED: retired */
@@ -153,7 +153,7 @@ static inline int tb_bridge_init(struct tb_bridge *br,
 	TB_MEMSET(br, 0, sizeof(*br));
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
 	if (!alloc)
-		alloc = __tb_buf_std_alloc;
+		alloc = tb__buf_std_alloc;
 #endif
 	if (!alloc || (!bufs && nbufs))
 		return TB_EINVAL;
@@ -178,8 +178,8 @@ static inline void tb_bridge_destroy(struct tb_bridge *br)
 	br->keys_cap = br->keys_n = 0;
 }
 
-static inline struct __tb_bridge_key *
-__tb_bridge_slot(struct __tb_bridge_key *keys, uint32_t cap, uint32_t key)
+static inline struct tb__bridge_key *
+tb__bridge_slot(struct tb__bridge_key *keys, uint32_t cap, uint32_t key)
 {
 	/* mix the writer (high half) into the low bits the mask keeps */
 	uint32_t h = (key ^ key >> 16) * 0x9e3779b1u;
@@ -191,21 +191,21 @@ __tb_bridge_slot(struct __tb_bridge_key *keys, uint32_t cap, uint32_t key)
 }
 
 /* Doubles the table (16 entries at first); false when it cannot. */
-static inline bool __tb_bridge_grow(struct tb_bridge *br)
+static inline bool tb__bridge_grow(struct tb_bridge *br)
 {
 	uint32_t cap = br->keys_cap ? br->keys_cap * 2 : 16, i;
-	struct __tb_bridge_key *keys;
+	struct tb__bridge_key *keys;
 
 	if (br->keys_n >= TB_BRIDGE_MAX_KEYS)
 		return false;
-	keys = (struct __tb_bridge_key *)br->alloc(br->alloc_ctx, NULL, 0,
+	keys = (struct tb__bridge_key *)br->alloc(br->alloc_ctx, NULL, 0,
 						   (size_t)cap * sizeof(*keys));
 	if (!keys)
 		return false;
 	TB_MEMSET(keys, 0, (size_t)cap * sizeof(*keys));
 	for (i = 0; i < br->keys_cap; i++)
 		if (br->keys[i].used)
-			*__tb_bridge_slot(keys, cap, br->keys[i].key) =
+			*tb__bridge_slot(keys, cap, br->keys[i].key) =
 				br->keys[i];
 	tb_bridge_destroy(br);
 	br->keys = keys;
@@ -214,21 +214,21 @@ static inline bool __tb_bridge_grow(struct tb_bridge *br)
 }
 
 /* The next chunk id of {writer, BufferID}, or NULL (table full). */
-static inline uint32_t *__tb_bridge_next_id(struct tb_bridge *br,
+static inline uint32_t *tb__bridge_next_id(struct tb_bridge *br,
 					    uint16_t writer, uint16_t bid)
 {
 	uint32_t key = (uint32_t)writer << 16 | bid;
-	struct __tb_bridge_key *k;
+	struct tb__bridge_key *k;
 
 	if (br->keys_cap) {
-		k = __tb_bridge_slot(br->keys, br->keys_cap, key);
+		k = tb__bridge_slot(br->keys, br->keys_cap, key);
 		if (k->used)
 			return &k->next_id;
 	}
 	/* keep the table at most half full */
-	if ((br->keys_n + 1) * 2 > br->keys_cap && !__tb_bridge_grow(br))
+	if ((br->keys_n + 1) * 2 > br->keys_cap && !tb__bridge_grow(br))
 		return NULL;
-	k = __tb_bridge_slot(br->keys, br->keys_cap, key);
+	k = tb__bridge_slot(br->keys, br->keys_cap, key);
 	k->key = key;
 	k->next_id = 0;
 	k->used = 1;
@@ -237,7 +237,7 @@ static inline uint32_t *__tb_bridge_next_id(struct tb_bridge *br,
 }
 
 /* Reader callback: one emitted chunk into its central buffer. */
-static inline void __tb_bridge_chunk(void *ctx, const struct tb_chunk_view *v)
+static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 {
 	struct tb_bridge *br = (struct tb_bridge *)ctx;
 	struct tb_buf *buf = v->bid < br->nbufs ? br->bufs[v->bid] : NULL;
@@ -249,7 +249,7 @@ static inline void __tb_bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 		br->stat[TB_BS_BAD_TARGET]++;
 		return;
 	}
-	id = __tb_bridge_next_id(br, v->writer, v->bid);
+	id = tb__bridge_next_id(br, v->writer, v->bid);
 	if (!id) {
 		br->stat[TB_BS_TOO_MANY_KEYS]++;
 		return;
@@ -294,7 +294,7 @@ static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
 
 	if (br->error)
 		return br->error;
-	ret = tb_reader_drain(&br->reader, max, mode, __tb_bridge_chunk, br);
+	ret = tb_reader_drain(&br->reader, max, mode, tb__bridge_chunk, br);
 	if (ret >= 0 && tb_reader_pinned(&br->reader))
 		ret = TB_EPINNED;
 	if (ret < 0)
@@ -331,7 +331,7 @@ static inline uint32_t tb_trace_seq_id(uint16_t producer, uint16_t writer)
 	return (uint32_t)producer << 16 | writer;
 }
 
-static inline void __tb_trace_put(struct tb_trace_out *o, const void *p,
+static inline void tb__trace_put(struct tb_trace_out *o, const void *p,
 				  size_t n)
 {
 	if (!o->error && n && o->write(o->ctx, p, n))
@@ -340,14 +340,14 @@ static inline void __tb_trace_put(struct tb_trace_out *o, const void *p,
 }
 
 /* Reads a packet's bytes across its slices, for validation. */
-struct __tb_pb_cursor {
+struct tb__pb_cursor {
 	const struct tb_buf_slice *s;
 	unsigned n;
 	unsigned i;
 	size_t off;
 };
 
-static inline int __tb_pb_byte(struct __tb_pb_cursor *c)
+static inline int tb__pb_byte(struct tb__pb_cursor *c)
 {
 	while (c->i < c->n && c->off == c->s[c->i].size) {
 		c->i++;
@@ -356,13 +356,13 @@ static inline int __tb_pb_byte(struct __tb_pb_cursor *c)
 	return c->i < c->n ? c->s[c->i].data[c->off++] : -1;
 }
 
-static inline bool __tb_pb_get_varint(struct __tb_pb_cursor *c, uint64_t *v)
+static inline bool tb__pb_get_varint(struct tb__pb_cursor *c, uint64_t *v)
 {
 	unsigned shift;
 
 	*v = 0;
 	for (shift = 0; shift < 64; shift += 7) {
-		int b = __tb_pb_byte(c);
+		int b = tb__pb_byte(c);
 
 		if (b < 0)
 			return false;
@@ -373,7 +373,7 @@ static inline bool __tb_pb_get_varint(struct __tb_pb_cursor *c, uint64_t *v)
 	return false;
 }
 
-static inline bool __tb_pb_skip(struct __tb_pb_cursor *c, uint64_t n)
+static inline bool tb__pb_skip(struct tb__pb_cursor *c, uint64_t n)
 {
 	while (n) {
 		size_t room;
@@ -397,7 +397,7 @@ static inline bool __tb_pb_skip(struct __tb_pb_cursor *c, uint64_t n)
  * fields, trace_config 33, trace_stats 35, synchronization_marker 36,
  * compressed_packets 50, machine_id 98 (Perfetto reserves the same).
  */
-static inline bool __tb_pb_reserved(uint64_t field)
+static inline bool tb__pb_reserved(uint64_t field)
 {
 	switch (field) {
 	case TB_PB_TRUSTED_UID: case TB_PB_TRUSTED_SEQ_ID: case 33: case 35:
@@ -415,37 +415,37 @@ static inline bool __tb_pb_reserved(uint64_t field)
  */
 static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 {
-	struct __tb_pb_cursor c = { pkt->slices, pkt->nslices, 0, 0 };
+	struct tb__pb_cursor c = { pkt->slices, pkt->nslices, 0, 0 };
 	uint64_t key, len;
 
-	while (__tb_pb_get_varint(&c, &key)) {
+	while (tb__pb_get_varint(&c, &key)) {
 		uint64_t field = key >> 3;
 
-		if (!field || __tb_pb_reserved(field))
+		if (!field || tb__pb_reserved(field))
 			return false;
 		switch (key & 7) {
 		case TB_PB_VARINT:
-			if (!__tb_pb_get_varint(&c, &len))
+			if (!tb__pb_get_varint(&c, &len))
 				return false;
 			break;
 		case 1:		/* fixed64 */
-			if (!__tb_pb_skip(&c, 8))
+			if (!tb__pb_skip(&c, 8))
 				return false;
 			break;
 		case TB_PB_LEN:
-			if (!__tb_pb_get_varint(&c, &len) ||
-			    !__tb_pb_skip(&c, len))
+			if (!tb__pb_get_varint(&c, &len) ||
+			    !tb__pb_skip(&c, len))
 				return false;
 			break;
 		case 5:		/* fixed32 */
-			if (!__tb_pb_skip(&c, 4))
+			if (!tb__pb_skip(&c, 4))
 				return false;
 			break;
 		default:	/* groups and invalid wire types */
 			return false;
 		}
 	}
-	return __tb_pb_byte(&c) < 0;	/* ended between two fields */
+	return tb__pb_byte(&c) < 0;	/* ended between two fields */
 }
 
 /*
@@ -477,10 +477,10 @@ static inline int tb_trace_write_packet(struct tb_trace_out *o,
 		o->lossy_packets++;
 	}
 	nh = tb_pb_len(head, TB_PB_TRACE_PACKET, size + nt);
-	__tb_trace_put(o, head, nh);
+	tb__trace_put(o, head, nh);
 	for (i = 0; valid && i < pkt->nslices; i++)
-		__tb_trace_put(o, pkt->slices[i].data, pkt->slices[i].size);
-	__tb_trace_put(o, tail, nt);
+		tb__trace_put(o, pkt->slices[i].data, pkt->slices[i].size);
+	tb__trace_put(o, tail, nt);
 	o->packets += valid;	/* a stand-in is counted as invalid */
 	return o->error;
 }
@@ -532,7 +532,7 @@ struct tb_service {
 /* Asks the service thread to scrape every ring on its next pass. */
 static inline void tb_service_request_flush(struct tb_service *s)
 {
-	__tb_add(&s->flush_req, 1);	/* relaxed: the bell orders it */
+	tb__add(&s->flush_req, 1);	/* relaxed: the bell orders it */
 	tb_bell_ring(s->bell);
 }
 
@@ -542,20 +542,20 @@ static inline void tb_service_request_flush(struct tb_service *s)
  */
 static inline void tb_service_wake(struct tb_service *s)
 {
-	__tb_add(&s->wake_req, 1);	/* relaxed: the bell orders it */
+	tb__add(&s->wake_req, 1);	/* relaxed: the bell orders it */
 	tb_bell_ring(s->bell);
 }
 
 static inline void tb_service_stop(struct tb_service *s)
 {
 	/* release: pairs with the acquire in tb_service_stopping() */
-	__tb_store(&s->stop_req, 1, TB_REL);
+	tb__store(&s->stop_req, 1, TB_REL);
 	tb_bell_ring(s->bell);
 }
 
 static inline bool tb_service_stopping(const struct tb_service *s)
 {
-	return __tb_load(&s->stop_req, TB_ACQ) != 0;	/* pairs: stop() */
+	return tb__load(&s->stop_req, TB_ACQ) != 0;	/* pairs: stop() */
 }
 
 /* Writes every central buffer to the output now. */
@@ -569,7 +569,7 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 }
 
 /* Drains one live ring; false when it was retired (TB_EPROTO, _EPINNED). */
-static inline bool __tb_service_ring(struct tb_service *s, unsigned i,
+static inline bool tb__service_ring(struct tb_service *s, unsigned i,
 				     enum tb_read_mode mode, unsigned *done)
 {
 	int ret = tb_bridge_drain(s->rings[i], TB_SERVICE_BATCH, mode);
@@ -589,14 +589,14 @@ static inline bool __tb_service_ring(struct tb_service *s, unsigned i,
 }
 
 /* Drains every live ring once; returns the positions resolved. */
-static inline unsigned __tb_service_drain(struct tb_service *s,
+static inline unsigned tb__service_drain(struct tb_service *s,
 					  enum tb_read_mode mode)
 {
 	unsigned i, done, total = 0;
 
 	for (i = 0; i < s->nrings; i++)
 		if (!s->rings[i]->error &&
-		    __tb_service_ring(s, i, mode, &done))
+		    tb__service_ring(s, i, mode, &done))
 			total += done;
 	return total;
 }
@@ -616,20 +616,20 @@ static inline void tb_service_flush(struct tb_service *s)
 		uint64_t left = 2 * (uint64_t)r->num_chunks;
 
 		while (!s->rings[i]->error && left &&
-		       __tb_service_ring(s, i, TB_READ_SCRAPE, &done) &&
+		       tb__service_ring(s, i, TB_READ_SCRAPE, &done) &&
 		       done == TB_SERVICE_BATCH)
 			left -= left < done ? left : done;
 	}
 }
 
 /* Nothing to do: no request pending, every live ring idle. */
-static inline bool __tb_service_idle(struct tb_service *s)
+static inline bool tb__service_idle(struct tb_service *s)
 {
 	unsigned i;
 
 	/* relaxed: read after tb_bell_prepare()'s fence (Dekker) */
-	if (__tb_load(&s->flush_req, TB_RLX) != s->flush_done ||
-	    __tb_load(&s->wake_req, TB_RLX) != s->wake_done ||
+	if (tb__load(&s->flush_req, TB_RLX) != s->flush_done ||
+	    tb__load(&s->wake_req, TB_RLX) != s->wake_done ||
 	    tb_service_stopping(s))
 		return false;
 	for (i = 0; i < s->nrings; i++)
@@ -650,7 +650,7 @@ static inline bool __tb_service_idle(struct tb_service *s)
 static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 {
 	/* relaxed: requests are counters; a late one is seen next pass */
-	uint32_t req = __tb_load(&s->flush_req, TB_RLX), seq, wait;
+	uint32_t req = tb__load(&s->flush_req, TB_RLX), seq, wait;
 	bool busy;
 
 	if (tb_service_stopping(s)) {
@@ -658,8 +658,8 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 		tb_service_write_buffers(s);
 		return false;
 	}
-	s->wake_done = __tb_load(&s->wake_req, TB_RLX);
-	busy = __tb_service_drain(s, TB_READ_LAZY) != 0;
+	s->wake_done = tb__load(&s->wake_req, TB_RLX);
+	busy = tb__service_drain(s, TB_READ_LAZY) != 0;
 	if (req != s->flush_done) {
 		tb_service_flush(s);
 		s->flush_done = req;
@@ -675,7 +675,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 	if (s->period_ms && s->next_write_ms - now_ms < wait)
 		wait = (uint32_t)(s->next_write_ms - now_ms);
 	seq = tb_bell_prepare(s->bell);
-	if (wait && __tb_service_idle(s))
+	if (wait && tb__service_idle(s))
 		tb_bell_wait(s->bell, seq, wait);
 	else
 		tb_bell_cancel(s->bell);

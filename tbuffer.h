@@ -260,26 +260,26 @@ struct tb_buf_stats {
  * Unread payload is always the tail [payload_size - payload_avail,
  * payload_size).
  */
-struct __tb_buf_hdr {
+struct tb__buf_hdr {
 	uint32_t id;
 	uint32_t key;			/* producer << 16 | writer; 0: pad */
 	uint16_t size;			/* reserved payload bytes */
 	uint16_t payload_size;		/* valid payload bytes */
 	uint16_t payload_avail;		/* unread payload bytes */
-	uint8_t flags;			/* ABI flags | __TB_BUF_INCOMPLETE */
+	uint8_t flags;			/* ABI flags | TB__BUF_INCOMPLETE */
 	uint8_t spare;
 };
 
-#define __TB_BUF_HDR		16u
-#define __TB_BUF_INCOMPLETE	0x80u
+#define TB__BUF_HDR		16u
+#define TB__BUF_INCOMPLETE	0x80u
 
 /* One entry of a sequence's index: chunk id and record offset. */
-struct __tb_buf_ref {
+struct tb__buf_ref {
 	uint32_t id;
 	uint32_t off;
 };
 
-struct __tb_buf_seq {
+struct tb__buf_seq {
 	uint32_t key;
 	uint8_t used;
 	uint8_t has_last;		/* last_* below are valid */
@@ -291,7 +291,7 @@ struct __tb_buf_seq {
 	uint64_t skip_gen;		/* stalled in this read generation */
 	uint64_t age;			/* when it became empty, for GC */
 	struct tb_buf_ident ident;
-	struct __tb_buf_ref *ring;	/* sorted by id, circular */
+	struct tb__buf_ref *ring;	/* sorted by id, circular */
 	uint32_t cap;			/* power of two, or 0 */
 	uint32_t head;
 	uint32_t n;
@@ -315,7 +315,7 @@ struct tb_buf {
 	uint64_t rd_walked;
 	uint64_t gen;			/* read generation */
 	/* Sequences: open addressing, linear probing. */
-	struct __tb_buf_seq *seqs;
+	struct tb__buf_seq *seqs;
 	uint32_t seq_cap;
 	uint32_t seq_n;
 	uint32_t seq_shift;
@@ -336,7 +336,7 @@ struct tb_buf {
 /* ---- Small helpers ------------------------------------------------------ */
 
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
-static inline void *__tb_buf_std_alloc(void *ctx, void *ptr, size_t old_size,
+static inline void *tb__buf_std_alloc(void *ctx, void *ptr, size_t old_size,
 				       size_t new_size)
 {
 	(void)ctx;
@@ -349,7 +349,7 @@ static inline void *__tb_buf_std_alloc(void *ctx, void *ptr, size_t old_size,
 }
 #endif
 
-static inline void *__tb_buf_mem(const struct tb_buf *b, void *ptr,
+static inline void *tb__buf_mem(const struct tb_buf *b, void *ptr,
 				 size_t old_size, size_t new_size)
 {
 	return b->alloc(b->alloc_ctx, ptr, old_size, new_size);
@@ -366,23 +366,23 @@ static inline int tb_buf_id_cmp(uint32_t a, uint32_t b)
 	return (a - b) & 0x80000000u ? -1 : 1;
 }
 
-static inline uint32_t __tb_buf_outer(uint32_t payload)
+static inline uint32_t tb__buf_outer(uint32_t payload)
 {
-	return (__TB_BUF_HDR + payload + 15u) & ~15u;
+	return (TB__BUF_HDR + payload + 15u) & ~15u;
 }
 
-static inline struct __tb_buf_hdr *__tb_buf_hdr_at(const struct tb_buf *b,
+static inline struct tb__buf_hdr *tb__buf_hdr_at(const struct tb_buf *b,
 						   uint32_t off)
 {
-	return (struct __tb_buf_hdr *)(void *)(b->data + off);
+	return (struct tb__buf_hdr *)(void *)(b->data + off);
 }
 
-static inline uint8_t *__tb_buf_payload(struct __tb_buf_hdr *c)
+static inline uint8_t *tb__buf_payload(struct tb__buf_hdr *c)
 {
 	return (uint8_t *)(c + 1);
 }
 
-static inline uint32_t __tb_buf_unread(const struct __tb_buf_hdr *c)
+static inline uint32_t tb__buf_unread(const struct tb__buf_hdr *c)
 {
 	return (uint32_t)c->payload_size - c->payload_avail;
 }
@@ -392,7 +392,7 @@ static inline uint32_t __tb_buf_unread(const struct __tb_buf_hdr *c)
  * previous length, so cold cache lines would be fetched one at a time.
  * Asking for all of them first lets the misses overlap.
  */
-static inline void __tb_buf_prefetch(const uint8_t *p, uint32_t n, int write)
+static inline void tb__buf_prefetch(const uint8_t *p, uint32_t n, int write)
 {
 #if defined(__GNUC__)
 	const uint8_t *end = p + n;
@@ -410,25 +410,25 @@ static inline void __tb_buf_prefetch(const uint8_t *p, uint32_t n, int write)
 #endif
 }
 
-static inline uint32_t __tb_buf_key(uint16_t producer, uint16_t writer)
+static inline uint32_t tb__buf_key(uint16_t producer, uint16_t writer)
 {
 	return (uint32_t)producer << 16 | writer;
 }
 
 /* ---- Sequence table ----------------------------------------------------- */
 
-static inline uint32_t __tb_buf_slot(const struct tb_buf *b, uint32_t key)
+static inline uint32_t tb__buf_slot(const struct tb_buf *b, uint32_t key)
 {
 	return (uint32_t)(key * 0x9e3779b1u) >> b->seq_shift;
 }
 
-static inline struct __tb_buf_seq *__tb_buf_seq_find(const struct tb_buf *b,
+static inline struct tb__buf_seq *tb__buf_seq_find(const struct tb_buf *b,
 						     uint32_t key)
 {
-	uint32_t mask = b->seq_cap - 1, i = __tb_buf_slot(b, key);
+	uint32_t mask = b->seq_cap - 1, i = tb__buf_slot(b, key);
 
 	for (;; i = (i + 1) & mask) {
-		struct __tb_buf_seq *s = &b->seqs[i];
+		struct tb__buf_seq *s = &b->seqs[i];
 
 		if (!s->used)
 			return NULL;
@@ -437,14 +437,14 @@ static inline struct __tb_buf_seq *__tb_buf_seq_find(const struct tb_buf *b,
 	}
 }
 
-static inline int __tb_buf_table_alloc(struct tb_buf *b, uint32_t cap)
+static inline int tb__buf_table_alloc(struct tb_buf *b, uint32_t cap)
 {
 	uint32_t shift = 32, c;
-	struct __tb_buf_seq *t;
+	struct tb__buf_seq *t;
 
 	for (c = cap; c > 1; c >>= 1)
 		shift--;
-	t = (struct __tb_buf_seq *)__tb_buf_mem(b, NULL, 0,
+	t = (struct tb__buf_seq *)tb__buf_mem(b, NULL, 0,
 						(size_t)cap * sizeof(*t));
 	if (!t)
 		return TB_BUF_ENOMEM;
@@ -456,10 +456,10 @@ static inline int __tb_buf_table_alloc(struct tb_buf *b, uint32_t cap)
 }
 
 /* Places @s (not in the table) at its probe position. */
-static inline struct __tb_buf_seq *
-__tb_buf_table_put(struct tb_buf *b, const struct __tb_buf_seq *s)
+static inline struct tb__buf_seq *
+tb__buf_table_put(struct tb_buf *b, const struct tb__buf_seq *s)
 {
-	uint32_t mask = b->seq_cap - 1, i = __tb_buf_slot(b, s->key);
+	uint32_t mask = b->seq_cap - 1, i = tb__buf_slot(b, s->key);
 
 	while (b->seqs[i].used)
 		i = (i + 1) & mask;
@@ -467,32 +467,32 @@ __tb_buf_table_put(struct tb_buf *b, const struct __tb_buf_seq *s)
 	return &b->seqs[i];
 }
 
-static inline int __tb_buf_table_grow(struct tb_buf *b)
+static inline int tb__buf_table_grow(struct tb_buf *b)
 {
-	struct __tb_buf_seq *old = b->seqs;
+	struct tb__buf_seq *old = b->seqs;
 	uint32_t old_cap = b->seq_cap, i;
 
 	if (old_cap >= 0x40000000u ||
-	    __tb_buf_table_alloc(b, old_cap * 2) != TB_BUF_OK) {
+	    tb__buf_table_alloc(b, old_cap * 2) != TB_BUF_OK) {
 		b->seqs = old;
 		b->seq_cap = old_cap;
 		return TB_BUF_ENOMEM;
 	}
 	for (i = 0; i < old_cap; i++)
 		if (old[i].used)
-			__tb_buf_table_put(b, &old[i]);
-	__tb_buf_mem(b, old, (size_t)old_cap * sizeof(*old), 0);
+			tb__buf_table_put(b, &old[i]);
+	tb__buf_mem(b, old, (size_t)old_cap * sizeof(*old), 0);
 	return TB_BUF_OK;
 }
 
 /* Removes the sequence in slot @i (backward-shift deletion). */
-static inline void __tb_buf_table_del(struct tb_buf *b, uint32_t i)
+static inline void tb__buf_table_del(struct tb_buf *b, uint32_t i)
 {
 	uint32_t mask = b->seq_cap - 1, j = i;
-	struct __tb_buf_seq *s = &b->seqs[i];
+	struct tb__buf_seq *s = &b->seqs[i];
 
 	if (s->ring)
-		__tb_buf_mem(b, s->ring, (size_t)s->cap * sizeof(*s->ring), 0);
+		tb__buf_mem(b, s->ring, (size_t)s->cap * sizeof(*s->ring), 0);
 	TB_MEMSET(s, 0, sizeof(*s));
 	b->seq_n--;
 	for (;;) {
@@ -501,7 +501,7 @@ static inline void __tb_buf_table_del(struct tb_buf *b, uint32_t i)
 		j = (j + 1) & mask;
 		if (!b->seqs[j].used)
 			return;
-		home = __tb_buf_slot(b, b->seqs[j].key);
+		home = tb__buf_slot(b, b->seqs[j].key);
 		/* Leave j alone if its home lies cyclically in (i, j]. */
 		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
 			continue;
@@ -512,14 +512,14 @@ static inline void __tb_buf_table_del(struct tb_buf *b, uint32_t i)
 }
 
 /* Finds or creates a sequence.  New ones start out empty. */
-static inline struct __tb_buf_seq *
-__tb_buf_seq_get(struct tb_buf *b, uint32_t key, const struct tb_buf_ident *id)
+static inline struct tb__buf_seq *
+tb__buf_seq_get(struct tb_buf *b, uint32_t key, const struct tb_buf_ident *id)
 {
-	struct __tb_buf_seq *s = __tb_buf_seq_find(b, key), n;
+	struct tb__buf_seq *s = tb__buf_seq_find(b, key), n;
 
 	if (s)
 		return s;
-	if ((b->seq_n + 1) * 2 > b->seq_cap && __tb_buf_table_grow(b))
+	if ((b->seq_n + 1) * 2 > b->seq_cap && tb__buf_table_grow(b))
 		return NULL;
 	TB_MEMSET(&n, 0, sizeof(n));
 	n.key = key;
@@ -528,43 +528,43 @@ __tb_buf_seq_get(struct tb_buf *b, uint32_t key, const struct tb_buf_ident *id)
 	n.age = ++b->age;
 	b->seq_n++;
 	b->nempty++;
-	return __tb_buf_table_put(b, &n);
+	return tb__buf_table_put(b, &n);
 }
 
 /* ---- Per-sequence chunk index (sorted ring of {id, offset}) ------------- */
 
-static inline struct __tb_buf_ref *__tb_buf_ref(const struct __tb_buf_seq *s,
+static inline struct tb__buf_ref *tb__buf_ref(const struct tb__buf_seq *s,
 						uint32_t i)
 {
 	return &s->ring[(s->head + i) & (s->cap - 1)];
 }
 
-static inline struct __tb_buf_hdr *__tb_buf_chunk(const struct tb_buf *b,
-						  const struct __tb_buf_seq *s,
+static inline struct tb__buf_hdr *tb__buf_chunk(const struct tb_buf *b,
+						  const struct tb__buf_seq *s,
 						  uint32_t i)
 {
-	return __tb_buf_hdr_at(b, __tb_buf_ref(s, i)->off);
+	return tb__buf_hdr_at(b, tb__buf_ref(s, i)->off);
 }
 
 /* Makes room for one more entry. */
-static inline int __tb_buf_ring_reserve(struct tb_buf *b,
-					struct __tb_buf_seq *s)
+static inline int tb__buf_ring_reserve(struct tb_buf *b,
+					struct tb__buf_seq *s)
 {
 	uint32_t cap = s->cap ? s->cap * 2 : 8, i;
-	struct __tb_buf_ref *r;
+	struct tb__buf_ref *r;
 
 	if (s->n < s->cap)
 		return TB_BUF_OK;
 	if (s->cap >= 0x10000000u)
 		return TB_BUF_ENOMEM;
-	r = (struct __tb_buf_ref *)__tb_buf_mem(b, NULL, 0,
+	r = (struct tb__buf_ref *)tb__buf_mem(b, NULL, 0,
 						(size_t)cap * sizeof(*r));
 	if (!r)
 		return TB_BUF_ENOMEM;
 	for (i = 0; i < s->n; i++)
-		r[i] = *__tb_buf_ref(s, i);
+		r[i] = *tb__buf_ref(s, i);
 	if (s->ring)
-		__tb_buf_mem(b, s->ring, (size_t)s->cap * sizeof(*r), 0);
+		tb__buf_mem(b, s->ring, (size_t)s->cap * sizeof(*r), 0);
 	s->ring = r;
 	s->cap = cap;
 	s->head = 0;
@@ -576,24 +576,24 @@ static inline int __tb_buf_ring_reserve(struct tb_buf *b,
  * one ring span less than TB_BUF_ID_WINDOW, so they are totally ordered by
  * their distance from the head.
  */
-static inline uint32_t __tb_buf_ring_lower(const struct __tb_buf_seq *s,
+static inline uint32_t tb__buf_ring_lower(const struct tb__buf_seq *s,
 					   uint32_t id)
 {
 	uint32_t base, rel, lo = 0, hi = s->n;
 
-	if (!s->n || tb_buf_id_cmp(id, __tb_buf_ref(s, 0)->id) <= 0)
+	if (!s->n || tb_buf_id_cmp(id, tb__buf_ref(s, 0)->id) <= 0)
 		return 0;
-	if (tb_buf_id_cmp(id, __tb_buf_ref(s, s->n - 1)->id) > 0)
+	if (tb_buf_id_cmp(id, tb__buf_ref(s, s->n - 1)->id) > 0)
 		return s->n;
-	base = __tb_buf_ref(s, 0)->id;
+	base = tb__buf_ref(s, 0)->id;
 	rel = id - base;
 	/* Ids are usually consecutive: try the direct guess first. */
-	if (rel < s->n && __tb_buf_ref(s, rel)->id == id)
+	if (rel < s->n && tb__buf_ref(s, rel)->id == id)
 		return rel;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (__tb_buf_ref(s, mid)->id - base < rel)
+		if (tb__buf_ref(s, mid)->id - base < rel)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -602,17 +602,17 @@ static inline uint32_t __tb_buf_ring_lower(const struct __tb_buf_seq *s,
 }
 
 /* Index of chunk @id in the sequence, or -1. */
-static inline int64_t __tb_buf_ring_find(const struct __tb_buf_seq *s,
+static inline int64_t tb__buf_ring_find(const struct tb__buf_seq *s,
 					 uint32_t id)
 {
-	uint32_t i = __tb_buf_ring_lower(s, id);
+	uint32_t i = tb__buf_ring_lower(s, id);
 
-	if (i < s->n && __tb_buf_ref(s, i)->id == id)
+	if (i < s->n && tb__buf_ref(s, i)->id == id)
 		return i;
 	return -1;
 }
 
-static inline void __tb_buf_ring_insert(struct __tb_buf_seq *s, uint32_t pos,
+static inline void tb__buf_ring_insert(struct tb__buf_seq *s, uint32_t pos,
 					uint32_t id, uint32_t off)
 {
 	uint32_t i;
@@ -621,23 +621,23 @@ static inline void __tb_buf_ring_insert(struct __tb_buf_seq *s, uint32_t pos,
 		s->head = (s->head - 1) & (s->cap - 1);
 	} else {
 		for (i = s->n; i > pos; i--)
-			*__tb_buf_ref(s, i) = *__tb_buf_ref(s, i - 1);
+			*tb__buf_ref(s, i) = *tb__buf_ref(s, i - 1);
 	}
-	__tb_buf_ref(s, pos)->id = id;
-	__tb_buf_ref(s, pos)->off = off;
+	tb__buf_ref(s, pos)->id = id;
+	tb__buf_ref(s, pos)->off = off;
 	s->n++;
 }
 
 /* ---- Fragments ---------------------------------------------------------- */
 
 enum {
-	__TB_BUF_WHOLE,
-	__TB_BUF_BEGIN,
-	__TB_BUF_CONT,
-	__TB_BUF_END,
+	TB__BUF_WHOLE,
+	TB__BUF_BEGIN,
+	TB__BUF_CONT,
+	TB__BUF_END,
 };
 
-struct __tb_buf_frag {
+struct tb__buf_frag {
 	uint32_t off;			/* of its varint header */
 	uint32_t len;			/* header + data */
 	const uint8_t *data;
@@ -650,14 +650,14 @@ struct __tb_buf_frag {
  * type from its position and the chunk flags.  Returns a tb_frag_iter
  * status (TB_FRAG_ITER_OK when @f is filled).
  */
-static inline int __tb_buf_frag_at(struct __tb_buf_hdr *c, uint32_t off,
-				   struct __tb_buf_frag *f)
+static inline int tb__buf_frag_at(struct tb__buf_hdr *c, uint32_t off,
+				   struct tb__buf_frag *f)
 {
 	struct tb_frag_iter it;
 	bool first, last;
 	int r;
 
-	tb_frag_iter_init(&it, __tb_buf_payload(c), c->payload_size, off);
+	tb_frag_iter_init(&it, tb__buf_payload(c), c->payload_size, off);
 	r = tb_frag_iter_next(&it, &f->data, &f->size);
 	if (r != TB_FRAG_ITER_OK)
 		return r;
@@ -667,21 +667,21 @@ static inline int __tb_buf_frag_at(struct __tb_buf_hdr *c, uint32_t off,
 	last = it.off >= c->payload_size;
 	if (last && (c->flags & TB_BUF_LAST_CONT))
 		f->type = first && (c->flags & TB_BUF_FIRST_CONT) ?
-			  __TB_BUF_CONT : __TB_BUF_BEGIN;
+			  TB__BUF_CONT : TB__BUF_BEGIN;
 	else if (first && (c->flags & TB_BUF_FIRST_CONT))
-		f->type = __TB_BUF_END;
+		f->type = TB__BUF_END;
 	else
-		f->type = __TB_BUF_WHOLE;
+		f->type = TB__BUF_WHOLE;
 	return TB_FRAG_ITER_OK;
 }
 
 /* ---- Reading and erasing in sequence order ------------------------------ */
 
 /* Marks @n bytes of @c consumed; counts the chunk when it empties. */
-static inline void __tb_buf_consume(struct tb_buf *b, struct __tb_buf_hdr *c,
+static inline void tb__buf_consume(struct tb_buf *b, struct tb__buf_hdr *c,
 				    uint32_t n, bool erase)
 {
-	uint32_t outer = __tb_buf_outer(c->size);
+	uint32_t outer = tb__buf_outer(c->size);
 
 	TB_BUG_ON(n > c->payload_avail);
 	if (n > c->payload_avail)
@@ -709,14 +709,14 @@ static inline void __tb_buf_consume(struct tb_buf *b, struct __tb_buf_hdr *c,
  * nothing of it had been consumed (an evicted or relocated scraped chunk
  * that stored no fragment), otherwise it counts as partly read.
  */
-static inline void __tb_buf_gap_check(const struct tb_buf *b,
-				      struct __tb_buf_seq *s)
+static inline void tb__buf_gap_check(const struct tb_buf *b,
+				      struct tb__buf_seq *s)
 {
-	struct __tb_buf_hdr *c;
+	struct tb__buf_hdr *c;
 
 	if (!s->n)
 		return;
-	c = __tb_buf_chunk(b, s, 0);
+	c = tb__buf_chunk(b, s, 0);
 	if (c->payload_avail != c->payload_size)
 		return;
 	if (c->flags & TB_BUF_DATA_LOSS) {
@@ -731,15 +731,15 @@ static inline void __tb_buf_gap_check(const struct tb_buf *b,
 }
 
 /* Removes the head chunk: remembered as consumed, record becomes padding. */
-static inline void __tb_buf_erase_head(struct tb_buf *b,
-				       struct __tb_buf_seq *s)
+static inline void tb__buf_erase_head(struct tb_buf *b,
+				       struct tb__buf_seq *s)
 {
-	struct __tb_buf_hdr *c = __tb_buf_chunk(b, s, 0);
+	struct tb__buf_hdr *c = tb__buf_chunk(b, s, 0);
 
 	s->has_last = 1;
 	s->last_id = c->id;
 	s->last_size = c->payload_size;
-	s->last_incomplete = !!(c->flags & __TB_BUF_INCOMPLETE);
+	s->last_incomplete = !!(c->flags & TB__BUF_INCOMPLETE);
 	s->head = (s->head + 1) & (s->cap - 1);
 	s->n--;
 	c->key = 0;
@@ -751,7 +751,7 @@ static inline void __tb_buf_erase_head(struct tb_buf *b,
 	}
 }
 
-static inline bool __tb_buf_slices_reserve(struct tb_buf *b, uint32_t n)
+static inline bool tb__buf_slices_reserve(struct tb_buf *b, uint32_t n)
 {
 	uint32_t cap = b->slices_cap;
 	struct tb_buf_slice *p;
@@ -760,7 +760,7 @@ static inline bool __tb_buf_slices_reserve(struct tb_buf *b, uint32_t n)
 		return true;
 	while (cap < n)
 		cap *= 2;
-	p = (struct tb_buf_slice *)__tb_buf_mem(b, b->slices,
+	p = (struct tb_buf_slice *)tb__buf_mem(b, b->slices,
 			(size_t)b->slices_cap * sizeof(*p),
 			(size_t)cap * sizeof(*p));
 	if (!p)
@@ -770,8 +770,8 @@ static inline bool __tb_buf_slices_reserve(struct tb_buf *b, uint32_t n)
 	return true;
 }
 
-static inline void __tb_buf_add_slice(struct tb_buf *b,
-				      const struct __tb_buf_frag *f)
+static inline void tb__buf_add_slice(struct tb_buf *b,
+				      const struct tb__buf_frag *f)
 {
 	if (!f->size)
 		return;
@@ -782,9 +782,9 @@ static inline void __tb_buf_add_slice(struct tb_buf *b,
 }
 
 enum {
-	__TB_BUF_RA_OK,
-	__TB_BUF_RA_WAIT,		/* not enough data (yet) */
-	__TB_BUF_RA_LOSS,		/* gave up; reason in *loss */
+	TB__BUF_RA_OK,
+	TB__BUF_RA_WAIT,		/* not enough data (yet) */
+	TB__BUF_RA_LOSS,		/* gave up; reason in *loss */
 };
 
 /*
@@ -797,83 +797,83 @@ enum {
  * fragment collected for it goes with the chunk being erased, so none is
  * left behind to be read later as an orphan.
  */
-static inline int __tb_buf_reassemble(struct tb_buf *b, struct __tb_buf_seq *s,
-				      struct __tb_buf_hdr *c,
-				      const struct __tb_buf_frag *f, bool erase,
+static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
+				      struct tb__buf_hdr *c,
+				      const struct tb__buf_frag *f, bool erase,
 				      bool want, uint32_t *loss)
 {
 	uint32_t prev = c->id, i, nfrags = 1, end = 0;
 	bool unpatched = c->flags & TB_BUF_NEEDS_PATCH;
-	int res = __TB_BUF_RA_WAIT;
+	int res = TB__BUF_RA_WAIT;
 
 	if (unpatched && !erase)
-		return __TB_BUF_RA_WAIT;
+		return TB__BUF_RA_WAIT;
 	for (i = 1; i < s->n; i++) {
-		struct __tb_buf_hdr *n = __tb_buf_chunk(b, s, i);
-		struct __tb_buf_frag nf;
+		struct tb__buf_hdr *n = tb__buf_chunk(b, s, i);
+		struct tb__buf_frag nf;
 		int r;
 
 		if (n->flags & TB_BUF_NEEDS_PATCH)
 			break;
 		if (n->id != prev + 1) {
 			*loss = TB_BUF_LOSS_REASSEMBLY_GAP;
-			res = __TB_BUF_RA_LOSS;
+			res = TB__BUF_RA_LOSS;
 			break;
 		}
 		prev = n->id;
-		r = __tb_buf_frag_at(n, __tb_buf_unread(n), &nf);
+		r = tb__buf_frag_at(n, tb__buf_unread(n), &nf);
 		if (r == TB_FRAG_ITER_BAD) {
 			*loss = TB_BUF_LOSS_CHUNK_CORRUPTED;
-			res = __TB_BUF_RA_LOSS;
+			res = TB__BUF_RA_LOSS;
 			break;
 		}
 		if (r != TB_FRAG_ITER_OK)
 			continue;	/* empty chunk inside the chain */
-		if (nf.type == __TB_BUF_CONT) {
+		if (nf.type == TB__BUF_CONT) {
 			nfrags++;
 			continue;
 		}
-		if (nf.type == __TB_BUF_END) {
+		if (nf.type == TB__BUF_END) {
 			nfrags++;
-			res = __TB_BUF_RA_OK;
+			res = TB__BUF_RA_OK;
 			break;
 		}
 		*loss = TB_BUF_LOSS_REASSEMBLY_BROKEN_CHAIN;
-		res = __TB_BUF_RA_LOSS;
+		res = TB__BUF_RA_LOSS;
 		break;
 	}
 	/* Collected: chunks 1..end (the End's chunk, no other that stopped). */
-	end = res == __TB_BUF_RA_OK ? i : i - 1;
-	if (res == __TB_BUF_RA_OK && unpatched)
-		res = __TB_BUF_RA_WAIT;	/* its bytes are not final */
-	if (res == __TB_BUF_RA_WAIT) {
+	end = res == TB__BUF_RA_OK ? i : i - 1;
+	if (res == TB__BUF_RA_OK && unpatched)
+		res = TB__BUF_RA_WAIT;	/* its bytes are not final */
+	if (res == TB__BUF_RA_WAIT) {
 		if (!erase)
 			return res;
 		*loss = TB_BUF_LOSS_OVERWRITE;
-		res = __TB_BUF_RA_LOSS;
+		res = TB__BUF_RA_LOSS;
 	}
-	if (res == __TB_BUF_RA_OK && want &&
-	    !__tb_buf_slices_reserve(b, nfrags)) {
+	if (res == TB__BUF_RA_OK && want &&
+	    !tb__buf_slices_reserve(b, nfrags)) {
 		*loss = 0;		/* no memory to describe it: dropped */
-		res = __TB_BUF_RA_LOSS;
+		res = TB__BUF_RA_LOSS;
 	}
-	want = want && res == __TB_BUF_RA_OK;
+	want = want && res == TB__BUF_RA_OK;
 	b->nslices = 0;
 	b->pkt_size = 0;
 	if (want)
-		__tb_buf_add_slice(b, f);
-	__tb_buf_consume(b, c, f->len, erase);
+		tb__buf_add_slice(b, f);
+	tb__buf_consume(b, c, f->len, erase);
 	/* Second pass: consume what was collected. */
 	for (i = 1; i <= end; i++) {
-		struct __tb_buf_hdr *n = __tb_buf_chunk(b, s, i);
-		struct __tb_buf_frag nf;
+		struct tb__buf_hdr *n = tb__buf_chunk(b, s, i);
+		struct tb__buf_frag nf;
 
-		if (__tb_buf_frag_at(n, __tb_buf_unread(n), &nf) !=
+		if (tb__buf_frag_at(n, tb__buf_unread(n), &nf) !=
 		    TB_FRAG_ITER_OK)
 			continue;
 		if (want)
-			__tb_buf_add_slice(b, &nf);
-		__tb_buf_consume(b, n, nf.len, erase);
+			tb__buf_add_slice(b, &nf);
+		tb__buf_consume(b, n, nf.len, erase);
 	}
 	return res;
 }
@@ -886,23 +886,23 @@ static inline int __tb_buf_reassemble(struct tb_buf *b, struct __tb_buf_seq *s,
  * mode never stalls.  Returns true with the packet in b->slices (filled
  * only when @want).
  */
-static inline bool __tb_buf_seq_next(struct tb_buf *b, struct __tb_buf_seq *s,
+static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 				     uint32_t target, bool erase, bool want)
 {
 	if (!erase && s->skip_gen == b->gen)
 		return false;
 	while (s->n) {
-		struct __tb_buf_hdr *c = __tb_buf_chunk(b, s, 0);
-		uint32_t off = __tb_buf_ref(s, 0)->off, loss = 0;
-		struct __tb_buf_frag f;
-		int r = __tb_buf_frag_at(c, __tb_buf_unread(c), &f);
+		struct tb__buf_hdr *c = tb__buf_chunk(b, s, 0);
+		uint32_t off = tb__buf_ref(s, 0)->off, loss = 0;
+		struct tb__buf_frag f;
+		int r = tb__buf_frag_at(c, tb__buf_unread(c), &f);
 
 		if (r != TB_FRAG_ITER_OK) {
 			/* No more fragments in this chunk. */
 			if (r == TB_FRAG_ITER_BAD)
 				s->loss |= TB_BUF_LOSS_PRESENT |
 					   TB_BUF_LOSS_CHUNK_CORRUPTED;
-			if ((c->flags & __TB_BUF_INCOMPLETE) && !erase) {
+			if ((c->flags & TB__BUF_INCOMPLETE) && !erase) {
 				s->skip_gen = b->gen;
 				return false;
 			}
@@ -910,38 +910,38 @@ static inline bool __tb_buf_seq_next(struct tb_buf *b, struct __tb_buf_seq *s,
 			 * Bytes left here (a tail a patch made untokenizable)
 			 * were neither read nor overwritten: not counted.
 			 */
-			__tb_buf_erase_head(b, s);
+			tb__buf_erase_head(b, s);
 			if (off == target)
 				return false;
-			__tb_buf_gap_check(b, s);
+			tb__buf_gap_check(b, s);
 			continue;
 		}
 		switch (f.type) {
-		case __TB_BUF_WHOLE:
-			__tb_buf_consume(b, c, f.len, erase);
+		case TB__BUF_WHOLE:
+			tb__buf_consume(b, c, f.len, erase);
 			if (!f.size)
 				break;	/* empty packet: never returned */
 			b->nslices = 0;
 			b->pkt_size = 0;
 			if (want)
-				__tb_buf_add_slice(b, &f);
+				tb__buf_add_slice(b, &f);
 			return true;
-		case __TB_BUF_CONT:
-		case __TB_BUF_END:
+		case TB__BUF_CONT:
+		case TB__BUF_END:
 			/* Its beginning is gone. */
 			s->loss |= TB_BUF_LOSS_PRESENT |
 				   TB_BUF_LOSS_ORPHAN_CONTINUATION;
-			__tb_buf_consume(b, c, f.len, erase);
+			tb__buf_consume(b, c, f.len, erase);
 			break;
 		default:
-			r = __tb_buf_reassemble(b, s, c, &f, erase, want,
+			r = tb__buf_reassemble(b, s, c, &f, erase, want,
 						&loss);
-			if (r == __TB_BUF_RA_OK) {
+			if (r == TB__BUF_RA_OK) {
 				b->stats.readaheads_succeeded++;
 				return true;
 			}
 			b->stats.readaheads_failed++;
-			if (r == __TB_BUF_RA_WAIT) {
+			if (r == TB__BUF_RA_WAIT) {
 				s->skip_gen = b->gen;
 				return false;
 			}
@@ -952,8 +952,8 @@ static inline bool __tb_buf_seq_next(struct tb_buf *b, struct __tb_buf_seq *s,
 	return false;
 }
 
-static inline void __tb_buf_fill_packet(const struct tb_buf *b,
-					const struct __tb_buf_seq *s,
+static inline void tb__buf_fill_packet(const struct tb_buf *b,
+					const struct tb__buf_seq *s,
 					struct tb_buf_packet *p)
 {
 	p->slices = b->slices;
@@ -968,23 +968,23 @@ static inline void __tb_buf_fill_packet(const struct tb_buf *b,
  * Erases the chunk at @off, and before it every earlier chunk of its
  * sequence, handing each destroyed packet to the callback.
  */
-static inline void __tb_buf_overwrite(struct tb_buf *b, uint32_t off)
+static inline void tb__buf_overwrite(struct tb_buf *b, uint32_t off)
 {
-	struct __tb_buf_hdr *c = __tb_buf_hdr_at(b, off);
-	struct __tb_buf_seq *s = __tb_buf_seq_find(b, c->key);
+	struct tb__buf_hdr *c = tb__buf_hdr_at(b, off);
+	struct tb__buf_seq *s = tb__buf_seq_find(b, c->key);
 	bool want = b->cb != NULL, destroyed = false;
 
-	__tb_buf_prefetch(b->data + off, __tb_buf_outer(c->size), 0);
+	tb__buf_prefetch(b->data + off, tb__buf_outer(c->size), 0);
 	TB_BUG_ON(!s);
 	if (s) {
-		__tb_buf_gap_check(b, s);
-		while (__tb_buf_seq_next(b, s, off, true, want)) {
+		tb__buf_gap_check(b, s);
+		while (tb__buf_seq_next(b, s, off, true, want)) {
 			destroyed = true;
 			if (want) {
 				struct tb_buf_packet p;
 
 				TB_MEMSET(&p, 0, sizeof(p));
-				__tb_buf_fill_packet(b, s, &p);
+				tb__buf_fill_packet(b, s, &p);
 				b->in_cb = 1;
 				b->cb(b->cb_ctx, &p);
 				b->in_cb = 0;
@@ -1003,28 +1003,28 @@ static inline void __tb_buf_overwrite(struct tb_buf *b, uint32_t off)
  * overwritten, and the part of the last one beyond the range becomes a
  * padding record.
  */
-static inline void __tb_buf_make_room(struct tb_buf *b, uint32_t n)
+static inline void tb__buf_make_room(struct tb_buf *b, uint32_t n)
 {
 	uint32_t end = b->wr + n, off = b->wr;
 
 	if (off < b->used)
-		__tb_buf_prefetch(b->data + off, (end < b->used ? end : b->used)
+		tb__buf_prefetch(b->data + off, (end < b->used ? end : b->used)
 				  - off, 1);
 	while (off < end && off < b->used) {
-		struct __tb_buf_hdr *c = __tb_buf_hdr_at(b, off);
-		uint32_t outer = __tb_buf_outer(c->size);
+		struct tb__buf_hdr *c = tb__buf_hdr_at(b, off);
+		uint32_t outer = tb__buf_outer(c->size);
 
 		if (!c->key)
 			b->stats.padding_bytes_cleared += outer;
 		else
-			__tb_buf_overwrite(b, off);
+			tb__buf_overwrite(b, off);
 		off += outer;
 	}
 	if (off > end && off <= b->used) {
-		struct __tb_buf_hdr *p = __tb_buf_hdr_at(b, end);
+		struct tb__buf_hdr *p = tb__buf_hdr_at(b, end);
 
 		TB_MEMSET(p, 0, sizeof(*p));
-		p->size = (uint16_t)(off - end - __TB_BUF_HDR);
+		p->size = (uint16_t)(off - end - TB__BUF_HDR);
 		b->stats.padding_bytes_written += off - end;
 	}
 }
@@ -1045,7 +1045,7 @@ static inline struct tb_buf *tb_buf_create_with(size_t size,
 
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
 	if (!alloc)
-		alloc = __tb_buf_std_alloc;
+		alloc = tb__buf_std_alloc;
 #endif
 	if (!alloc || size > TB_BUF_MAX_SIZE ||
 	    (policy != TB_BUF_RING_BUFFER && policy != TB_BUF_DISCARD))
@@ -1066,7 +1066,7 @@ static inline struct tb_buf *tb_buf_create_with(size_t size,
 	b->slices_cap = 16;
 	b->slices = (struct tb_buf_slice *)alloc(alloc_ctx, NULL, 0,
 				(size_t)b->slices_cap * sizeof(*b->slices));
-	if (!b->data || !b->slices || __tb_buf_table_alloc(b, 16)) {
+	if (!b->data || !b->slices || tb__buf_table_alloc(b, 16)) {
 		if (b->data)
 			alloc(alloc_ctx, b->data, size, 0);
 		if (b->slices)
@@ -1092,13 +1092,13 @@ static inline void tb_buf_destroy(struct tb_buf *b)
 		return;
 	for (i = 0; i < b->seq_cap; i++)
 		if (b->seqs[i].ring)
-			__tb_buf_mem(b, b->seqs[i].ring, (size_t)b->seqs[i].cap
+			tb__buf_mem(b, b->seqs[i].ring, (size_t)b->seqs[i].cap
 				     * sizeof(*b->seqs[i].ring), 0);
-	__tb_buf_mem(b, b->seqs, (size_t)b->seq_cap * sizeof(*b->seqs), 0);
-	__tb_buf_mem(b, b->slices, (size_t)b->slices_cap * sizeof(*b->slices),
+	tb__buf_mem(b, b->seqs, (size_t)b->seq_cap * sizeof(*b->seqs), 0);
+	tb__buf_mem(b, b->slices, (size_t)b->slices_cap * sizeof(*b->slices),
 		     0);
-	__tb_buf_mem(b, b->data, b->size, 0);
-	__tb_buf_mem(b, b, sizeof(*b), 0);
+	tb__buf_mem(b, b->data, b->size, 0);
+	tb__buf_mem(b, b, sizeof(*b), 0);
 }
 
 /* Sets (or with NULL clears) the callback for overwritten packets. */
@@ -1143,7 +1143,7 @@ static inline const char *tb_buf_strerror(int err)
 /* ---- Writing ------------------------------------------------------------ */
 
 /* The bytes of one incoming chunk: framed payload or fragment vector. */
-struct __tb_buf_src {
+struct tb__buf_src {
 	const uint8_t *raw;
 	const struct tb_buf_frag *vec;
 	uint32_t size;			/* raw bytes, or framed vector bytes */
@@ -1151,9 +1151,9 @@ struct __tb_buf_src {
 };
 
 enum {
-	__TB_BUF_SRC_OK,
-	__TB_BUF_SRC_ABORT,		/* writer abort marker */
-	__TB_BUF_SRC_BAD,		/* ABI violation */
+	TB__BUF_SRC_OK,
+	TB__BUF_SRC_ABORT,		/* writer abort marker */
+	TB__BUF_SRC_BAD,		/* ABI violation */
 };
 
 /*
@@ -1161,12 +1161,12 @@ enum {
  * bytes (if nonzero) are reached: *all gets the bytes of the fragments
  * accepted before the first fault.
  */
-static inline int __tb_buf_src_measure(const struct __tb_buf_src *src,
+static inline int tb__buf_src_measure(const struct tb__buf_src *src,
 				       uint32_t nfrags, uint32_t stop,
 				       uint32_t *all)
 {
 	uint32_t off = 0, i;
-	int st = __TB_BUF_SRC_OK;
+	int st = TB__BUF_SRC_OK;
 
 	for (i = 0; i < nfrags && (!stop || off < stop); i++) {
 		uint32_t len;
@@ -1180,11 +1180,11 @@ static inline int __tb_buf_src_measure(const struct __tb_buf_src *src,
 			tb_frag_iter_init(&it, src->raw, src->size, off);
 			r = tb_frag_iter_next(&it, &d, &sz);
 			if (r == TB_FRAG_ITER_ABORT) {
-				st = __TB_BUF_SRC_ABORT;
+				st = TB__BUF_SRC_ABORT;
 				break;
 			}
 			if (r != TB_FRAG_ITER_OK) {
-				st = __TB_BUF_SRC_BAD;
+				st = TB__BUF_SRC_BAD;
 				break;
 			}
 			len = it.off - off;
@@ -1192,17 +1192,17 @@ static inline int __tb_buf_src_measure(const struct __tb_buf_src *src,
 			uint32_t sz;
 
 			if (i >= src->nvec) {
-				st = __TB_BUF_SRC_BAD;
+				st = TB__BUF_SRC_BAD;
 				break;
 			}
 			sz = src->vec[i].size;
 			if (sz == TB_FRAG_SIZE_ABORT) {
-				st = __TB_BUF_SRC_ABORT;
+				st = TB__BUF_SRC_ABORT;
 				break;
 			}
 			len = tb_frag_varint_len(sz) + sz;
 			if (sz > TB_BUF_MAX_PAYLOAD || len > src->size - off) {
-				st = __TB_BUF_SRC_BAD;
+				st = TB__BUF_SRC_BAD;
 				break;
 			}
 		}
@@ -1213,19 +1213,19 @@ static inline int __tb_buf_src_measure(const struct __tb_buf_src *src,
 }
 
 /* Whether a fragment boundary of @src falls exactly at byte @at. */
-static inline bool __tb_buf_src_boundary(const struct __tb_buf_src *src,
+static inline bool tb__buf_src_boundary(const struct tb__buf_src *src,
 					 uint32_t nfrags, uint32_t at)
 {
 	uint32_t off;
 
 	if (!at)
 		return true;
-	__tb_buf_src_measure(src, nfrags, at, &off);
+	tb__buf_src_measure(src, nfrags, at, &off);
 	return off == at;
 }
 
 /* Copies the first @all bytes of @src, framed, to @dst. */
-static inline void __tb_buf_src_copy(const struct __tb_buf_src *src,
+static inline void tb__buf_src_copy(const struct tb__buf_src *src,
 				     uint8_t *dst, uint32_t all)
 {
 	uint32_t off = 0, i;
@@ -1250,7 +1250,7 @@ static inline void __tb_buf_src_copy(const struct __tb_buf_src *src,
  * already, except an evicted or relocated incomplete chunk that now
  * carries more (re-admission: its first *prev bytes count as consumed).
  */
-static inline bool __tb_buf_admit(const struct __tb_buf_seq *s, uint32_t id,
+static inline bool tb__buf_admit(const struct tb__buf_seq *s, uint32_t id,
 				  uint32_t all, uint32_t *prev)
 {
 	*prev = 0;
@@ -1264,14 +1264,14 @@ static inline bool __tb_buf_admit(const struct __tb_buf_seq *s, uint32_t id,
 }
 
 /* Whether adding @id keeps the sequence's ids within TB_BUF_ID_WINDOW. */
-static inline bool __tb_buf_id_fits(const struct __tb_buf_seq *s, uint32_t id)
+static inline bool tb__buf_id_fits(const struct tb__buf_seq *s, uint32_t id)
 {
 	uint32_t lo, hi;
 
 	if (!s->n)
 		return true;
-	lo = __tb_buf_ref(s, 0)->id;
-	hi = __tb_buf_ref(s, s->n - 1)->id;
+	lo = tb__buf_ref(s, 0)->id;
+	hi = tb__buf_ref(s, s->n - 1)->id;
 	if (tb_buf_id_cmp(id, lo) < 0)
 		lo = id;
 	else if (tb_buf_id_cmp(id, hi) > 0)
@@ -1280,14 +1280,14 @@ static inline bool __tb_buf_id_fits(const struct __tb_buf_seq *s, uint32_t id)
 }
 
 /* A commit of a chunk id the sequence still holds (at index @i). */
-static inline int __tb_buf_recommit(struct tb_buf *b, struct __tb_buf_seq *s,
-				    uint32_t i, const struct __tb_buf_src *src,
+static inline int tb__buf_recommit(struct tb_buf *b, struct tb__buf_seq *s,
+				    uint32_t i, const struct tb__buf_src *src,
 				    uint32_t nfrags, uint32_t all,
 				    uint8_t flags, bool complete,
 				    bool *relocate)
 {
-	struct __tb_buf_hdr *r = __tb_buf_chunk(b, s, i);
-	uint32_t consumed = __tb_buf_unread(r);
+	struct tb__buf_hdr *r = tb__buf_chunk(b, s, i);
+	uint32_t consumed = tb__buf_unread(r);
 	uint8_t old = r->flags & TB_BUF_ABI_FLAGS;
 
 	*relocate = false;
@@ -1296,34 +1296,34 @@ static inline int __tb_buf_recommit(struct tb_buf *b, struct __tb_buf_seq *s,
 		return TB_BUF_ERECOMMIT;
 	}
 	if (all != r->payload_size &&
-	    !__tb_buf_src_boundary(src, nfrags, consumed)) {
+	    !tb__buf_src_boundary(src, nfrags, consumed)) {
 		/* The new bytes must not move what was already read. */
 		b->stats.abi_violations++;
 		return TB_BUF_ERECOMMIT;
 	}
-	if ((r->flags & __TB_BUF_INCOMPLETE) && !r->payload_avail &&
+	if ((r->flags & TB__BUF_INCOMPLETE) && !r->payload_avail &&
 	    complete && all > r->payload_size && i == 0 &&
 	    b->policy == TB_BUF_RING_BUFFER) {
 		/* Drained scraped head: move it to the write cursor. */
 		b->stats.chunks_relocated++;
-		__tb_buf_erase_head(b, s);
+		tb__buf_erase_head(b, s);
 		*relocate = true;
 		return TB_BUF_OK;
 	}
 	if (complete)
-		r->flags &= (uint8_t)~__TB_BUF_INCOMPLETE;
+		r->flags &= (uint8_t)~TB__BUF_INCOMPLETE;
 	if (all == r->payload_size)
 		return TB_BUF_OK;	/* identical resend */
 	r->payload_size = (uint16_t)all;
 	r->payload_avail = (uint16_t)(all - consumed);
-	__tb_buf_src_copy(src, __tb_buf_payload(r), all);
+	tb__buf_src_copy(src, tb__buf_payload(r), all);
 	r->flags |= flags;
 	b->stats.chunks_rewritten++;
 	return TB_BUF_OK;
 }
 
 /* Deletes the oldest empty sequences beyond TB_BUF_KEEP_EMPTY_SEQ. */
-static inline void __tb_buf_gc(struct tb_buf *b)
+static inline void tb__buf_gc(struct tb_buf *b)
 {
 	uint64_t lo = 0, hi = b->age + 1;
 	uint32_t drop = b->nempty - TB_BUF_KEEP_EMPTY_SEQ, i, pass;
@@ -1345,25 +1345,25 @@ static inline void __tb_buf_gc(struct tb_buf *b)
 	/* Deleting shifts entries back; a second pass catches any moved. */
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < b->seq_cap; i++) {
-			struct __tb_buf_seq *s = &b->seqs[i];
+			struct tb__buf_seq *s = &b->seqs[i];
 
 			while (s->used && !s->n && s->age < lo) {
-				__tb_buf_table_del(b, i);
+				tb__buf_table_del(b, i);
 				b->nempty--;
 			}
 		}
 	}
 }
 
-static inline int __tb_buf_copy_one(struct tb_buf *b,
+static inline int tb__buf_copy_one(struct tb_buf *b,
 				    const struct tb_buf_chunk_in *in,
-				    const struct __tb_buf_src *src,
+				    const struct tb__buf_src *src,
 				    uint32_t nfrags)
 {
 	uint32_t key, all, stored, outer, prev, pos;
 	uint8_t flags = in->flags & (TB_BUF_ABI_FLAGS | TB_BUF_DATA_LOSS);
-	struct __tb_buf_seq *s;
-	struct __tb_buf_hdr *c;
+	struct tb__buf_seq *s;
+	struct tb__buf_hdr *c;
 	int ret = TB_BUF_OK, st;
 
 	if (!in->writer_id) {
@@ -1380,56 +1380,56 @@ static inline int __tb_buf_copy_one(struct tb_buf *b,
 	}
 	if (!in->complete) {
 		/* Scraped: the last fragment may still be being written. */
-		flags |= __TB_BUF_INCOMPLETE;
+		flags |= TB__BUF_INCOMPLETE;
 		if (nfrags) {
 			nfrags--;
 			flags &= (uint8_t)~(TB_BUF_LAST_CONT |
 					    TB_BUF_NEEDS_PATCH);
 		}
 	}
-	st = __tb_buf_src_measure(src, nfrags, 0, &all);
-	if (st == __TB_BUF_SRC_BAD) {
+	st = tb__buf_src_measure(src, nfrags, 0, &all);
+	if (st == TB__BUF_SRC_BAD) {
 		b->stats.abi_violations++;
 		ret = TB_BUF_EPROTO;
 	}
 	stored = in->complete ? all : src->size;
-	outer = __tb_buf_outer(stored);
+	outer = tb__buf_outer(stored);
 	if (outer > b->size) {
 		b->stats.abi_violations++;
 		return TB_BUF_ETOOBIG;
 	}
-	key = __tb_buf_key(in->producer_id, in->writer_id);
-	s = __tb_buf_seq_get(b, key, &in->ident);
+	key = tb__buf_key(in->producer_id, in->writer_id);
+	s = tb__buf_seq_get(b, key, &in->ident);
 	if (!s)
 		return TB_BUF_ENOMEM;
-	if (st == __TB_BUF_SRC_ABORT) {
+	if (st == TB__BUF_SRC_ABORT) {
 		b->stats.trace_writer_packet_loss++;
 		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_WRITER_ABORT;
 	}
-	if (!__tb_buf_admit(s, in->chunk_id, all, &prev)) {
+	if (!tb__buf_admit(s, in->chunk_id, all, &prev)) {
 		b->stats.chunks_discarded++;
 		return TB_BUF_ESTALE;
 	}
-	if (!__tb_buf_id_fits(s, in->chunk_id)) {
+	if (!tb__buf_id_fits(s, in->chunk_id)) {
 		b->stats.abi_violations++;
 		return TB_BUF_EBADID;
 	}
-	pos = __tb_buf_ring_lower(s, in->chunk_id);
-	if (pos < s->n && __tb_buf_ref(s, pos)->id == in->chunk_id) {
+	pos = tb__buf_ring_lower(s, in->chunk_id);
+	if (pos < s->n && tb__buf_ref(s, pos)->id == in->chunk_id) {
 		bool relocate;
-		int r = __tb_buf_recommit(b, s, pos, src, nfrags, all, flags,
+		int r = tb__buf_recommit(b, s, pos, src, nfrags, all, flags,
 					  in->complete, &relocate);
 
 		if (r != TB_BUF_OK || !relocate)
 			return r != TB_BUF_OK ? r : ret;
-		__tb_buf_admit(s, in->chunk_id, all, &prev);
+		tb__buf_admit(s, in->chunk_id, all, &prev);
 	}
-	if (!__tb_buf_src_boundary(src, nfrags, prev)) {
+	if (!tb__buf_src_boundary(src, nfrags, prev)) {
 		/* A re-admitted chunk must extend what was consumed. */
 		b->stats.abi_violations++;
 		return TB_BUF_ERECOMMIT;
 	}
-	if (__tb_buf_ring_reserve(b, s))
+	if (tb__buf_ring_reserve(b, s))
 		return TB_BUF_ENOMEM;
 
 	/* Make room, wrapping at the end of the buffer. */
@@ -1440,19 +1440,19 @@ static inline int __tb_buf_copy_one(struct tb_buf *b,
 			return TB_BUF_EFULL;
 		}
 		if (b->wr < b->size)
-			__tb_buf_make_room(b, b->size - b->wr);
+			tb__buf_make_room(b, b->size - b->wr);
 		b->wr = 0;
 		b->stats.write_wrap_count++;
 	}
-	__tb_buf_make_room(b, outer);
+	tb__buf_make_room(b, outer);
 	/* The overwrite may have consumed this sequence past the chunk. */
-	if (!__tb_buf_admit(s, in->chunk_id, all, &prev)) {
+	if (!tb__buf_admit(s, in->chunk_id, all, &prev)) {
 		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_OVERWRITE;
 		b->stats.chunks_discarded++;
 		return TB_BUF_ESTALE;
 	}
 
-	c = __tb_buf_hdr_at(b, b->wr);
+	c = tb__buf_hdr_at(b, b->wr);
 	c->id = in->chunk_id;
 	c->key = key;
 	c->size = (uint16_t)stored;
@@ -1460,14 +1460,14 @@ static inline int __tb_buf_copy_one(struct tb_buf *b,
 	c->payload_avail = (uint16_t)(all - prev);
 	c->flags = flags;
 	c->spare = 0;
-	__tb_buf_src_copy(src, __tb_buf_payload(c), all);
+	tb__buf_src_copy(src, tb__buf_payload(c), all);
 
-	pos = __tb_buf_ring_lower(s, in->chunk_id);
+	pos = tb__buf_ring_lower(s, in->chunk_id);
 	if (pos != s->n)
 		b->stats.chunks_committed_out_of_order++;
 	if (!s->n)
 		b->nempty--;
-	__tb_buf_ring_insert(s, pos, in->chunk_id, b->wr);
+	tb__buf_ring_insert(s, pos, in->chunk_id, b->wr);
 	b->wr += outer;
 	if (b->wr > b->used)
 		b->used = b->wr;
@@ -1480,7 +1480,7 @@ static inline int __tb_buf_copy_one(struct tb_buf *b,
  * Whether a write or patch may go ahead now.  Either ends the read batch:
  * it may move or erase what the reader was walking.
  */
-static inline int __tb_buf_may_write(struct tb_buf *b)
+static inline int tb__buf_may_write(struct tb_buf *b)
 {
 	if (b->in_cb)
 		return TB_BUF_EBUSY;
@@ -1490,18 +1490,18 @@ static inline int __tb_buf_may_write(struct tb_buf *b)
 	return TB_BUF_OK;
 }
 
-static inline int __tb_buf_copy(struct tb_buf *b,
+static inline int tb__buf_copy(struct tb_buf *b,
 				const struct tb_buf_chunk_in *in,
-				const struct __tb_buf_src *src,
+				const struct tb__buf_src *src,
 				uint32_t nfrags)
 {
-	int ret = __tb_buf_may_write(b);
+	int ret = tb__buf_may_write(b);
 
 	if (ret != TB_BUF_OK)
 		return ret;
-	ret = __tb_buf_copy_one(b, in, src, nfrags);
+	ret = tb__buf_copy_one(b, in, src, nfrags);
 	if (b->nempty > TB_BUF_GC_THRESHOLD)
-		__tb_buf_gc(b);
+		tb__buf_gc(b);
 	return ret;
 }
 
@@ -1515,7 +1515,7 @@ static inline int __tb_buf_copy(struct tb_buf *b,
 static inline int tb_buf_copy_chunk(struct tb_buf *b,
 				    const struct tb_buf_chunk_in *in)
 {
-	struct __tb_buf_src src;
+	struct tb__buf_src src;
 
 	TB_BUG_ON(!b || !in || (!in->payload && in->size));
 	if (!b || !in || (!in->payload && in->size))
@@ -1524,7 +1524,7 @@ static inline int tb_buf_copy_chunk(struct tb_buf *b,
 	src.raw = (const uint8_t *)in->payload;
 	src.size = in->size > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
 		   (uint32_t)in->size;
-	return __tb_buf_copy(b, in, &src, in->nfrags);
+	return tb__buf_copy(b, in, &src, in->nfrags);
 }
 
 /*
@@ -1539,7 +1539,7 @@ static inline int tb_buf_copy_frags(struct tb_buf *b,
 				    const struct tb_buf_frag *frags,
 				    unsigned n)
 {
-	struct __tb_buf_src src;
+	struct tb__buf_src src;
 	uint64_t total = 0;
 	unsigned i;
 
@@ -1561,7 +1561,7 @@ static inline int tb_buf_copy_frags(struct tb_buf *b,
 	src.nvec = n;
 	src.size = total > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
 		   (uint32_t)total;
-	return __tb_buf_copy(b, in, &src, n);
+	return tb__buf_copy(b, in, &src, n);
 }
 
 /*
@@ -1576,8 +1576,8 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 			       const struct tb_buf_patch *patches, size_t n,
 			       bool more_pending)
 {
-	struct __tb_buf_seq *s;
-	struct __tb_buf_hdr *c;
+	struct tb__buf_seq *s;
+	struct tb__buf_hdr *c;
 	int64_t i;
 	size_t k;
 	int ret;
@@ -1585,23 +1585,23 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	TB_BUG_ON(!b || (!patches && n));
 	if (!b || (!patches && n))
 		return TB_BUF_EINVAL;
-	ret = __tb_buf_may_write(b);
+	ret = tb__buf_may_write(b);
 	if (ret != TB_BUF_OK)
 		return ret;
-	s = __tb_buf_seq_find(b, __tb_buf_key(producer, writer));
-	i = s ? __tb_buf_ring_find(s, chunk_id) : -1;
+	s = tb__buf_seq_find(b, tb__buf_key(producer, writer));
+	i = s ? tb__buf_ring_find(s, chunk_id) : -1;
 	if (i < 0) {
 		b->stats.patches_failed++;
 		return TB_BUF_ENOENT;
 	}
-	c = __tb_buf_chunk(b, s, (uint32_t)i);
+	c = tb__buf_chunk(b, s, (uint32_t)i);
 	for (k = 0; k < n; k++) {
 		if (c->payload_size < TB_BUF_PATCH_SIZE ||
 		    patches[k].offset > c->payload_size - TB_BUF_PATCH_SIZE) {
 			b->stats.patches_failed++;
 			return TB_BUF_ERANGE;
 		}
-		TB_MEMCPY(__tb_buf_payload(c) + patches[k].offset,
+		TB_MEMCPY(tb__buf_payload(c) + patches[k].offset,
 		       patches[k].data, TB_BUF_PATCH_SIZE);
 	}
 	b->stats.patches_succeeded += n;
@@ -1640,40 +1640,40 @@ static inline bool tb_buf_read_packet(struct tb_buf *b,
 	if (!b->rd_valid || b->in_cb)
 		return false;
 	for (;;) {
-		struct __tb_buf_hdr *c;
-		struct __tb_buf_seq *s;
+		struct tb__buf_hdr *c;
+		struct tb__buf_seq *s;
 		uint32_t next;
 
 		if (!b->inner) {
-			c = __tb_buf_hdr_at(b, b->rd);
-			s = c->key ? __tb_buf_seq_find(b, c->key) : NULL;
+			c = tb__buf_hdr_at(b, b->rd);
+			s = c->key ? tb__buf_seq_find(b, c->key) : NULL;
 			TB_BUG_ON(c->key && !s);
 			if (s) {
-				__tb_buf_prefetch(b->data + b->rd,
-						  __tb_buf_outer(c->size), 0);
+				tb__buf_prefetch(b->data + b->rd,
+						  tb__buf_outer(c->size), 0);
 				b->inner = 1;
 				b->target = b->rd;
 				b->inner_seq = (uint32_t)(s - b->seqs);
-				__tb_buf_gap_check(b, s);
+				tb__buf_gap_check(b, s);
 			}
 		}
 		if (b->inner) {
 			s = &b->seqs[b->inner_seq];
-			if (__tb_buf_seq_next(b, s, b->target, false, true)) {
-				__tb_buf_fill_packet(b, s, out);
+			if (tb__buf_seq_next(b, s, b->target, false, true)) {
+				tb__buf_fill_packet(b, s, out);
 				out->loss = s->loss;
 				s->loss = 0;
 				return true;
 			}
 			b->inner = 0;
-			c = __tb_buf_hdr_at(b, b->target);
+			c = tb__buf_hdr_at(b, b->target);
 		} else {
-			c = __tb_buf_hdr_at(b, b->rd);
+			c = tb__buf_hdr_at(b, b->rd);
 		}
 		/* Move on in buffer order, wrapping at the used end. */
 		next = (uint32_t)((uint8_t *)c - b->data) +
-		       __tb_buf_outer(c->size);
-		b->rd_walked += __tb_buf_outer(c->size);
+		       tb__buf_outer(c->size);
+		b->rd_walked += tb__buf_outer(c->size);
 		if (next == b->wr || (next >= b->used && !b->wr) ||
 		    b->rd_walked > 2ull * b->used) {
 			b->rd_valid = 0;
@@ -1701,15 +1701,15 @@ static inline struct tb_buf *tb_buf_clone_readonly(const struct tb_buf *b)
 			       b->alloc, b->alloc_ctx);
 	if (!c)
 		return NULL;
-	__tb_buf_mem(c, c->seqs, (size_t)c->seq_cap * sizeof(*c->seqs), 0);
+	tb__buf_mem(c, c->seqs, (size_t)c->seq_cap * sizeof(*c->seqs), 0);
 	c->seqs = NULL;
-	if (__tb_buf_table_alloc(c, b->seq_cap)) {
+	if (tb__buf_table_alloc(c, b->seq_cap)) {
 		c->seq_cap = 0;
 		goto fail;
 	}
 	for (i = 0; i < b->seq_cap; i++) {
-		const struct __tb_buf_seq *s = &b->seqs[i];
-		struct __tb_buf_seq *d = &c->seqs[i];
+		const struct tb__buf_seq *s = &b->seqs[i];
+		struct tb__buf_seq *d = &c->seqs[i];
 		uint32_t j;
 
 		if (!s->used)
@@ -1722,14 +1722,14 @@ static inline struct tb_buf *tb_buf_clone_readonly(const struct tb_buf *b)
 		if (!s->n)
 			continue;
 		d->cap = s->cap;
-		d->ring = (struct __tb_buf_ref *)__tb_buf_mem(c, NULL, 0,
+		d->ring = (struct tb__buf_ref *)tb__buf_mem(c, NULL, 0,
 				(size_t)s->cap * sizeof(*s->ring));
 		if (!d->ring) {
 			d->cap = 0;
 			goto fail;
 		}
 		for (j = 0; j < s->n; j++)
-			d->ring[j] = *__tb_buf_ref(s, j);
+			d->ring[j] = *tb__buf_ref(s, j);
 		d->n = s->n;
 	}
 	if (b->used)

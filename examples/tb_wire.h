@@ -46,6 +46,6 @@ struct tbw_msg {
 	uint64_t failed;	/* BYE: packets lost */
 };
 
-typedef char __tbw_msg_size_check[sizeof(struct tbw_msg) == 64 ? 1 : -1];
+typedef char tbw__msg_size_check[sizeof(struct tbw_msg) == 64 ? 1 : -1];
 
 #endif /* TB_WIRE_H */
