@@ -33,6 +33,10 @@ CFLAGS	?= -O2
 CHECK_LIBS = $(shell pkg-config --cflags --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm) -pthread
 
 TESTS	:= $(patsubst test/%.c,%,$(wildcard test/test_*.c))
+# C++ suites (every header as C++): run natively, under the sanitizers,
+# not in the -m32 and cross builds (they have no C++ compiler here).
+CXX_TESTS := $(patsubst test/%.cc,%,$(wildcard test/test_*.cc))
+RUN_CXX	?= $(CXX_TESTS)
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
@@ -78,39 +82,57 @@ deps-fuzz: deps
 $(BUILD)/test_%: test/test_%.c $(TEST_DEPS) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@ $(CHECK_LIBS)
 
+CXX	?= c++
+CXXSTD	?= -std=c++17
+$(BUILD)/test_%: test/test_%.cc $(TEST_DEPS) | $(BUILD)
+	$(CXX) $(CXXSTD) $(WARN) -I. -g $(CFLAGS) $(EXTRA) $< -o $@ $(CHECK_LIBS)
+
 $(BUILD):
 	@mkdir -p $@
 
 test check: deps headers
 	@$(MAKE) --no-print-directory run-tests
 
+# Every suite runs, even after one failed; one line at the end says how
+# many passed and failed, and make fails if any did.  Tests that run the
+# examples (cross-process) find them in TB_BUILD_DIR.
 .PHONY: run-tests
-# Tests that run the examples (cross-process) find them in TB_BUILD_DIR.
-run-tests: $(addprefix $(BUILD)/,$(TESTS) $(EXAMPLES))
-	@set -e; for t in $(TESTS); do echo "== $$t"; \
-	TB_BUILD_DIR=$(BUILD) $(RUNNER) ./$(BUILD)/$$t; done
+run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES))
+	@pass=0; fail=0; failed=""; for t in $(TESTS) $(RUN_CXX); do \
+	echo "== $$t"; \
+	if TB_BUILD_DIR=$(BUILD) $(RUNNER) ./$(BUILD)/$$t; then \
+	pass=$$((pass + 1)); else fail=$$((fail + 1)); failed="$$failed $$t"; fi; \
+	done; echo "tests ($(BUILD)): $$pass passed, $$fail failed$${failed:+:$$failed}"; \
+	[ $$fail = 0 ]
 
-# Each public header compiles alone (twice, to check its guard) with gcc and
-# clang when it is there.
+# Each public header compiles alone (twice, to check its guard) as C99 with
+# gcc and clang, and as C++11 and C++17 with g++ and clang++, when they
+# are there.
 headers: deps
 	@set -e; for h in $(wildcard $(HEADERS)); do \
 	for cc in gcc $$(command -v clang >/dev/null && echo clang); do \
 	printf '#include "%s"\n#include "%s"\n' $$h $$h | \
 	$$cc -std=c99 $(WARN) -pedantic -I. -x c -fsyntax-only - || exit 1; \
-	done; done; echo "headers: each compiles on its own"
+	done; \
+	for cxx in g++ $$(command -v clang++ >/dev/null && echo clang++); do \
+	for std in c++11 c++17; do \
+	printf '#include "%s"\n#include "%s"\n' $$h $$h | \
+	$$cxx -std=$$std $(WARN) -I. -x c++ -fsyntax-only - || exit 1; \
+	done; done; done; \
+	echo "headers: each compiles on its own as C99, C++11 and C++17"
 
 # Under ThreadSanitizer the atomics helpers switch to __atomic builtins
 # (TSan cannot see ck's inline assembly); stress tests run longer.
 tsan: deps
 	@command -v clang >/dev/null || $(APT_INSTALL) clang
-	@$(MAKE) --no-print-directory run-tests BUILD=build/tsan CC=clang \
+	@$(MAKE) --no-print-directory run-tests BUILD=build/tsan CC=clang CXX=clang++ \
 	CFLAGS="-O1 -fsanitize=thread" TB_STRESS=long \
 	RUNNER="env TSAN_OPTIONS=halt_on_error=1 CK_TIMEOUT_MULTIPLIER=20"
 
 # ASan cannot see ck's inline assembly either: use ck's builtins port.
 asan: deps
 	@command -v clang >/dev/null || $(APT_INSTALL) clang
-	@$(MAKE) --no-print-directory run-tests BUILD=build/asan CC=clang \
+	@$(MAKE) --no-print-directory run-tests BUILD=build/asan CC=clang CXX=clang++ \
 	CFLAGS="-O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -DCK_USE_CC_BUILTINS=1" \
 	RUNNER="env CK_TIMEOUT_MULTIPLIER=5"
 
@@ -125,7 +147,7 @@ $(M32_INC)/asm:
 	@mkdir -p $(M32_INC) && ln -sfn /usr/include/x86_64-linux-gnu/asm $@
 
 m32: deps-m32 $(M32_INC)/asm
-	@$(MAKE) --no-print-directory run-tests BUILD=build/m32 CC=gcc \
+	@$(MAKE) --no-print-directory run-tests BUILD=build/m32 CC=gcc RUN_CXX= \
 	CFLAGS="-O2 -m32 -idirafter $(M32_INC)" \
 	CHECK_LIBS="$$(PKG_CONFIG_LIBDIR=/usr/lib/i386-linux-gnu/pkgconfig pkg-config --cflags --libs check) -pthread"
 

@@ -2165,8 +2165,8 @@ static inline void tb__ra_chunk(void *ctx, const struct tb_chunk_view *v)
 		sl = NULL;
 	} else if (sl && (loss || !cont)) {
 		/* the continuation never came, or data was lost between */
-		tb__ra_lose(ra, sl, sl->state == TB__SLOT_OPEN ? TB_PS_CUT :
-				    sl->why);
+		tb__ra_lose(ra, sl, sl->state == TB__SLOT_OPEN ?
+				    (unsigned)TB_PS_CUT : sl->why);
 		sl->state = TB__SLOT_FREE;
 		sl = NULL;
 		loss = 1;
