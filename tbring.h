@@ -63,15 +63,31 @@
  *     e.g. a restarted service attaching again) starts at the published
  *     read_pos and continues, whether the old reader returned or died
  *     anywhere but in one window: between the transition of a position
- *     and the store of read_pos after it.  A reader that dies there
- *     leaves that chunk stamped for its next traversal behind read_pos;
- *     the next reader meets a free tag that does not match read_pos (the
- *     seed's "unsupported reader restart") and stops the ring with
- *     TB_EPROTO, changing nothing.  Chunks the old reader had copied but
- *     not yet handed to its caller are lost with it.
+ *     and the store of read_pos after it.  A reader that dies there after
+ *     freeing the chunk (consumed, unclaimed or acknowledged) leaves it
+ *     stamped for its next traversal behind read_pos; the next reader
+ *     meets a free tag that does not match read_pos (the seed's
+ *     "unsupported reader restart") and stops the ring with TB_EPROTO,
+ *     changing nothing.  If that transition was a scrape, the next reader
+ *     finds the chunk RewriteRequested or Acknowledged, resolves the
+ *     position as a hole and goes on; only the scraped prefix is lost.
+ *     Chunks the old reader had copied but not yet handed to its caller
+ *     are lost with it.
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
  *     resolves as a hole.
+ *   - An Acknowledged word with any low bit set is a protocol error, like
+ *     a reserved state.
+ *   - Once a writer burned a position in one attempt, a full ring ends
+ *     that attempt with TB_NO_CHUNK, never a wait.  Budgets: 4 lost
+ *     claims per acquisition (TB_CLAIM_BUDGET), 8 relocations of one
+ *     suffix in a row (TB_RELOCATE_ROUNDS), 8 lost races per position
+ *     for the reader (TB_READ_BUDGET).
+ *   - The lazy reader (TB_READ_LAZY) stops before a chunk a writer still
+ *     holds, and scrapes only once half the ring waits behind it; a
+ *     flush (TB_READ_SCRAPE) takes the published prefix at once.
+ *   - At most 2^30 chunks (the design allows up to 2^31): a position's
+ *     lap then keeps at least two bits.
  *   - "Notify the reader" (5.4; the transport is left open) is not done
  *     after every publication: waking a sleeping reader per packet costs
  *     a system call each and makes it reclaim the very chunk the writer
@@ -602,7 +618,7 @@ struct tb_ring_hdr {
 	uint32_t pad3[14];
 	/* line 4: writer counters (enum tb_wstat) */
 	uint32_t wstat[16];
-	/* line 5: reader counters (enum tb_rstat), stored once per drain */
+	/* line 5: reader counters (enum tb_rstat), stored by every call */
 	uint32_t rstat[16];
 	/* lines 6-7: reserved, zero */
 	uint32_t pad6[32];
@@ -1202,7 +1218,7 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	if (!TB_HAVE_WAIT)
 		return false;
 	tb__wstat(w, TB_WS_STALLS, 1);
-	tb_ring_notify(w->ring);	/* the reader may be asleep */
+	tb_bell_ring(w->ring->bell);	/* the reader may be asleep */
 	/*
 	 * A reader that is draining frees room within microseconds: spin a
 	 * little before paying for a sleep and a wake-up (relaxed loads; the
