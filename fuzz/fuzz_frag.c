@@ -244,16 +244,19 @@ static void test_cursor(struct in *in)
 				break;
 			}
 			CHECK(ret == 0);
-			CHECK(nb == chunk + s.payload && ne == chunk + s.dir - w);
+			CHECK(nb == chunk + s.payload);
+			CHECK(ne == chunk + s.dir - w);
 			CHECK(ne - nb == room);
 			b = nb;
 			e = ne;
 			s.open = 1;
 			break;
-		case 1:		/* the encoder fills it all, then closes short */
+		case 1:	/* the encoder fills it all, then closes short */
 			len = get16(in);
-			len = s.open && op & 0x10 ? (uint32_t)(e - b) + len % 3 :
-			      len % (s.open ? (uint32_t)(e - b) + 2 : 300);
+			if (s.open && op & 0x10)
+				len = (uint32_t)(e - b) + len % 3;
+			else
+				len %= s.open ? (uint32_t)(e - b) + 2 : 300;
 			if (s.open) {
 				memset(b, 0x5a, (size_t)(e - b));
 				for (j = 0; j < len && b + j < e; j++)
@@ -273,8 +276,10 @@ static void test_cursor(struct in *in)
 			break;
 		case 2:		/* append: open, copy, close in one */
 			len = get16(in);
-			len = op & 0x10 && room >= 0 ? (uint32_t)room + len % 3 :
-						       len % 64;
+			if (op & 0x10 && room >= 0)
+				len = (uint32_t)room + len % 3;
+			else
+				len %= 64;
 			if (len > sizeof(src))
 				len = sizeof(src);
 			for (j = 0; j < len; j++)
@@ -396,7 +401,8 @@ static uint32_t frame(struct in *in, uint8_t *buf, uint32_t cap)
 
 		switch (k % 8) {
 		case 0:
-			off += tb_frag_varint_put(buf + off, TB_FRAG_SIZE_ABORT);
+			off += tb_frag_varint_put(buf + off,
+						  TB_FRAG_SIZE_ABORT);
 			continue;
 		case 1:		/* claims one byte more than is left */
 			n = tb_frag_varint_len(cap - off);

@@ -52,8 +52,8 @@
 #define CHECK(c)							\
 	do {								\
 		if (!(c)) {						\
-			fprintf(stderr, "fuzz_pipeline.c:%d: check failed: %s\n", \
-				__LINE__, #c);				\
+			fprintf(stderr, "fuzz_pipeline.c:%d: check "	\
+				"failed: %s\n", __LINE__, #c);		\
 			abort();					\
 		}							\
 	} while (0)
@@ -138,7 +138,8 @@ static void *hook(void *ctx, void *ptr, size_t old_size, size_t new_size)
 	void *q;
 
 	(void)ctx;
-	CHECK(!ptr || (b && b->size == old_size));	/* a live block, its size */
+	/* a free or resize names a live block and its size */
+	CHECK(!ptr || (b && b->size == old_size));
 	if (!new_size && !ptr)
 		return NULL;
 	if (!new_size) {
@@ -404,7 +405,7 @@ static void write_trace(unsigned i)
 	check_out();
 }
 
-/* ---- Writers -------------------------------------------------------------- */
+/* ---- Writers ---------------------------------------------------------- */
 
 static uint32_t body_len(struct in *in, uint32_t max)
 {
@@ -441,7 +442,8 @@ static void honest(unsigned k, unsigned op, struct in *in)
 		seq = G.next_seq[k]++;
 		len = mk_packet(G.pkt, k, seq, body_len(in, max));
 		ret = tb_writer_open(&h->w, len, 0, &h->span);
-		TRACE("  honest %u open seq %u len %u -> %d\n", k, seq, len, ret);
+		TRACE("  honest %u open seq %u len %u -> %d\n", k, seq, len,
+		      ret);
 		CHECK(ret == TB_OK || ret == TB_FULL || ret == TB_NO_CHUNK);
 		if (ret)
 			break;
@@ -501,7 +503,8 @@ static void liar(unsigned op, struct in *in)
 			break;
 		len %= (uint32_t)(G.liar_span.end - G.liar_span.begin) + 1;
 		memcpy(G.liar_span.begin, G.pkt, len);
-		tb_writer_close(&G.liar, len, op & 0x40 ? TB_CLOSE_CONT_NEXT : 0);
+		tb_writer_close(&G.liar, len,
+				op & 0x40 ? TB_CLOSE_CONT_NEXT : 0);
 		G.liar_open = 0;
 		break;
 	default:
@@ -644,7 +647,8 @@ static void finish(unsigned how)
 		write_trace(i);
 		write_trace(i);
 	}
-	TRACE("finish: bridge error %d chunks %llu rejected %llu, wp %u rp %u\n",
+	TRACE("finish: bridge error %d chunks %llu rejected %llu, "
+	      "wp %u rp %u\n",
 	      G.br.error, (unsigned long long)G.br.stat[TB_BS_CHUNKS],
 	      (unsigned long long)G.br.stat[TB_BS_REJECTED],
 	      G.ring.hdr->write_pos, G.ring.hdr->read_pos);
@@ -685,10 +689,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(tb_ring_init_at(&G.ring, G.mem, G.len, G.cs, G.nc,
 			      cfg4 & 1 ? 0u - (cfg4 >> 1 & 0x1f) : 0) == TB_OK);
 	for (k = 0; k < G.nbufs; k++) {
-		G.bufs[k] = tb_buf_create_with(4096u << (cfg2 >> (1 + 2 * k) & 3) % 3,
-					       cfg2 >> (5 + k) & 1 ?
-					       TB_BUF_DISCARD : TB_BUF_RING_BUFFER,
-					       hook, NULL);
+		/* 4, 8 or 16 KiB; ring buffer or discard */
+		size_t bs = 4096u << (cfg2 >> (1 + 2 * k) & 3) % 3;
+
+		G.bufs[k] = tb_buf_create_with(bs, cfg2 >> (5 + k) & 1 ?
+					       TB_BUF_DISCARD :
+					       TB_BUF_RING_BUFFER, hook, NULL);
 		if (!G.bufs[k])
 			goto out;	/* the hook refused: nothing to run */
 	}

@@ -3,21 +3,21 @@
  * libFuzzer target for tbring.h's reader on hostile memory.
  *
  * The input is a program.  Its first bytes choose the geometry (chunks of
- * 256, 512 or 1024 bytes, 2 to 16 of them), the start position (0, near
- * the 2^32 rollover, near a wrap-tag rollover, or any), whether the
- * reader attaches its own view, and 1 to 3 writers (policy TB_DROP: a
- * full ring never waits).  Every later byte picks one operation: a writer
- * call (write_packet, open, fill, close, sync, release, record_loss, or
- * dying without a release), a reader call (tb_reader_drain with a small
- * max in lazy or scrape mode, tb_reader_read_one, a reader restart), a
- * scribble of hostile words or bytes anywhere in the mapping (state
- * words, write_pos, read_pos, directories shaped to end right at the
- * payload or one byte past it, BufferIDs, payload, header), raw header
- * bytes fed to tb_ring_attach() in a separate mapping, or a plan of
- * actions (more scribbles, or writer calls) to run in the middle of the
- * next reader call, between two of its atomic accesses.  Every mapping
- * and scratch buffer is malloc'd at its exact size, so ASan sees any
- * access past it.
+ * 256, 512 or 1024 bytes, 2 to 16 of them), the start position (0, near the
+ * 2^32 rollover, near a wrap-tag rollover, or any), whether the reader
+ * attaches its own view, and 1 to 3 writers (policy TB_DROP: a full ring
+ * never waits).  Every later byte picks one operation: a writer call
+ * (write_packet, open, fill, close, sync, release, record_loss, or dying
+ * without a release), a reader call (tb_reader_drain with a small max in
+ * lazy or scrape mode, tb_reader_read_one, the packet-level
+ * tb_reader_drain_packets, a reader restart), a scribble of hostile words or
+ * bytes anywhere in the mapping (state words, write_pos, read_pos,
+ * directories shaped to end right at the payload or one byte past it,
+ * BufferIDs, payload, header), raw header bytes fed to tb_ring_attach() in a
+ * separate mapping, or a plan of actions (more scribbles, or writer calls)
+ * to run in the middle of the next reader call, between two of its atomic
+ * accesses.  Every mapping and scratch buffer is malloc'd at its exact size,
+ * so ASan sees any access past it.
  *
  * The TB_TEST_HOOKS seam sees every atomic access of the reader; checked:
  *  - the reader touches only its cursors, the waiter hint, its counters
@@ -39,13 +39,17 @@
  *    word: its fragment count, writer, flags and "scraped" agree with that
  *    word, and its fragments lie inside the chunk's published ranges -
  *    payload [6, 6 + sum of sizes) below directory [cs - n * w, cs) - and
- *    inside the reader's scratch.
- * In runs without scribbles, also: no TB_EPROTO, no malformed chunk, the
- * emitted bytes equal the chunk's published bytes, every fragment is the
- * honest writers' (tagged with writer and sequence, zeros elsewhere),
- * each writer's fragments come out once and in order, and after the
- * writers release, one drain resolves the ring and every fragment whose
- * close (or packet) returned TB_OK was emitted.
+ *    inside the reader's scratch;
+ *  - every packet tb_reader_drain_packets() hands over lies in the
+ *    reader's scratch or in the reassembly slots, and is cut (flagged
+ *    TB_PKT_TRUNCATED, at max_packet) only under TB_OVERSIZE_TRUNCATE.
+ * In runs without scribbles (and with distinct writer ids, and no
+ * packet-level drain, which takes the views), also: no TB_EPROTO, no
+ * malformed chunk, the emitted bytes equal the chunk's published bytes,
+ * every fragment is the honest writers' (tagged with writer and sequence,
+ * zeros elsewhere), each writer's fragments come out once and in order, and
+ * after the writers release, one drain resolves the ring and every fragment
+ * whose close (or packet) returned TB_OK was emitted.
  */
 #define TB_TEST_HOOKS 1
 
@@ -71,7 +75,7 @@
 #define MAXACT		4		/* actions planned per reader call */
 #define MAXTAG		4096		/* tagged fragments per writer */
 #define MAXCS		1024u
-#define MAXRING		(TB_RING_HDR_SIZE + 128u * 1024)	/* raw attach too */
+#define MAXRING		(TB_RING_HDR_SIZE + 128u * 1024) /* raw attach too */
 #define TAG_MARK	0xa0u		/* first byte of a tag: 0xa0 | writer */
 
 void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
@@ -161,6 +165,9 @@ static struct fz {
 	uint32_t next_tag[NW], last_tag[NW];
 	uint8_t must[NW][MAXTAG / 8], seen[NW][MAXTAG / 8];
 	uint8_t pkt[3 * MAXCS];
+	struct tb_reassembly ra;
+	uint8_t *ramem;
+	size_t ralen;
 	uint8_t snap[MAXRING];
 } F;
 
@@ -467,6 +474,47 @@ static int reader_drain(struct tb_reader *rd, unsigned max,
 		CHECK(*tb_ring_word(c->r, pos0) == word0);
 		CHECK(c->r->hdr->read_pos == rp0);
 	}
+	return ret;
+}
+
+/* Packet-level drain: what it hands over lies in scratch or its slots. */
+static void on_packet(void *ctx, const struct tb_packet *p)
+{
+	const struct tb_reassembly *ra = (const struct tb_reassembly *)ctx;
+	const uint8_t *lo = F.ramem, *hi = F.ramem + F.ralen;
+	volatile uint8_t touch = 0;
+	uint32_t i;
+
+	CHECK(p->len <= p->size);
+	CHECK(!!(p->flags & TB_PKT_TRUNCATED) == (p->len < p->size));
+	if (p->len < p->size)
+		CHECK(ra->oversize == TB_OVERSIZE_TRUNCATE &&
+		      p->len == ra->max_packet);
+	if (p->data >= C->scratch && p->data < C->scratch + F.cs) {
+		lo = C->scratch;
+		hi = C->scratch + F.cs;
+	}
+	CHECK(!p->len || (p->data >= lo && p->data + p->len <= hi));
+	for (i = 0; i < p->len; i++)
+		touch ^= p->data[i];
+	(void)touch;
+}
+
+static int reader_packets(struct tb_reader *rd, unsigned max,
+			  enum tb_read_mode mode)
+{
+	struct rchk *c = C;
+	int ret;
+
+	/* views go to the reassembly, not to check_view(): no tag counts */
+	c->honest = 0;
+	begin_call(c, max);
+	F.actor = ACT_READER;
+	ret = tb_reader_drain_packets(rd, &F.ra, max, mode, on_packet, &F.ra);
+	F.actor = ACT_NONE;
+	CHECK(ret == TB_EPROTO || (ret >= 0 && (unsigned)ret == c->stores));
+	c->expect_emit = 0;
+	end_call(c, ret);
 	return ret;
 }
 
@@ -886,7 +934,7 @@ static int run_actions(unsigned acc)
 		a->left--;
 		ran = 1;
 		memcpy(arg, a->arg, sizeof(arg));
-		arg[sizeof(arg) - 1] ^= (uint8_t)a->left;	/* vary repeats */
+		arg[sizeof(arg) - 1] ^= (uint8_t)a->left; /* vary repeats */
 		arg[4] ^= (uint8_t)a->left;
 		F.nact_run++;
 		F.actor = ACT_NONE;
@@ -1068,6 +1116,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rscratch = (uint8_t *)malloc(F.cs);
 	CHECK(rscratch);
 	reader_init(&F.rd, &F.rring, rscratch);
+	/* reassembly: 1 to 3 slots of 16 to 1024 bytes */
+	k = (16u << (cfg >> 6)) * (cfg2 >> 7 ? 8 : 1);
+	F.ralen = tb_reassembly_size(1 + (cfg2 >> 5) % 3, k);
+	F.ramem = (uint8_t *)malloc(F.ralen);
+	CHECK(F.ramem);
+	CHECK(tb_reassembly_init(&F.ra, F.ramem, F.ralen, 1 + (cfg2 >> 5) % 3,
+				 k, cfg & 0x40 ? TB_OVERSIZE_TRUNCATE :
+						 TB_OVERSIZE_DROP) == TB_OK);
 
 	while (in.n && ops++ < MAXOPS) {
 		unsigned op = get(&in);
@@ -1094,7 +1150,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			scribble(op >> 4, &in);
 			break;
 		case 12:	/* a restarted reader continues */
-			if (op & 0x10)
+			if (op & 0x20)
+				reader_packets(&F.rd, 1 + (op >> 6),
+					       op & 0x10 ? TB_READ_SCRAPE :
+							   TB_READ_LAZY);
+			else if (op & 0x10)
 				reader_init(&F.rd, &F.rring, rscratch);
 			else
 				(void)tb_reader_idle(&F.rd);
@@ -1117,6 +1177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (k = 0; k < F.nw; k++)
 		free(F.fw[k].scratch);
 	free(rscratch);
+	free(F.ramem);
 	free(F.mem);
 	return 0;
 }
