@@ -480,6 +480,31 @@ static void test_iter(struct in *in)
 	free(buf);
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/*
+ * A hang must fail a 60-second run: unless the command line says
+ * otherwise, one input may take 10 s (libFuzzer's default is 1200).
+ */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	static char *args[64], timeout[] = "-timeout=10";
+	int i;
+
+	for (i = 1; i < *argc; i++)
+		if (!strncmp((*argv)[i], "-timeout=", 9))
+			return 0;
+	if (*argc + 2 > (int)(sizeof(args) / sizeof(args[0])))
+		return 0;
+	for (i = 0; i < *argc; i++)
+		args[i] = (*argv)[i];
+	args[i++] = timeout;
+	args[i] = NULL;
+	*argc = i;
+	*argv = args;
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct in in = { data, size };

@@ -101,11 +101,27 @@ static int trace;	/* FUZZ_TRACE=1: say what runs, to read a reproducer */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
+/*
+ * A hang must fail a 60-second run: unless the command line says
+ * otherwise, one input may take 10 s (libFuzzer's default is 1200).
+ */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	(void)argc;
-	(void)argv;
+	static char *args[64], timeout[] = "-timeout=10";
+	int i;
+
 	trace = getenv("FUZZ_TRACE") != NULL;
+	for (i = 1; i < *argc; i++)
+		if (!strncmp((*argv)[i], "-timeout=", 9))
+			return 0;
+	if (*argc + 2 > (int)(sizeof(args) / sizeof(args[0])))
+		return 0;
+	for (i = 0; i < *argc; i++)
+		args[i] = (*argv)[i];
+	args[i++] = timeout;
+	args[i] = NULL;
+	*argc = i;
+	*argv = args;
 	return 0;
 }
 
