@@ -21,7 +21,7 @@ PREFIX	?= /usr/local
 DESTDIR	?=
 VERSION	:= 0.1.0
 BUILD	?= build
-HEADERS	:= tbfrag.h tbring.h tbuffer.h tbservice.h
+HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpb.h tbuffer.h tbbridge.h tbtrace.h tbservice.h
 FUZZ_SECONDS ?= 30
 
 WARN	:= -Wall -Wextra -Werror

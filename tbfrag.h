@@ -24,30 +24,7 @@
 #ifndef TBFRAG_H
 #define TBFRAG_H
 
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-
-/*
- * What a vendor may replace, before including any of the headers: the
- * byte copy and fill (firmware with its own, a checked one) and the check
- * of internal invariants and caller contracts, which traps in debug
- * builds and compiles out under NDEBUG (the function then falls back to
- * an error code where it has one).
- */
-#ifndef TB_MEMCPY
-#define TB_MEMCPY(dst, src, n)	memcpy((dst), (src), (n))
-#endif
-#ifndef TB_MEMSET
-#define TB_MEMSET(dst, c, n)	memset((dst), (c), (n))
-#endif
-#ifndef TB_BUG_ON
-#if !defined(NDEBUG) && defined(__GNUC__)
-#define TB_BUG_ON(cond)	do { if (cond) __builtin_trap(); } while (0)
-#else
-#define TB_BUG_ON(cond)	((void)0)
-#endif
-#endif
+#include "tbbase.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -233,115 +210,6 @@ static inline int32_t tb_frag_parse_dir(const uint8_t *dir, unsigned n,
 	return (int32_t)total;
 }
 
-/* ---- Varint-framed fragments: validating tokenizer ----------------------
- *
- * The framing of Perfetto's shared-memory chunk payloads, which tbuffer.h
- * ingests: each fragment is a LEB128 length followed by that many bytes.
- * Length 0 is an empty packet; TB_FRAG_SIZE_ABORT (ff ff ff 7f) marks a
- * packet the writer aborted and ends the chunk.  The bytes are untrusted:
- * every length is checked against what is left before it is used.  Pure
- * functions, no allocation.
- */
-#define TB_FRAG_VARINT_MAX	10u		/* longest accepted varint */
-#define TB_FRAG_SIZE_ABORT	0x0fffffffu	/* writer abort marker */
-
-enum {
-	TB_FRAG_ITER_OK = 0,	/* a fragment was returned */
-	TB_FRAG_ITER_END,	/* no bytes left */
-	TB_FRAG_ITER_ABORT,	/* abort marker: no further fragments */
-	TB_FRAG_ITER_BAD,	/* bad varint or length past the end */
-};
-
-/*
- * Decodes the varint at @p with @avail bytes readable.  Returns its length
- * (1 to 10) and stores the value (bits past 64 dropped), or returns 0 when
- * it is truncated or longer than TB_FRAG_VARINT_MAX bytes.
- */
-static inline unsigned tb_frag_varint_get(const uint8_t *p, size_t avail,
-					  uint64_t *val)
-{
-	uint64_t v = 0;
-	unsigned i;
-
-	for (i = 0; i < TB_FRAG_VARINT_MAX && i < avail; i++) {
-		v |= (uint64_t)(p[i] & 0x7fu) << (7 * i);
-		if (!(p[i] & 0x80u)) {
-			*val = v;
-			return i + 1;
-		}
-	}
-	return 0;
-}
-
-/* Bytes the shortest encoding of @v takes. */
-static inline unsigned tb_frag_varint_len(uint64_t v)
-{
-	unsigned n = 1;
-
-	while (v >= 0x80u) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* Writes the shortest encoding of @v at @p; returns its length. */
-static inline unsigned tb_frag_varint_put(uint8_t *p, uint64_t v)
-{
-	unsigned n = 0;
-
-	while (v >= 0x80u) {
-		p[n++] = (uint8_t)(v | 0x80u);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
-/* Walks the fragments of [buf, buf + size) starting at offset @off. */
-struct tb_frag_iter {
-	const uint8_t *buf;
-	uint32_t size;
-	uint32_t off;		/* next fragment's varint */
-};
-
-static inline void tb_frag_iter_init(struct tb_frag_iter *it,
-				     const uint8_t *buf, uint32_t size,
-				     uint32_t off)
-{
-	it->buf = buf;
-	it->size = size;
-	it->off = off;
-}
-
-/*
- * Returns the next fragment's bytes in *@data and *@len and advances, or
- * reports why there is none (TB_FRAG_ITER_END, _ABORT, _BAD) without
- * advancing.
- */
-static inline int tb_frag_iter_next(struct tb_frag_iter *it,
-				    const uint8_t **data, uint32_t *len)
-{
-	uint32_t avail;
-	uint64_t v;
-	unsigned n;
-
-	if (it->off >= it->size)
-		return TB_FRAG_ITER_END;
-	avail = it->size - it->off;
-	n = tb_frag_varint_get(it->buf + it->off, avail, &v);
-	if (!n)
-		return TB_FRAG_ITER_BAD;
-	if (v == TB_FRAG_SIZE_ABORT)
-		return TB_FRAG_ITER_ABORT;
-	if (v > avail - n)
-		return TB_FRAG_ITER_BAD;
-	*data = it->buf + it->off + n;
-	*len = (uint32_t)v;
-	it->off += n + (uint32_t)v;
-	return TB_FRAG_ITER_OK;
-}
-/* ---- End of the varint tokenizer ------------------------------------- */
 
 #ifdef __cplusplus
 }

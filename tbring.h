@@ -104,114 +104,12 @@
 #ifndef TBRING_H
 #define TBRING_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-
 #include "tbfrag.h"
-
-/*
- * The atomics underneath (see "Atomics" below): ck_pr by default,
- * __atomic builtins with TB_ATOMIC_BUILTINS=1, which ThreadSanitizer
- * builds get automatically because it cannot see ck's inline assembly.
- */
-#ifdef __has_feature
-#define tb__has_feature(x) __has_feature(x)
-#else
-#define tb__has_feature(x) 0
-#endif
-#if !defined(TB_ATOMIC_BUILTINS)
-#if defined(__SANITIZE_THREAD__) || tb__has_feature(thread_sanitizer)
-#define TB_ATOMIC_BUILTINS 1
-#else
-#define TB_ATOMIC_BUILTINS 0
-#endif
-#endif
-
-#if !TB_ATOMIC_BUILTINS
-#include <ck_pr.h>
-/*
- * ck's ck_md.h is generated per architecture, and a cross compiler that
- * searches /usr/include finds the build machine's: an x86 one says
- * CK_MD_TSO, and every acquire and release fence then compiles to nothing
- * on the target, silently.  Only these architectures are TSO; anything
- * else that claims it is refused rather than trusted.
- */
-#if defined(CK_MD_TSO) && !(defined(__x86_64__) || defined(__i386__) || \
-			    defined(__s390x__) || defined(__sparc__))
-#error "tbring.h: ck_md.h says CK_MD_TSO, but this architecture is not TSO: \
-these are the build machine's ck headers, whose fences compile to nothing \
-here.  Put the target's ck headers first (-isystem <dir> with ck_md.h from \
-libck-dev for the target), or build with -DTB_ATOMIC_BUILTINS=1."
-#endif
-#endif
-
-/*
- * Linux futexes, unless the platform's wait is plugged in (TB_WAIT_HOOK,
- * below) or TB_NO_FUTEX asks for none.  (x32's timespec is not the
- * kernel's: no futex there.)
- */
-#if defined(__linux__) && !defined(TB_NO_FUTEX) && !defined(TB_WAIT_HOOK) && \
-	!(defined(__x86_64__) && defined(__ILP32__))
-#include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#if defined(SYS_futex) && defined(FUTEX_WAIT)
-#define TB__FUTEX 1
-#ifdef __cplusplus
-#include <unistd.h>		/* syscall(), with its C linkage */
-#else
-/* Hidden by glibc under strict -std=c99; the declaration is the same. */
-long syscall(long number, ...);
-#endif
-#endif
-#endif
+#include "tbsync.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ------------------------------------------------------------------------
- * Results.  Writer errors are negative, reader outcomes positive.
- */
-enum tb_result {
-	TB_OK = 0,
-	TB_FULL = -1,		/* ring full (after waiting, under TB_STALL) */
-	TB_NO_CHUNK = -2,	/* claim budget spent on holes; never waits */
-	TB_TOO_LARGE = -3,	/* the request can never fit one chunk */
-	TB_DROPPED = -4,	/* a scraped suffix found no replacement */
-	TB_EPROTO = -5,		/* the shared words broke the protocol */
-	TB_EINVAL = -6,		/* bad argument, geometry or header */
-	TB_EPINNED = -7,	/* every chunk pinned by dead writers */
-	TB_NODATA = 1,		/* reader: nothing reserved */
-	TB_EMITTED = 2,		/* reader: a chunk's fragments were taken */
-	TB_SKIPPED = 3,		/* reader: the position was a hole */
-	TB_RETRY_LATER = 4,	/* reader: lost every race this pass */
-	TB_PENDING = 5,		/* reader, lazy: a writer still holds it */
-};
-
-static inline const char *tb_strerror(int result)
-{
-	switch (result) {
-	case TB_OK: return "ok";
-	case TB_FULL: return "ring full";
-	case TB_NO_CHUNK: return "no chunk available (holes)";
-	case TB_TOO_LARGE: return "larger than a chunk";
-	case TB_DROPPED: return "relocated suffix dropped";
-	case TB_EPROTO: return "protocol error";
-	case TB_EINVAL: return "invalid argument";
-	case TB_EPINNED: return "every chunk pinned by a writer that never "
-				"acknowledged a scrape";
-	case TB_NODATA: return "no data";
-	case TB_EMITTED: return "emitted";
-	case TB_SKIPPED: return "skipped";
-	case TB_RETRY_LATER: return "retry later";
-	case TB_PENDING: return "pending";
-	}
-	return "unknown result";
-}
 
 /* ------------------------------------------------------------------------
  * The state word (seed section 3.2).  Decode the state first; the other 29
@@ -321,241 +219,6 @@ static inline uint32_t tb_pos_next_wrap(uint32_t pos, unsigned chunk_bits)
 }
 
 /* ------------------------------------------------------------------------
- * Atomics.  Every shared word is touched only through these helpers.  The
- * default build uses ck_pr plus explicit fences, because a ck CAS is a full
- * barrier on x86 but relaxed on ARM.  TB_ATOMIC_BUILTINS=1 (automatic
- * under ThreadSanitizer, which cannot see ck's inline assembly) maps them
- * to __atomic builtins with the same orders, for TSan and model checkers.
- */
-#define TB_RLX	0
-#define TB_ACQ	1
-#define TB_REL	2
-#define TB_AR	3	/* acquire + release */
-
-#if TB_ATOMIC_BUILTINS
-static inline int tb__mo(int mo)
-{
-	static const int map[] = { __ATOMIC_RELAXED, __ATOMIC_ACQUIRE,
-				   __ATOMIC_RELEASE, __ATOMIC_ACQ_REL };
-	return map[mo];
-}
-#endif
-
-/*
- * Test seams, compiled in only when TB_TEST_HOOKS is defined (the test
- * suites do; a product build never should).  The test program defines
- * tb_test_atomic; when it is set, it sees every atomic access to a shared
- * word just before it happens: the word, the operation, the value a CAS
- * expects, the value stored or wanted, and the orders asked for.  That lets a test check the
- * ordering table below access by access, and run another actor's steps
- * between two accesses of one function.
- */
-#ifdef TB_TEST_HOOKS
-enum { TB_TEST_LOAD, TB_TEST_STORE, TB_TEST_CAS, TB_TEST_ADD };
-extern void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
-			      uint32_t v, int ok, int fail);
-#define tb__seam(p, op, e, v, ok, fail)				\
-	do {								\
-		if (tb_test_atomic)					\
-			tb_test_atomic((p), (op), (e), (v), (ok), (fail)); \
-	} while (0)
-#else
-#define tb__seam(p, op, e, v, ok, fail) ((void)0)
-#endif
-
-static inline uint32_t tb__load(const uint32_t *p, int mo)
-{
-	tb__seam(p, TB_TEST_LOAD, 0, 0, mo, TB_RLX);
-#if TB_ATOMIC_BUILTINS
-	return __atomic_load_n(p, mo & TB_ACQ ? __ATOMIC_ACQUIRE :
-						__ATOMIC_RELAXED);
-#else
-	uint32_t v = ck_pr_load_32(p);
-
-	if (mo & TB_ACQ)
-		ck_pr_fence_acquire();
-	return v;
-#endif
-}
-
-static inline void tb__store(uint32_t *p, uint32_t v, int mo)
-{
-	tb__seam(p, TB_TEST_STORE, 0, v, mo, TB_RLX);
-#if TB_ATOMIC_BUILTINS
-	__atomic_store_n(p, v, mo & TB_REL ? __ATOMIC_RELEASE :
-					     __ATOMIC_RELAXED);
-#else
-	if (mo & TB_REL)
-		ck_pr_fence_release();
-	ck_pr_store_32(p, v);
-#endif
-}
-
-/*
- * Strong CAS of *@p from *@seen to @want with @ok ordering on success and
- * @fail on failure; on failure *@seen receives the word found.  With ck,
- * a release-on-success can only be a fence before the CAS, which also runs
- * when it fails (that publishes nothing, it only costs the fence).  The
- * builtins reject a failure order stronger than the success order, so
- * there release/acquire becomes acq_rel/acquire: stronger, never weaker.
- */
-static inline bool tb__cas(uint32_t *p, uint32_t *seen, uint32_t want,
-			    int ok, int fail)
-{
-	tb__seam(p, TB_TEST_CAS, *seen, want, ok, fail);
-#if TB_ATOMIC_BUILTINS
-	return __atomic_compare_exchange_n(p, seen, want, false,
-					   tb__mo(ok | (fail & TB_ACQ)),
-					   tb__mo(fail & TB_ACQ));
-#else
-	uint32_t found;
-	bool done;
-
-	if (ok & TB_REL)
-		ck_pr_fence_release();
-	done = ck_pr_cas_32_value(p, *seen, want, &found);
-	if (done ? ok & TB_ACQ : fail & TB_ACQ)
-		ck_pr_fence_acquire();
-	*seen = found;
-	return done;
-#endif
-}
-
-/* Relaxed add, for statistics and the waiter hints. */
-static inline void tb__add(uint32_t *p, uint32_t v)
-{
-	tb__seam(p, TB_TEST_ADD, 0, v, TB_RLX, TB_RLX);
-#if TB_ATOMIC_BUILTINS
-	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-#else
-	ck_pr_add_32(p, v);
-#endif
-}
-
-/*
- * The futex handshakes are Dekker patterns (store my flag, then load the
- * other side's word) and need store->load ordering, which no acquire or
- * release gives: this is the only sequentially consistent fence here.
- */
-static inline void tb__fence_sc(void)
-{
-#if TB_ATOMIC_BUILTINS
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-#else
-	ck_pr_fence_memory();
-#endif
-}
-
-/*
- * The same store->load order right after a CAS.  On x86 a locked RMW
- * already is a full barrier, so only the compiler must be held back.
- */
-static inline void tb__fence_after_cas(void)
-{
-#if !TB_ATOMIC_BUILTINS && (defined(__x86_64__) || defined(__i386__))
-	ck_pr_barrier();
-#else
-	tb__fence_sc();
-#endif
-}
-
-/* A spin-wait hint to the CPU (pause, yield), or nothing. */
-static inline void tb__relax(void)
-{
-#if !TB_ATOMIC_BUILTINS
-	ck_pr_stall();
-#elif defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__) || (defined(__arm__) && __ARM_ARCH >= 7)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
-/* ------------------------------------------------------------------------
- * Waiting: a writer stalled on a full ring waits for read_pos to move,
- * the reader for its doorbell.  On Linux these are shared (not private)
- * futexes: the words live in memory several processes map.  Anywhere
- * else, or with TB_NO_FUTEX, the platform's own wait can be plugged in by
- * defining both of these before including tbring.h (an RTOS event group,
- * a semaphore per word, a condition variable):
- *
- *   int TB_WAIT_HOOK(uint32_t *word, uint32_t val, uint32_t timeout_ms)
- *	Sleeps while *word == val, at most timeout_ms.  Returns 1 when woken
- *	(or when *word already differed), 0 on timeout, -1 when it cannot
- *	wait.  Like a futex it must not miss a TB_WAKE_HOOK(word) issued
- *	after *word changed: check *word after arming whatever the wake
- *	signals (a sticky event bit does it).
- *   void TB_WAKE_HOOK(uint32_t *word)
- *	Wakes every waiter on word.  Called from writers and the reader,
- *	never from an interrupt handler by this library.
- *
- * With neither, waits are unavailable: a stalled writer spins briefly and
- * then gets TB_FULL, and tb_reader_wait() returns at once (poll instead).
- */
-#if defined(TB_WAIT_HOOK) != defined(TB_WAKE_HOOK)
-#error "tbring.h: define both TB_WAIT_HOOK and TB_WAKE_HOOK, or neither"
-#endif
-#if defined(TB_WAIT_HOOK)
-#define TB_HAVE_WAIT 1
-static inline int tb__futex_wait(uint32_t *word, uint32_t val,
-				  uint32_t timeout_ms)
-{
-	return TB_WAIT_HOOK(word, val, timeout_ms);
-}
-
-static inline void tb__futex_wake(uint32_t *word)
-{
-	TB_WAKE_HOOK(word);
-}
-#elif defined(TB__FUTEX)
-#define TB_HAVE_WAIT 1
-/* The kernel's timespec for SYS_futex (struct timespec needs POSIX). */
-struct tb__timespec {
-	long tv_sec;
-	long tv_nsec;
-};
-
-/* Waits while *@word == @val: 1 woken or changed, 0 timed out, -1 error. */
-static inline int tb__futex_wait(uint32_t *word, uint32_t val,
-				  uint32_t timeout_ms)
-{
-	struct tb__timespec ts;
-	int saved = errno, ret;
-
-	ts.tv_sec = (long)(timeout_ms / 1000);
-	ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-	ret = syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, NULL, 0) == 0 ?
-		      1 : errno == ETIMEDOUT ? 0 :
-		      errno == EAGAIN || errno == EINTR ? 1 : -1;
-	errno = saved;
-	return ret;
-}
-
-static inline void tb__futex_wake(uint32_t *word)
-{
-	int saved = errno;
-
-	syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-	errno = saved;
-}
-#else
-#define TB_HAVE_WAIT 0
-static inline int tb__futex_wait(uint32_t *word, uint32_t val,
-				  uint32_t timeout_ms)
-{
-	(void)word, (void)val, (void)timeout_ms;
-	return -1;
-}
-
-static inline void tb__futex_wake(uint32_t *word)
-{
-	(void)word;
-}
-#endif
-
-/* ------------------------------------------------------------------------
  * The control header (ours; the seed leaves it open).  512 bytes, one
  * concern per 64-byte line; chunk 0 starts right after it.  All fields are
  * 32-bit words accessed atomically; the reader treats every one of them
@@ -585,17 +248,6 @@ enum tb_rstat {			/* reader-side counters */
 	TB_RS_RETRY_LATER,	/* positions left after losing every race */
 	TB_RS_PINNED,		/* holes: chunk still RewriteRequested */
 	TB_RS_MAX
-};
-
-/*
- * A doorbell: writers bump @seq (a futex word) when @sleeping says the
- * reader waits on it.  Each ring has one in its header; rings that one
- * reader thread serves can share another one (tb_ring_set_bell()), kept
- * in memory every producer of those rings maps.
- */
-struct tb_bell {
-	uint32_t seq;
-	uint32_t sleeping;
 };
 
 struct tb_ring_hdr {
@@ -712,13 +364,13 @@ static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
 	if (!mem || len < TB_RING_HDR_SIZE || (uintptr_t)mem % 4)
 		return TB_EINVAL;
 	/* acquire: pairs with the release store of magic in init */
-	if (tb__load(&h->magic, TB_ACQ) != TB_RING_MAGIC ||
-	    tb__load(&h->version, TB_RLX) != TB_RING_VERSION ||
-	    tb__load(&h->hdr_size, TB_RLX) != TB_RING_HDR_SIZE)
+	if (tb_atomic_load(&h->magic, TB_ACQ) != TB_RING_MAGIC ||
+	    tb_atomic_load(&h->version, TB_RLX) != TB_RING_VERSION ||
+	    tb_atomic_load(&h->hdr_size, TB_RLX) != TB_RING_HDR_SIZE)
 		return TB_EINVAL;
 	/* relaxed: ordered by the magic's acquire above; read once */
-	cl = tb__load(&h->chunk_log2, TB_RLX);
-	nl = tb__load(&h->count_log2, TB_RLX);
+	cl = tb_atomic_load(&h->chunk_log2, TB_RLX);
+	nl = tb_atomic_load(&h->count_log2, TB_RLX);
 	if (cl < 8 || cl > 15 || nl < 1 || nl > TB_COUNT_MAX_LOG2)
 		return TB_EINVAL;
 	need = tb_ring_size(1u << cl, 1u << nl);
@@ -757,11 +409,11 @@ static inline int tb_ring_init_at(struct tb_ring *r, void *mem, size_t len,
 		uint32_t pos = start + ((i - start) & (num_chunks - 1));
 
 		/* relaxed: published by the magic's release below */
-		tb__store(tb_ring_word(r, pos), tb_state_free(
+		tb_atomic_store(tb_ring_word(r, pos), tb_state_free(
 				   tb_ring_wrap(r, pos)), TB_RLX);
 	}
 	/* release: pairs with the acquire load of magic in attach */
-	tb__store(&h->magic, TB_RING_MAGIC, TB_REL);
+	tb_atomic_store(&h->magic, TB_RING_MAGIC, TB_REL);
 	return TB_OK;
 }
 
@@ -803,15 +455,15 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 	uint32_t i;
 
 	/* relaxed: statistics, no data is read on their strength */
-	s->write_pos = tb__load(&r->hdr->write_pos, TB_RLX);
-	s->read_pos = tb__load(&r->hdr->read_pos, TB_RLX);
+	s->write_pos = tb_atomic_load(&r->hdr->write_pos, TB_RLX);
+	s->read_pos = tb_atomic_load(&r->hdr->read_pos, TB_RLX);
 	for (i = 0; i < TB_WS_MAX; i++)
-		s->wstat[i] = tb__load(&r->hdr->wstat[i], TB_RLX);
+		s->wstat[i] = tb_atomic_load(&r->hdr->wstat[i], TB_RLX);
 	for (i = 0; i < TB_RS_MAX; i++)
-		s->rstat[i] = tb__load(&r->hdr->rstat[i], TB_RLX);
+		s->rstat[i] = tb_atomic_load(&r->hdr->rstat[i], TB_RLX);
 	s->pinned = 0;
 	for (i = 0; i < r->num_chunks; i++)	/* relaxed: statistics */
-		s->pinned += tb_state_of(tb__load(tb_ring_word(r, i),
+		s->pinned += tb_state_of(tb_atomic_load(tb_ring_word(r, i),
 						   TB_RLX)) == TB_REWRITE;
 }
 
@@ -843,15 +495,15 @@ static inline int tb_ring_reserve(const struct tb_ring *r, uint32_t *pos,
 		 * (A write_pos kept from before, or from a failed CAS, can
 		 * be older than the read_pos that follows it.)
 		 */
-		rd = tb__load(&h->read_pos, TB_ACQ);
+		rd = tb_atomic_load(&h->read_pos, TB_ACQ);
 		/* relaxed: a stale write_pos only makes the CAS below fail */
-		wr = tb__load(&h->write_pos, TB_RLX);
+		wr = tb_atomic_load(&h->write_pos, TB_RLX);
 		if (tb_pos_distance(wr, rd) >= r->num_chunks) {
 			*read_sample = rd;
 			return TB_FULL;
 		}
 		/* relaxed/relaxed: a ticket, it transfers no ownership */
-		if (tb__cas(&h->write_pos, &wr, wr + 1, TB_RLX, TB_RLX)) {
+		if (tb_atomic_cas(&h->write_pos, &wr, wr + 1, TB_RLX, TB_RLX)) {
 			*pos = wr;
 			return TB_OK;
 		}
@@ -872,7 +524,7 @@ static inline bool tb_ring_claim(const struct tb_ring *r, uint32_t pos,
 	 * free word; its copy of the old payload is over before we write.
 	 * relaxed on failure: the position is a hole, nothing is read.
 	 */
-	return tb__cas(tb_ring_word(r, pos), &seen, acquired, TB_ACQ, TB_RLX);
+	return tb_atomic_cas(tb_ring_word(r, pos), &seen, acquired, TB_ACQ, TB_RLX);
 }
 
 /*
@@ -890,7 +542,7 @@ static inline bool tb_ring_publish(const struct tb_ring *r, uint32_t pos,
 	 * acquire on failure: pairs with the reader's release in
 	 * mark_rewrite, so its copy is over before we relocate.
 	 */
-	return tb__cas(tb_ring_word(r, pos), seen, want, TB_REL, TB_ACQ);
+	return tb_atomic_cas(tb_ring_word(r, pos), seen, want, TB_REL, TB_ACQ);
 }
 
 /* Reuse: Complete(n) -> Acquired(n), every other field unchanged. */
@@ -903,7 +555,7 @@ static inline bool tb_ring_reuse(const struct tb_ring *r, uint32_t pos,
 	 * relaxed/relaxed: this RMW continues the release sequence of our
 	 * own earlier publication; the next publish releases again.
 	 */
-	return tb__cas(tb_ring_word(r, pos), seen,
+	return tb_atomic_cas(tb_ring_word(r, pos), seen,
 			tb_state_with(*seen, TB_ACQUIRED), TB_RLX, TB_RLX);
 }
 
@@ -918,7 +570,7 @@ static inline bool tb_ring_mark_rewrite(const struct tb_ring *r, uint32_t pos,
 	 * our copy of the prefix is over before it relocates.  acquire on
 	 * failure: pairs with the writer's release of a new publication.
 	 */
-	return tb__cas(tb_ring_word(r, pos), seen,
+	return tb_atomic_cas(tb_ring_word(r, pos), seen,
 			tb_state_with(*seen, TB_REWRITE), TB_REL, TB_ACQ);
 }
 
@@ -932,7 +584,7 @@ static inline bool tb_ring_acknowledge(const struct tb_ring *r, uint32_t pos,
 	 * release: pairs with the reader's acq_rel reclaim; every access of
 	 * ours under the old ownership is over.  relaxed on failure.
 	 */
-	return tb__cas(tb_ring_word(r, pos), seen, TB_WORD_ACKED, TB_REL,
+	return tb_atomic_cas(tb_ring_word(r, pos), seen, TB_WORD_ACKED, TB_REL,
 			TB_RLX);
 }
 
@@ -947,7 +599,7 @@ static inline bool tb_ring_advance(const struct tb_ring *r, uint32_t pos,
 	 * writer's acquire claim.  acquire on failure: pairs with nothing
 	 * released yet (a fresh claim), but lets us redispatch safely.
 	 */
-	return tb__cas(tb_ring_word(r, pos), seen,
+	return tb_atomic_cas(tb_ring_word(r, pos), seen,
 			tb_state_free(tb_ring_next_wrap(r, pos)), TB_REL,
 			TB_ACQ);
 }
@@ -962,7 +614,7 @@ static inline bool tb_ring_reclaim_complete(const struct tb_ring *r,
 	 * release: our copy is over before the next claim (its acquire).
 	 * acquire on failure: pairs with the writer's reuse+publication.
 	 */
-	return tb__cas(tb_ring_word(r, pos), seen,
+	return tb_atomic_cas(tb_ring_word(r, pos), seen,
 			tb_state_free(tb_ring_next_wrap(r, pos)), TB_REL,
 			TB_ACQ);
 }
@@ -977,8 +629,8 @@ static inline bool tb_ring_reclaim_acked(const struct tb_ring *r,
 	 * acq_rel: acquire pairs with the writer's release acknowledge
 	 * (its last accesses), release with the next writer's claim.
 	 */
-	return tb__cas(tb_ring_word(r, pos), seen,
-			tb_state_free(tb_ring_next_wrap(r, pos)), TB_AR,
+	return tb_atomic_cas(tb_ring_word(r, pos), seen,
+			tb_state_free(tb_ring_next_wrap(r, pos)), TB_ACQREL,
 			TB_RLX);
 }
 
@@ -986,35 +638,13 @@ static inline bool tb_ring_reclaim_acked(const struct tb_ring *r,
 static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
 					  uint32_t pos)
 {
-	return tb__load(tb_ring_word(r, pos), TB_ACQ);
-}
-
-/*
- * Writers ring the doorbell when they burn a position, stall, abandon or
- * release a chunk, and when they hand a chunk over (published and not
- * kept for reuse, or forgotten) once a backlog has built up.  The reader
- * sets "sleeping" before it waits; one fence on each side (Dekker)
- * guarantees that either the reader sees our change or we see it
- * sleeping.  The common case costs a fence and one shared load; of
- * several writers that find the reader asleep, the one that clears the
- * flag makes the system call.
- */
-static inline void tb__bell_wake(struct tb_bell *b)
-{
-	uint32_t one = 1;
-
-	/* relaxed: the futex word below carries the wake, not this flag */
-	if (tb__load(&b->sleeping, TB_RLX) &&
-	    tb__cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
-		tb__add(&b->seq, 1);
-		tb__futex_wake(&b->seq);
-	}
+	return tb_atomic_load(tb_ring_word(r, pos), TB_ACQ);
 }
 
 static inline void tb_ring_notify(const struct tb_ring *r)
 {
-	tb__fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
-	tb__bell_wake(r->bell);
+	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
+	tb_bell_wake(r->bell);
 }
 
 /*
@@ -1029,59 +659,14 @@ static inline void tb__ring_handover(const struct tb_ring *r)
 	struct tb_ring_hdr *h = r->hdr;
 	uint32_t backlog = r->num_chunks >> 3 ? r->num_chunks >> 3 : 1;
 
-	tb__fence_after_cas();	/* pairs with the fence in tb_bell_prepare */
+	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	/* relaxed: statistics-grade reads, a stale one only delays a wake */
-	if (tb__load(&r->bell->sleeping, TB_RLX) &&
-	    tb_pos_distance(tb__load(&h->write_pos, TB_RLX),
-			    tb__load(&h->read_pos, TB_RLX)) >= backlog)
-		tb__bell_wake(r->bell);
+	if (tb_atomic_load(&r->bell->sleeping, TB_RLX) &&
+	    tb_pos_distance(tb_atomic_load(&h->write_pos, TB_RLX),
+			    tb_atomic_load(&h->read_pos, TB_RLX)) >= backlog)
+		tb_bell_wake(r->bell);
 }
 
-/*
- * Rings @b from anywhere, after any store the reader must see (a flag, a
- * stop request): the full fence orders that store before the load of the
- * sleeping hint.
- */
-static inline void tb_bell_ring(struct tb_bell *b)
-{
-	tb__fence_sc();	/* pairs with the fence in tb_bell_prepare */
-	tb__bell_wake(b);
-}
-
-/*
- * The reader's side of a doorbell, for one ring or many: prepare (returns
- * the ticket to wait on), check every ring for work, then wait - or just
- * go back to draining; the next prepare resets the flag.
- */
-static inline uint32_t tb_bell_prepare(struct tb_bell *b)
-{
-	/* relaxed: the fence below orders both against the checks after it */
-	uint32_t seq = tb__load(&b->seq, TB_RLX);
-
-	tb__store(&b->sleeping, 1, TB_RLX);
-	tb__fence_sc();	/* pairs with the fence in tb_ring_notify */
-	return seq;
-}
-
-/*
- * Sleeps until a writer rings after @seq was taken, or @timeout_ms.
- * Returns false when the wait ran to its timeout, true when it ended
- * early (rung, or rung already) or could not sleep at all.
- */
-static inline bool tb_bell_wait(struct tb_bell *b, uint32_t seq,
-				uint32_t timeout_ms)
-{
-	int ret = tb__futex_wait(&b->seq, seq, timeout_ms);
-
-	tb__store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
-	return ret != 0;
-}
-
-/* Goes back to work instead of waiting: writers stop ringing. */
-static inline void tb_bell_cancel(struct tb_bell *b)
-{
-	tb__store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
-}
 
 /*
  * Wakes writers stalled on a full ring, after read_pos moved.  The waiter
@@ -1090,10 +675,10 @@ static inline void tb_bell_cancel(struct tb_bell *b)
  */
 static inline void tb__ring_wake_writers(const struct tb_ring *r)
 {
-	tb__fence_sc();	/* pairs with the fence in tb__writer_stall */
+	tb_fence_seq_cst();	/* pairs with the fence in tb__writer_stall */
 	/* relaxed: the fence above gives the store->load order */
-	if (tb__load(&r->hdr->waiters, TB_RLX))
-		tb__futex_wake(&r->hdr->read_pos);
+	if (tb_atomic_load(&r->hdr->waiters, TB_RLX))
+		tb_wake(&r->hdr->read_pos);
 }
 
 /*
@@ -1103,7 +688,7 @@ static inline void tb__ring_wake_writers(const struct tb_ring *r)
 static inline void tb_ring_publish_read_pos(const struct tb_ring *r,
 					    uint32_t read_pos)
 {
-	tb__store(&r->hdr->read_pos, read_pos, TB_REL);
+	tb_atomic_store(&r->hdr->read_pos, read_pos, TB_REL);
 	tb__ring_wake_writers(r);
 }
 
@@ -1172,7 +757,7 @@ static inline int tb_writer_init(struct tb_writer *w, const struct tb_ring *r,
 static inline void tb__wstat(const struct tb_writer *w, enum tb_wstat s,
 			      uint32_t n)
 {
-	tb__add(&w->ring->hdr->wstat[s], n);	/* relaxed: statistics */
+	tb_atomic_add(&w->ring->hdr->wstat[s], n);	/* relaxed: statistics */
 }
 
 /* Bytes a fragment opened now in the held chunk could take, or -1. */
@@ -1225,15 +810,15 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	 * reserve that follows loads read_pos with acquire).
 	 */
 	for (spin = 0; spin < TB_STALL_SPIN; spin++) {
-		if (tb__load(&h->read_pos, TB_RLX) != sample)
+		if (tb_atomic_load(&h->read_pos, TB_RLX) != sample)
 			return true;
-		tb__relax();
+		tb_cpu_relax();
 	}
-	tb__add(&h->waiters, 1);	/* relaxed: the fence orders it */
-	tb__fence_sc();	/* pairs with tb_ring_publish_read_pos() */
-	ret = tb__load(&h->read_pos, TB_RLX) != sample ? 1 :
-		tb__futex_wait(&h->read_pos, sample, w->stall_ms);
-	tb__add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
+	tb_atomic_add(&h->waiters, 1);	/* relaxed: the fence orders it */
+	tb_fence_seq_cst();	/* pairs with tb_ring_publish_read_pos() */
+	ret = tb_atomic_load(&h->read_pos, TB_RLX) != sample ? 1 :
+		tb_wait(&h->read_pos, sample, w->stall_ms);
+	tb_atomic_add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
 	return ret > 0;
 }
 
@@ -1509,7 +1094,7 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 	    used > w->cur.dir - w->cur.width - w->cur.payload)
 		return TB_EINVAL;
 	/* acquire: pairs with the reader's release in mark_rewrite */
-	seen = tb__load(tb_ring_word(w->ring, w->pos), TB_ACQ);
+	seen = tb_atomic_load(tb_ring_word(w->ring, w->pos), TB_ACQ);
 	if (seen != w->word) {
 		ret = tb__writer_relocate(w, seen, used);
 		if (!ret && w->cur.nfrags)
@@ -1639,7 +1224,7 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	rd->ring = r;
 	rd->scratch = (uint8_t *)scratch;
 	/* relaxed: only this thread stores read_pos from now on */
-	rd->pos = tb__load(&r->hdr->read_pos, TB_RLX);
+	rd->pos = tb_atomic_load(&r->hdr->read_pos, TB_RLX);
 	return TB_OK;
 }
 
@@ -1746,7 +1331,7 @@ static inline int tb__reader_resolve(struct tb_reader *rd,
 	if (rd->stopped)
 		return TB_EPROTO;
 	/* relaxed: a stale write_pos only delays one pass */
-	wp = tb__load(&r->hdr->write_pos, TB_RLX);
+	wp = tb_atomic_load(&r->hdr->write_pos, TB_RLX);
 	if (wp == pos)
 		return TB_NODATA;
 	if (tb_pos_distance(wp, pos) > r->num_chunks)
@@ -1821,7 +1406,7 @@ static inline int tb__reader_step(struct tb_reader *rd,
 
 	/* release: pairs with the writers' acquire load in reserve */
 	if (ret == TB_EMITTED || ret == TB_SKIPPED)
-		tb__store(&rd->ring->hdr->read_pos, rd->pos, TB_REL);
+		tb_atomic_store(&rd->ring->hdr->read_pos, rd->pos, TB_REL);
 	return ret;
 }
 
@@ -1840,11 +1425,11 @@ static inline void tb__reader_end(struct tb_reader *rd, uint32_t start,
 	if (rd->pos != start)
 		tb__ring_wake_writers(r);
 	/* relaxed: only compared by tb_reader_idle() */
-	rd->wait_pos = tb__load(&r->hdr->write_pos, TB_RLX);
+	rd->wait_pos = tb_atomic_load(&r->hdr->write_pos, TB_RLX);
 	if (ret != TB_PENDING)
 		rd->wait_word = 0xffffffffu;	/* matches no real state */
 	for (i = 0; i < TB_RS_MAX; i++)		/* relaxed: statistics */
-		tb__store(&r->hdr->rstat[i], rd->stat[i], TB_RLX);
+		tb_atomic_store(&r->hdr->rstat[i], rd->stat[i], TB_RLX);
 }
 
 /*
@@ -1915,7 +1500,7 @@ static inline bool tb_reader_pinned(const struct tb_reader *rd)
 static inline bool tb_reader_idle(const struct tb_reader *rd)
 {
 	/* relaxed: after tb_bell_prepare()'s fence; the state load acquires */
-	uint32_t wp = tb__load(&rd->ring->hdr->write_pos, TB_RLX);
+	uint32_t wp = tb_atomic_load(&rd->ring->hdr->write_pos, TB_RLX);
 
 	return rd->stopped || (wp == rd->wait_pos && (wp == rd->pos ||
 	       tb_ring_load_state(rd->ring, rd->pos) == rd->wait_word));

@@ -48,7 +48,7 @@
  *
  * Threading: one service thread owns a tb_buf.  Nothing is thread-safe and
  * nothing is re-entrant: the overwrite callback must not call back into the
- * buffer it came from (such calls fail with TB_BUF_EBUSY).  A read batch is
+ * buffer it came from (such calls fail with TB_EBUSY).  A read batch is
  * tb_buf_begin_read() followed by tb_buf_read_packet() until it returns
  * false; any write or patch ends the batch (read_packet then returns false
  * until the next begin_read).  Slices stay valid until the next call that
@@ -64,7 +64,7 @@
  * allocated per chunk.
  *
  * Where this deliberately differs from TraceBufferV2, and why:
- *  - Writer id 0 is an ABI violation (TB_BUF_EBADID), and so is a chunk id
+ *  - Writer id 0 is an ABI violation (TB_EBADID), and so is a chunk id
  *    that would spread one sequence's chunks over TB_BUF_ID_WINDOW or more:
  *    beyond that, wrapping comparison stops being a total order.
  *  - Chunk flag 0x08 (TB_BUF_DATA_LOSS), meaningless to V2, says that the
@@ -74,7 +74,7 @@
  *    The first read or deletion that reaches the chunk records PRESENT |
  *    SMB_FULL, once; V2 itself never records SMB_FULL.
  *  - A recommit or re-admission whose fragments no longer end where reading
- *    stopped is refused (TB_BUF_ERECOMMIT), where V2 would go on reading
+ *    stopped is refused (TB_ERECOMMIT), where V2 would go on reading
  *    from the middle of a fragment.  The refused chunk stays as it was: a
  *    scraped one stays incomplete, so its sequence stays stalled at it
  *    until it is overwritten or validly recommitted.
@@ -91,13 +91,13 @@
  *    not, and drops a complete packet.
  *  - If making room consumed a sequence past the chunk being written
  *    (possible only for a chunk committed out of order or relocated), the
- *    chunk is dropped (TB_BUF_ESTALE, counted in chunks_discarded, OVERWRITE
+ *    chunk is dropped (TB_ESTALE, counted in chunks_discarded, OVERWRITE
  *    recorded) so its sequence stays in order.  V2 checks for a consumed id
  *    only before making room, stores the chunk and reads it after packets
  *    that followed it.
  *  - Failures that V2 turns into a process abort are results here: a write
- *    or patch to a read-only buffer fails with TB_BUF_EROFS; a chunk that
- *    needs more memory than the allocator gives is dropped (TB_BUF_ENOMEM);
+ *    or patch to a read-only buffer fails with TB_EROFS; a chunk that
+ *    needs more memory than the allocator gives is dropped (TB_ENOMEM);
  *    a packet whose slices do not fit in the slice array and cannot get a
  *    bigger one is dropped, recorded as PRESENT alone.
  *  - Packets handed to the overwrite callback carry loss 0: pending loss
@@ -115,28 +115,13 @@
 #include <stdlib.h>
 #endif
 
-#include "tbfrag.h"
+#include "tbpb.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---- Public constants --------------------------------------------------- */
-
-/* Results: 0 or a small negative number (tb_buf_strerror() names it). */
-#define TB_BUF_OK		0
-#define TB_BUF_EINVAL		(-1)	/* bad argument from the caller */
-#define TB_BUF_ENOMEM		(-2)	/* allocator failed; chunk dropped */
-#define TB_BUF_EROFS		(-3)	/* write or patch to a read-only buf */
-#define TB_BUF_EFULL		(-4)	/* DISCARD buffer full; chunk dropped */
-#define TB_BUF_ESTALE		(-5)	/* chunk id already consumed; dropped */
-#define TB_BUF_ETOOBIG		(-6)	/* chunk larger than the buffer (ABI) */
-#define TB_BUF_EPROTO		(-7)	/* bad fragments; prefix kept (ABI) */
-#define TB_BUF_ERECOMMIT	(-8)	/* invalid recommit; ignored (ABI) */
-#define TB_BUF_EBADID		(-9)	/* invalid writer or chunk id (ABI) */
-#define TB_BUF_ENOENT		(-10)	/* patch: no such sequence or chunk */
-#define TB_BUF_ERANGE		(-11)	/* patch: offset out of the payload */
-#define TB_BUF_EBUSY		(-12)	/* called from the overwrite callback */
 
 /* Chunk flags, as in Perfetto's shared-memory ABI. */
 #define TB_BUF_FIRST_CONT	0x01u	/* first fragment continues a packet */
@@ -199,7 +184,7 @@ struct tb_buf_chunk_in {
 /* One unframed fragment for tb_buf_copy_frags(). */
 struct tb_buf_frag {
 	const void *data;
-	uint32_t size;			/* TB_FRAG_SIZE_ABORT: writer abort */
+	uint32_t size;			/* TB_PB_SIZE_ABORT: writer abort */
 };
 
 /* A 4-byte patch at an offset of a chunk payload. */
@@ -336,7 +321,8 @@ struct tb_buf {
 /* ---- Small helpers ------------------------------------------------------ */
 
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
-static inline void *tb__buf_std_alloc(void *ctx, void *ptr, size_t old_size,
+/* The allocator used when none is given: realloc() and free(). */
+static inline void *tb_buf_default_alloc(void *ctx, void *ptr, size_t old_size,
 				       size_t new_size)
 {
 	(void)ctx;
@@ -447,12 +433,12 @@ static inline int tb__buf_table_alloc(struct tb_buf *b, uint32_t cap)
 	t = (struct tb__buf_seq *)tb__buf_mem(b, NULL, 0,
 						(size_t)cap * sizeof(*t));
 	if (!t)
-		return TB_BUF_ENOMEM;
+		return TB_ENOMEM;
 	TB_MEMSET(t, 0, (size_t)cap * sizeof(*t));
 	b->seqs = t;
 	b->seq_cap = cap;
 	b->seq_shift = shift;
-	return TB_BUF_OK;
+	return TB_OK;
 }
 
 /* Places @s (not in the table) at its probe position. */
@@ -472,17 +458,18 @@ static inline int tb__buf_table_grow(struct tb_buf *b)
 	struct tb__buf_seq *old = b->seqs;
 	uint32_t old_cap = b->seq_cap, i;
 
-	if (old_cap >= 0x40000000u ||
-	    tb__buf_table_alloc(b, old_cap * 2) != TB_BUF_OK) {
+	if (old_cap >= 0x40000000u)
+		return TB_ELIMIT;
+	if (tb__buf_table_alloc(b, old_cap * 2) != TB_OK) {
 		b->seqs = old;
 		b->seq_cap = old_cap;
-		return TB_BUF_ENOMEM;
+		return TB_ENOMEM;
 	}
 	for (i = 0; i < old_cap; i++)
 		if (old[i].used)
 			tb__buf_table_put(b, &old[i]);
 	tb__buf_mem(b, old, (size_t)old_cap * sizeof(*old), 0);
-	return TB_BUF_OK;
+	return TB_OK;
 }
 
 /* Removes the sequence in slot @i (backward-shift deletion). */
@@ -554,13 +541,13 @@ static inline int tb__buf_ring_reserve(struct tb_buf *b,
 	struct tb__buf_ref *r;
 
 	if (s->n < s->cap)
-		return TB_BUF_OK;
+		return TB_OK;
 	if (s->cap >= 0x10000000u)
-		return TB_BUF_ENOMEM;
+		return TB_ELIMIT;
 	r = (struct tb__buf_ref *)tb__buf_mem(b, NULL, 0,
 						(size_t)cap * sizeof(*r));
 	if (!r)
-		return TB_BUF_ENOMEM;
+		return TB_ENOMEM;
 	for (i = 0; i < s->n; i++)
 		r[i] = *tb__buf_ref(s, i);
 	if (s->ring)
@@ -568,7 +555,7 @@ static inline int tb__buf_ring_reserve(struct tb_buf *b,
 	s->ring = r;
 	s->cap = cap;
 	s->head = 0;
-	return TB_BUF_OK;
+	return TB_OK;
 }
 
 /*
@@ -647,19 +634,19 @@ struct tb__buf_frag {
 
 /*
  * Tokenizes the fragment of chunk @c at payload offset @off and derives its
- * type from its position and the chunk flags.  Returns a tb_frag_iter
- * status (TB_FRAG_ITER_OK when @f is filled).
+ * type from its position and the chunk flags.  Returns a TB_PB_FRAG_*
+ * status (TB_PB_FRAG_OK when @f is filled).
  */
 static inline int tb__buf_frag_at(struct tb__buf_hdr *c, uint32_t off,
 				   struct tb__buf_frag *f)
 {
-	struct tb_frag_iter it;
+	struct tb_pb_frags it;
 	bool first, last;
 	int r;
 
-	tb_frag_iter_init(&it, tb__buf_payload(c), c->payload_size, off);
-	r = tb_frag_iter_next(&it, &f->data, &f->size);
-	if (r != TB_FRAG_ITER_OK)
+	tb_pb_frags_init(&it, tb__buf_payload(c), c->payload_size, off);
+	r = tb_pb_frags_next(&it, &f->data, &f->size);
+	if (r != TB_PB_FRAG_OK)
 		return r;
 	f->off = off;
 	f->len = it.off - off;
@@ -672,7 +659,7 @@ static inline int tb__buf_frag_at(struct tb__buf_hdr *c, uint32_t off,
 		f->type = TB__BUF_END;
 	else
 		f->type = TB__BUF_WHOLE;
-	return TB_FRAG_ITER_OK;
+	return TB_PB_FRAG_OK;
 }
 
 /* ---- Reading and erasing in sequence order ------------------------------ */
@@ -822,12 +809,12 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 		}
 		prev = n->id;
 		r = tb__buf_frag_at(n, tb__buf_unread(n), &nf);
-		if (r == TB_FRAG_ITER_BAD) {
+		if (r == TB_PB_FRAG_BAD) {
 			*loss = TB_BUF_LOSS_CHUNK_CORRUPTED;
 			res = TB__BUF_RA_LOSS;
 			break;
 		}
-		if (r != TB_FRAG_ITER_OK)
+		if (r != TB_PB_FRAG_OK)
 			continue;	/* empty chunk inside the chain */
 		if (nf.type == TB__BUF_CONT) {
 			nfrags++;
@@ -869,7 +856,7 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 		struct tb__buf_frag nf;
 
 		if (tb__buf_frag_at(n, tb__buf_unread(n), &nf) !=
-		    TB_FRAG_ITER_OK)
+		    TB_PB_FRAG_OK)
 			continue;
 		if (want)
 			tb__buf_add_slice(b, &nf);
@@ -897,9 +884,9 @@ static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 		struct tb__buf_frag f;
 		int r = tb__buf_frag_at(c, tb__buf_unread(c), &f);
 
-		if (r != TB_FRAG_ITER_OK) {
+		if (r != TB_PB_FRAG_OK) {
 			/* No more fragments in this chunk. */
-			if (r == TB_FRAG_ITER_BAD)
+			if (r == TB_PB_FRAG_BAD)
 				s->loss |= TB_BUF_LOSS_PRESENT |
 					   TB_BUF_LOSS_CHUNK_CORRUPTED;
 			if ((c->flags & TB__BUF_INCOMPLETE) && !erase) {
@@ -1045,7 +1032,7 @@ static inline struct tb_buf *tb_buf_create_with(size_t size,
 
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
 	if (!alloc)
-		alloc = tb__buf_std_alloc;
+		alloc = tb_buf_default_alloc;
 #endif
 	if (!alloc || size > TB_BUF_MAX_SIZE ||
 	    (policy != TB_BUF_RING_BUFFER && policy != TB_BUF_DISCARD))
@@ -1120,26 +1107,6 @@ static inline void tb_buf_set_read_only(struct tb_buf *b)
 	b->read_only = 1;
 }
 
-static inline const char *tb_buf_strerror(int err)
-{
-	switch (err) {
-	case TB_BUF_OK:		return "success";
-	case TB_BUF_EINVAL:	return "invalid argument";
-	case TB_BUF_ENOMEM:	return "out of memory";
-	case TB_BUF_EROFS:	return "buffer is read-only";
-	case TB_BUF_EFULL:	return "buffer full (discard policy)";
-	case TB_BUF_ESTALE:	return "chunk already consumed";
-	case TB_BUF_ETOOBIG:	return "chunk larger than the buffer";
-	case TB_BUF_EPROTO:	return "malformed fragments";
-	case TB_BUF_ERECOMMIT:	return "invalid recommit";
-	case TB_BUF_EBADID:	return "invalid writer or chunk id";
-	case TB_BUF_ENOENT:	return "no such chunk";
-	case TB_BUF_ERANGE:	return "patch out of bounds";
-	case TB_BUF_EBUSY:	return "called from the overwrite callback";
-	default:		return "unknown error";
-	}
-}
-
 /* ---- Writing ------------------------------------------------------------ */
 
 /* The bytes of one incoming chunk: framed payload or fragment vector. */
@@ -1172,18 +1139,18 @@ static inline int tb__buf_src_measure(const struct tb__buf_src *src,
 		uint32_t len;
 
 		if (src->raw) {
-			struct tb_frag_iter it;
+			struct tb_pb_frags it;
 			const uint8_t *d;
 			uint32_t sz;
 			int r;
 
-			tb_frag_iter_init(&it, src->raw, src->size, off);
-			r = tb_frag_iter_next(&it, &d, &sz);
-			if (r == TB_FRAG_ITER_ABORT) {
+			tb_pb_frags_init(&it, src->raw, src->size, off);
+			r = tb_pb_frags_next(&it, &d, &sz);
+			if (r == TB_PB_FRAG_ABORT) {
 				st = TB__BUF_SRC_ABORT;
 				break;
 			}
-			if (r != TB_FRAG_ITER_OK) {
+			if (r != TB_PB_FRAG_OK) {
 				st = TB__BUF_SRC_BAD;
 				break;
 			}
@@ -1196,11 +1163,11 @@ static inline int tb__buf_src_measure(const struct tb__buf_src *src,
 				break;
 			}
 			sz = src->vec[i].size;
-			if (sz == TB_FRAG_SIZE_ABORT) {
+			if (sz == TB_PB_SIZE_ABORT) {
 				st = TB__BUF_SRC_ABORT;
 				break;
 			}
-			len = tb_frag_varint_len(sz) + sz;
+			len = tb_pb_varint_len(sz) + sz;
 			if (sz > TB_BUF_MAX_PAYLOAD || len > src->size - off) {
 				st = TB__BUF_SRC_BAD;
 				break;
@@ -1238,7 +1205,7 @@ static inline void tb__buf_src_copy(const struct tb__buf_src *src,
 	for (i = 0; off < all && i < src->nvec; i++) {
 		uint32_t sz = src->vec[i].size;
 
-		off += tb_frag_varint_put(dst + off, sz);
+		off += tb_pb_varint_put(dst + off, sz);
 		if (sz)
 			TB_MEMCPY(dst + off, src->vec[i].data, sz);
 		off += sz;
@@ -1293,13 +1260,13 @@ static inline int tb__buf_recommit(struct tb_buf *b, struct tb__buf_seq *s,
 	*relocate = false;
 	if (all < r->payload_size || all > r->size || (old & ~flags)) {
 		b->stats.abi_violations++;
-		return TB_BUF_ERECOMMIT;
+		return TB_ERECOMMIT;
 	}
 	if (all != r->payload_size &&
 	    !tb__buf_src_boundary(src, nfrags, consumed)) {
 		/* The new bytes must not move what was already read. */
 		b->stats.abi_violations++;
-		return TB_BUF_ERECOMMIT;
+		return TB_ERECOMMIT;
 	}
 	if ((r->flags & TB__BUF_INCOMPLETE) && !r->payload_avail &&
 	    complete && all > r->payload_size && i == 0 &&
@@ -1308,18 +1275,18 @@ static inline int tb__buf_recommit(struct tb_buf *b, struct tb__buf_seq *s,
 		b->stats.chunks_relocated++;
 		tb__buf_erase_head(b, s);
 		*relocate = true;
-		return TB_BUF_OK;
+		return TB_OK;
 	}
 	if (complete)
 		r->flags &= (uint8_t)~TB__BUF_INCOMPLETE;
 	if (all == r->payload_size)
-		return TB_BUF_OK;	/* identical resend */
+		return TB_OK;	/* identical resend */
 	r->payload_size = (uint16_t)all;
 	r->payload_avail = (uint16_t)(all - consumed);
 	tb__buf_src_copy(src, tb__buf_payload(r), all);
 	r->flags |= flags;
 	b->stats.chunks_rewritten++;
-	return TB_BUF_OK;
+	return TB_OK;
 }
 
 /* Deletes the oldest empty sequences beyond TB_BUF_KEEP_EMPTY_SEQ. */
@@ -1364,19 +1331,19 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
 	uint8_t flags = in->flags & (TB_BUF_ABI_FLAGS | TB_BUF_DATA_LOSS);
 	struct tb__buf_seq *s;
 	struct tb__buf_hdr *c;
-	int ret = TB_BUF_OK, st;
+	int ret = TB_OK, st;
 
 	if (!in->writer_id) {
 		b->stats.abi_violations++;
-		return TB_BUF_EBADID;
+		return TB_EBADID;
 	}
 	if (b->discard) {
 		b->stats.chunks_discarded++;
-		return TB_BUF_EFULL;
+		return TB_EBUFFULL;
 	}
 	if (src->size > TB_BUF_MAX_PAYLOAD) {
 		b->stats.abi_violations++;
-		return TB_BUF_ETOOBIG;
+		return TB_ETOOBIG;
 	}
 	if (!in->complete) {
 		/* Scraped: the last fragment may still be being written. */
@@ -1390,29 +1357,29 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
 	st = tb__buf_src_measure(src, nfrags, 0, &all);
 	if (st == TB__BUF_SRC_BAD) {
 		b->stats.abi_violations++;
-		ret = TB_BUF_EPROTO;
+		ret = TB_EFRAMING;
 	}
 	stored = in->complete ? all : src->size;
 	outer = tb__buf_outer(stored);
 	if (outer > b->size) {
 		b->stats.abi_violations++;
-		return TB_BUF_ETOOBIG;
+		return TB_ETOOBIG;
 	}
 	key = tb__buf_key(in->producer_id, in->writer_id);
 	s = tb__buf_seq_get(b, key, &in->ident);
 	if (!s)
-		return TB_BUF_ENOMEM;
+		return TB_ENOMEM;
 	if (st == TB__BUF_SRC_ABORT) {
 		b->stats.trace_writer_packet_loss++;
 		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_WRITER_ABORT;
 	}
 	if (!tb__buf_admit(s, in->chunk_id, all, &prev)) {
 		b->stats.chunks_discarded++;
-		return TB_BUF_ESTALE;
+		return TB_ESTALE;
 	}
 	if (!tb__buf_id_fits(s, in->chunk_id)) {
 		b->stats.abi_violations++;
-		return TB_BUF_EBADID;
+		return TB_EBADID;
 	}
 	pos = tb__buf_ring_lower(s, in->chunk_id);
 	if (pos < s->n && tb__buf_ref(s, pos)->id == in->chunk_id) {
@@ -1420,24 +1387,24 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
 		int r = tb__buf_recommit(b, s, pos, src, nfrags, all, flags,
 					  in->complete, &relocate);
 
-		if (r != TB_BUF_OK || !relocate)
-			return r != TB_BUF_OK ? r : ret;
+		if (r != TB_OK || !relocate)
+			return r != TB_OK ? r : ret;
 		tb__buf_admit(s, in->chunk_id, all, &prev);
 	}
 	if (!tb__buf_src_boundary(src, nfrags, prev)) {
 		/* A re-admitted chunk must extend what was consumed. */
 		b->stats.abi_violations++;
-		return TB_BUF_ERECOMMIT;
+		return TB_ERECOMMIT;
 	}
 	if (tb__buf_ring_reserve(b, s))
-		return TB_BUF_ENOMEM;
+		return TB_ENOMEM;
 
 	/* Make room, wrapping at the end of the buffer. */
 	if (outer > b->size - b->wr) {
 		if (b->policy == TB_BUF_DISCARD) {
 			b->discard = 1;
 			b->stats.chunks_discarded++;
-			return TB_BUF_EFULL;
+			return TB_EBUFFULL;
 		}
 		if (b->wr < b->size)
 			tb__buf_make_room(b, b->size - b->wr);
@@ -1449,7 +1416,7 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
 	if (!tb__buf_admit(s, in->chunk_id, all, &prev)) {
 		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_OVERWRITE;
 		b->stats.chunks_discarded++;
-		return TB_BUF_ESTALE;
+		return TB_ESTALE;
 	}
 
 	c = tb__buf_hdr_at(b, b->wr);
@@ -1483,11 +1450,11 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
 static inline int tb__buf_may_write(struct tb_buf *b)
 {
 	if (b->in_cb)
-		return TB_BUF_EBUSY;
+		return TB_EBUSY;
 	if (b->read_only)
-		return TB_BUF_EROFS;
+		return TB_EROFS;
 	b->rd_valid = 0;
-	return TB_BUF_OK;
+	return TB_OK;
 }
 
 static inline int tb__buf_copy(struct tb_buf *b,
@@ -1497,7 +1464,7 @@ static inline int tb__buf_copy(struct tb_buf *b,
 {
 	int ret = tb__buf_may_write(b);
 
-	if (ret != TB_BUF_OK)
+	if (ret != TB_OK)
 		return ret;
 	ret = tb__buf_copy_one(b, in, src, nfrags);
 	if (b->nempty > TB_BUF_GC_THRESHOLD)
@@ -1508,7 +1475,7 @@ static inline int tb__buf_copy(struct tb_buf *b,
 /*
  * Copies one committed chunk.  @in->payload holds @in->size bytes of
  * varint-framed fragments, of which the first @in->nfrags count.  Returns
- * TB_BUF_OK, or an error: the chunk was dropped, except TB_BUF_EPROTO (the
+ * TB_OK, or an error: the chunk was dropped, except TB_EFRAMING (the
  * fragments before the fault were kept).  A writer-abort marker is no
  * error: it is reported as TB_BUF_LOSS_WRITER_ABORT.
  */
@@ -1519,7 +1486,7 @@ static inline int tb_buf_copy_chunk(struct tb_buf *b,
 
 	TB_BUG_ON(!b || !in || (!in->payload && in->size));
 	if (!b || !in || (!in->payload && in->size))
-		return TB_BUF_EINVAL;
+		return TB_EINVAL;
 	TB_MEMSET(&src, 0, sizeof(src));
 	src.raw = (const uint8_t *)in->payload;
 	src.size = in->size > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
@@ -1545,16 +1512,16 @@ static inline int tb_buf_copy_frags(struct tb_buf *b,
 
 	TB_BUG_ON(!b || !in || (!frags && n));
 	if (!b || !in || (!frags && n))
-		return TB_BUF_EINVAL;
+		return TB_EINVAL;
 	for (i = 0; i < n && total <= TB_BUF_MAX_PAYLOAD; i++) {
 		uint32_t sz = frags[i].size;
 
-		TB_BUG_ON(!frags[i].data && sz && sz != TB_FRAG_SIZE_ABORT);
-		if (!frags[i].data && sz && sz != TB_FRAG_SIZE_ABORT)
-			return TB_BUF_EINVAL;
-		if (sz == TB_FRAG_SIZE_ABORT)
+		TB_BUG_ON(!frags[i].data && sz && sz != TB_PB_SIZE_ABORT);
+		if (!frags[i].data && sz && sz != TB_PB_SIZE_ABORT)
+			return TB_EINVAL;
+		if (sz == TB_PB_SIZE_ABORT)
 			break;
-		total += tb_frag_varint_len(sz) + (uint64_t)sz;
+		total += tb_pb_varint_len(sz) + (uint64_t)sz;
 	}
 	TB_MEMSET(&src, 0, sizeof(src));
 	src.vec = frags;
@@ -1584,22 +1551,22 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 
 	TB_BUG_ON(!b || (!patches && n));
 	if (!b || (!patches && n))
-		return TB_BUF_EINVAL;
+		return TB_EINVAL;
 	ret = tb__buf_may_write(b);
-	if (ret != TB_BUF_OK)
+	if (ret != TB_OK)
 		return ret;
 	s = tb__buf_seq_find(b, tb__buf_key(producer, writer));
 	i = s ? tb__buf_ring_find(s, chunk_id) : -1;
 	if (i < 0) {
 		b->stats.patches_failed++;
-		return TB_BUF_ENOENT;
+		return TB_ENOENT;
 	}
 	c = tb__buf_chunk(b, s, (uint32_t)i);
 	for (k = 0; k < n; k++) {
 		if (c->payload_size < TB_BUF_PATCH_SIZE ||
 		    patches[k].offset > c->payload_size - TB_BUF_PATCH_SIZE) {
 			b->stats.patches_failed++;
-			return TB_BUF_ERANGE;
+			return TB_ERANGE;
 		}
 		TB_MEMCPY(tb__buf_payload(c) + patches[k].offset,
 		       patches[k].data, TB_BUF_PATCH_SIZE);
@@ -1607,7 +1574,7 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	b->stats.patches_succeeded += n;
 	if (!more_pending)
 		c->flags &= (uint8_t)~TB_BUF_NEEDS_PATCH;
-	return TB_BUF_OK;
+	return TB_OK;
 }
 
 /* ---- Reading ------------------------------------------------------------ */

@@ -120,7 +120,7 @@ static uint32_t fake_fragment(uint8_t *p, uint32_t size, char prefix)
 		p[1] = 0;
 		hdr = 2;
 	} else {
-		hdr = tb_frag_varint_put(p, size - 2);
+		hdr = tb_pb_varint_put(p, size - 2);
 	}
 	n = size - hdr;
 	for (i = 0; i < n; i++) {
@@ -338,7 +338,7 @@ static void wr_iteration(struct tb_buf *b, struct wr_plan *pl,
 		ident.uid = 1000 + w;
 		ident.pid = (int32_t)(100 + w);
 		if (commit(b, &tpl[ti], (uint16_t)(w + 1), (uint16_t)(w + 1),
-			   id, pl->nwriters == 1 ? &one : &ident) != TB_BUF_OK)
+			   id, pl->nwriters == 1 ? &one : &ident) != TB_OK)
 			commit_errors++;
 	}
 }
@@ -417,7 +417,7 @@ static double bench_wr(unsigned nwriters, unsigned runs, double *spread)
 		v[r] = (double)WR_ITERS * WR_SIZE / dt / GIB;
 	}
 	if (commit_errors)
-		fail("a WR commit did not return TB_BUF_OK");
+		fail("a WR commit did not return TB_OK");
 	wr_verify(b, nwriters, WR_WARMUP + (int)runs * WR_ITERS);
 	tb_buf_destroy(b);
 	free(pl);
@@ -485,7 +485,7 @@ static struct tb_buf *rd_fill(void)
 		exit(2);
 	}
 	for (id = 0; id < n; id++)
-		if (commit(b, &tpl[id % 100], 1, 1, id, &one) != TB_BUF_OK)
+		if (commit(b, &tpl[id % 100], 1, 1, id, &one) != TB_OK)
 			fail("an RD fill commit");
 	return b;
 }
@@ -760,8 +760,8 @@ int main(int argc, char **argv)
 				print_row(i, &rows[i]);
 	}
 	if (sel[P_LAST] || sel[P_11] || sel[P_MISS]) {
-		static const int expect[3] = { TB_BUF_OK, TB_BUF_OK,
-					       TB_BUF_ENOENT };
+		static const int expect[3] = { TB_OK, TB_OK,
+					       TB_ENOENT };
 		struct tb_buf *pb = tb_buf_create(16u * MIB,
 						  TB_BUF_RING_BUFFER);
 		size_t counted = 0;
@@ -771,7 +771,7 @@ int main(int argc, char **argv)
 		failures = 0;
 		while (counted < 16u * MIB) {
 			if (commit(pb, &tpl[id % 10], 1, 1, id, &one) !=
-			    TB_BUF_OK)
+			    TB_OK)
 				fail("a patch fill commit");
 			id++;
 			counted += KCHUNK;

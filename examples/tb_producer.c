@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tbpb.h"
 #include "tbring.h"
 #include "tb_wire.h"
 
@@ -161,25 +162,25 @@ static size_t make_packet(uint8_t *pkt, uint16_t id, uint32_t seq,
 	uint8_t *filler;
 
 	/* the filler first, at its final place, for the checksum */
-	inner = 1 + tb_frag_varint_len(len) + len;
-	inner += 1 + tb_frag_varint_len(seq);
-	h = tb_frag_varint_put(inner_head, (uint64_t)PB_FOR_TESTING << 3 | 2);
+	inner = 1 + tb_pb_varint_len(len) + len;
+	inner += 1 + tb_pb_varint_len(seq);
+	h = tb_pb_varint_put(inner_head, (uint64_t)PB_FOR_TESTING << 3 | 2);
 	/* counter's size does not depend on the checksum's value: pad it */
 	inner += 1 + 10;
-	h += tb_frag_varint_put(inner_head + h, inner);
+	h += tb_pb_varint_put(inner_head + h, inner);
 	memcpy(pkt, inner_head, h);
 	n = h;
-	n += tb_frag_varint_put(pkt + n, PB_TEST_STR << 3 | 2);
-	n += tb_frag_varint_put(pkt + n, len);
+	n += tb_pb_varint_put(pkt + n, PB_TEST_STR << 3 | 2);
+	n += tb_pb_varint_put(pkt + n, len);
 	filler = pkt + n;
 	for (i = 0; i < len; i++)
 		filler[i] = (uint8_t)('a' + (seq * 7u + id * 13u + i) % 26u);
 	n += len;
 	sum = fnv1a(filler, len);
 	counter = (uint64_t)id << 48 | (uint64_t)(len & 0xffff) << 32 | sum;
-	n += tb_frag_varint_put(pkt + n, PB_TEST_SEQ << 3);
-	n += tb_frag_varint_put(pkt + n, seq);
-	n += tb_frag_varint_put(pkt + n, PB_TEST_COUNTER << 3);
+	n += tb_pb_varint_put(pkt + n, PB_TEST_SEQ << 3);
+	n += tb_pb_varint_put(pkt + n, seq);
+	n += tb_pb_varint_put(pkt + n, PB_TEST_COUNTER << 3);
 	/* a ten-byte varint whatever the value: high groups may be 0x80 */
 	for (i = 0; i < 9; i++)
 		pkt[n++] = (uint8_t)(counter >> (7 * i) | 0x80);

@@ -20,9 +20,9 @@
  *    directory never overlap); and at the end tb_frag_parse_dir() reads
  *    back exactly the sizes written.  Also the BufferID round trip and
  *    the width, entry offset and largest-fragment helpers.
- *  - The varint tokenizer: tb_frag_varint_get() on truncated, overlong
- *    and 10-byte input, tb_frag_varint_len() and _put() for every bit
- *    length, the put/get round trip, and tb_frag_iter_next() over raw or
+ *  - The varint tokenizer: tb_pb_varint_get() on truncated, overlong
+ *    and 10-byte input, tb_pb_varint_len() and _put() for every bit
+ *    length, the put/get round trip, and tb_pb_frags_next() over raw or
  *    framed bytes (abort markers, lengths one past the end) from any
  *    offset: the same fragments, the same end, no advance on END, ABORT
  *    or BAD, and bounded steps.
@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "tbfrag.h"
+#include "tbpb.h"
 
 #define CHECK(c)							\
 	do {								\
@@ -364,13 +365,13 @@ static void test_varint(struct in *in)
 
 	for (i = 0; i < avail; i++)
 		p[i] = (uint8_t)get(in);
-	n = tb_frag_varint_get(p, avail, &v);
+	n = tb_pb_varint_get(p, avail, &v);
 	m = ref_varint(p, avail, &rv);
 	CHECK(n == m);
 	if (n) {
 		CHECK(v == rv);
 		/* the shortest encoding is never longer than this one */
-		CHECK(tb_frag_varint_len(v) <= n);
+		CHECK(tb_pb_varint_len(v) <= n);
 	}
 	free(p);
 	/* put: any value, and every bit length's edges */
@@ -378,12 +379,12 @@ static void test_varint(struct in *in)
 	w = k & 0x80 ? get64(in) : k % 65 == 64 ? ~(uint64_t)0 :
 	    ((uint64_t)1 << k % 64) - (k & 0x40 ? 1 : 0);
 	n = ref_len(w);
-	CHECK(tb_frag_varint_len(w) == n && n <= TB_FRAG_VARINT_MAX);
+	CHECK(tb_pb_varint_len(w) == n && n <= TB_PB_VARINT_MAX);
 	q = (uint8_t *)xmalloc(n);	/* exactly what it may write */
-	CHECK(tb_frag_varint_put(q, w) == n);
-	CHECK(tb_frag_varint_get(q, n, &v) == n && v == w);
+	CHECK(tb_pb_varint_put(q, w) == n);
+	CHECK(tb_pb_varint_get(q, n, &v) == n && v == w);
 	if (n > 1)	/* truncated */
-		CHECK(tb_frag_varint_get(q, n - 1, &v) == 0);
+		CHECK(tb_pb_varint_get(q, n - 1, &v) == 0);
 	free(q);
 }
 
@@ -401,12 +402,12 @@ static uint32_t frame(struct in *in, uint8_t *buf, uint32_t cap)
 
 		switch (k % 8) {
 		case 0:
-			off += tb_frag_varint_put(buf + off,
-						  TB_FRAG_SIZE_ABORT);
+			off += tb_pb_varint_put(buf + off,
+						  TB_PB_SIZE_ABORT);
 			continue;
 		case 1:		/* claims one byte more than is left */
-			n = tb_frag_varint_len(cap - off);
-			off += tb_frag_varint_put(buf + off, cap - off - n + 1);
+			n = tb_pb_varint_len(cap - off);
+			off += tb_pb_varint_put(buf + off, cap - off - n + 1);
 			while (off < cap)
 				buf[off++] = (uint8_t)get(in);
 			return off;
@@ -419,7 +420,7 @@ static uint32_t frame(struct in *in, uint8_t *buf, uint32_t cap)
 		len = get(in) % 24;
 		if (len > cap - off - 10)
 			len = cap - off - 10;
-		off += tb_frag_varint_put(buf + off, len);
+		off += tb_pb_varint_put(buf + off, len);
 		for (i = 0; i < len; i++)
 			buf[off++] = (uint8_t)get(in);
 	}
@@ -431,7 +432,7 @@ static void test_iter(struct in *in)
 	unsigned sel = get(in), steps = 0;
 	uint32_t size = get16(in) % 400, off, ro, i;
 	uint8_t *buf, tmp[400];
-	struct tb_frag_iter it;
+	struct tb_pb_frags it;
 	const uint8_t *data;
 	uint32_t len;
 	int ret, ref;
@@ -447,33 +448,33 @@ static void test_iter(struct in *in)
 	buf = (uint8_t *)xmalloc(size);	/* exact: ASan sees past the end */
 	memcpy(buf, tmp, size);
 	off = sel & 4 ? get16(in) % (size + 4) : 0;
-	tb_frag_iter_init(&it, buf, size, off);
+	tb_pb_frags_init(&it, buf, size, off);
 	for (ro = off;; steps++) {
 		uint64_t v = 0;
 		unsigned n;
 
 		CHECK(steps <= size + 1);	/* every fragment advances */
 		if (ro >= size) {
-			ref = TB_FRAG_ITER_END;
+			ref = TB_PB_FRAG_END;
 		} else if (!(n = ref_varint(buf + ro, size - ro, &v))) {
-			ref = TB_FRAG_ITER_BAD;
-		} else if (v == TB_FRAG_SIZE_ABORT) {
-			ref = TB_FRAG_ITER_ABORT;
+			ref = TB_PB_FRAG_BAD;
+		} else if (v == TB_PB_SIZE_ABORT) {
+			ref = TB_PB_FRAG_ABORT;
 		} else if (v > size - ro - n) {
-			ref = TB_FRAG_ITER_BAD;
+			ref = TB_PB_FRAG_BAD;
 		} else {
-			ref = TB_FRAG_ITER_OK;
-			ret = tb_frag_iter_next(&it, &data, &len);
+			ref = TB_PB_FRAG_OK;
+			ret = tb_pb_frags_next(&it, &data, &len);
 			CHECK(ret == ref);
 			CHECK(data == buf + ro + n && len == v);
 			ro += n + (uint32_t)v;
 			CHECK(it.off == ro);
 			continue;
 		}
-		ret = tb_frag_iter_next(&it, &data, &len);
+		ret = tb_pb_frags_next(&it, &data, &len);
 		CHECK(ret == ref && it.off == ro);
 		/* no advance: asked again, the same answer */
-		CHECK(tb_frag_iter_next(&it, &data, &len) == ref);
+		CHECK(tb_pb_frags_next(&it, &data, &len) == ref);
 		CHECK(it.off == ro);
 		break;
 	}

@@ -169,8 +169,8 @@ static void build(struct writer *w, unsigned wi, struct in *in,
 			w->pkt_off = 0;
 		}
 		rem = w->pkt_len - w->pkt_off;
-		if (tb_frag_varint_len(rem) + rem <= room) {
-			c->used += tb_frag_varint_put(c->b + c->used, rem);
+		if (tb_pb_varint_len(rem) + rem <= room) {
+			c->used += tb_pb_varint_put(c->b + c->used, rem);
 			memcpy(c->b + c->used, w->pkt + w->pkt_off, rem);
 			c->used += rem;
 			c->ends[c->nfrags++] = c->used;
@@ -181,7 +181,7 @@ static void build(struct writer *w, unsigned wi, struct in *in,
 		if (room < 3)
 			break;
 		take = room - 2;
-		hdr = tb_frag_varint_put(c->b + c->used, take);
+		hdr = tb_pb_varint_put(c->b + c->used, take);
 		begin = c->used + hdr;
 		memcpy(c->b + begin, w->pkt + w->pkt_off, take);
 		if (want_patch && !w->pkt_off && take >= 4 && !w->has_patch) {
@@ -332,7 +332,7 @@ static void liar(unsigned op, struct in *in)
 			fr[i].data = junk + get(in) % 32;
 			fr[i].size = get(in) % 33;
 			if (get(in) == 0xff)
-				fr[i].size = TB_FRAG_SIZE_ABORT;
+				fr[i].size = TB_PB_SIZE_ABORT;
 		}
 		tb_buf_copy_frags(buf, &ci, fr, n);
 		break;
@@ -356,7 +356,7 @@ static void on_overwrite(void *ctx, const struct tb_buf_packet *p)
 	CHECK(p->loss == 0);
 	check_packet(&chk, p);
 	/* Re-entry is refused. */
-	CHECK(tb_buf_patch(buf, 1, 1, 0, NULL, 0, false) == TB_BUF_EBUSY);
+	CHECK(tb_buf_patch(buf, 1, 1, 0, NULL, 0, false) == TB_EBUSY);
 }
 
 static void read_some(struct tb_buf *b, struct checker *k, unsigned max)
@@ -388,7 +388,7 @@ static void clone_and_read(void)
 		ci.producer_id = 1;
 		ci.writer_id = 1;
 		ci.complete = true;
-		CHECK(tb_buf_copy_chunk(c, &ci) == TB_BUF_EROFS);
+		CHECK(tb_buf_copy_chunk(c, &ci) == TB_EROFS);
 	}
 	tb_buf_destroy(c);
 }

@@ -182,12 +182,12 @@ unsigned count_packets(const std::vector<uint8_t> &t)
 
 	while (off < t.size()) {
 		uint64_t tag, len;
-		unsigned k = tb_frag_varint_get(&t[off], t.size() - off, &tag);
+		unsigned k = tb_pb_varint_get(&t[off], t.size() - off, &tag);
 
 		ck_assert_uint_ne(k, 0);
 		ck_assert_uint_eq(tag, 1u << 3 | 2u);
 		off += k;
-		k = tb_frag_varint_get(&t[off], t.size() - off, &len);
+		k = tb_pb_varint_get(&t[off], t.size() - off, &len);
 		ck_assert_uint_ne(k, 0);
 		off += k + len;
 		n++;

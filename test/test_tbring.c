@@ -3611,7 +3611,7 @@ static const struct order_row {
 	{ "mark rewrite",	  SPEC_ACQ,  SPEC_RR,   TB_REL, TB_ACQ },
 	{ "acknowledge",	  SPEC_RR,   SPEC_ACK,  TB_REL, TB_RLX },
 	{ "reclaim complete",	  SPEC_CMP,  SPEC_FREE, TB_REL, TB_ACQ },
-	{ "reclaim acknowledged", SPEC_ACK,  SPEC_FREE, TB_AR,  TB_RLX },
+	{ "reclaim acknowledged", SPEC_ACK,  SPEC_FREE, TB_ACQREL,  TB_RLX },
 };
 #define NROWS (sizeof(order_table) / sizeof(order_table[0]))
 

@@ -157,8 +157,8 @@ static int has_chunk(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id)
 {
 	int ret = tb_buf_patch(b, p, w, id, NULL, 0, true);
 
-	ck_assert(ret == TB_BUF_OK || ret == TB_BUF_ENOENT);
-	return ret == TB_BUF_OK;
+	ck_assert(ret == TB_OK || ret == TB_ENOENT);
+	return ret == TB_OK;
 }
 
 /* Chunks 0 .. @n - 1 of {@p, @w} are in the buffer, chunk @n is not. */
@@ -835,7 +835,7 @@ static void commit(struct tb_buf *b, uint16_t p, uint16_t w, uint32_t id,
 	in.chunk_id = id;
 	in.flags = flags;
 	in.complete = true;
-	ck_assert_int_eq(tb_buf_copy_frags(b, &in, frags, n), TB_BUF_OK);
+	ck_assert_int_eq(tb_buf_copy_frags(b, &in, frags, n), TB_OK);
 }
 
 /* Commits mkpkt(w, seq, len) as a one-packet chunk. */
@@ -1237,6 +1237,37 @@ START_TEST(test_trace_malformed_producer_packet_keeps_the_trace_valid)
 	tb_trace_write(&o, b);
 	assert_no_forged_identity(&m, 1000, 1u << 16 | 1u, 101, &n);
 	ck_assert_uint_ge(n, 1);
+	ck_assert_uint_eq(o.packets + o.invalid_packets, 2);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+/* A packet that ends inside a field's key: its continuation bit would
+ * make the trusted_uid tag appended after it part of that key. */
+START_TEST(test_trace_packet_ending_inside_a_key_is_invalid)
+{
+	static const uint8_t cuts[][4] = {
+		{ 1, 0x80 }, { 3, 0x08, 0x01, 0x80 }, { 3, 0x40, 0x05, 0xff },
+	};
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	struct tb_buf_frag fr[2];
+	static uint8_t good[32];
+	struct tb_trace_out o;
+	struct mem_out m;
+	unsigned n;
+
+	mkpkt(good, 1, 0, 20);
+	fr[0].data = cuts[_i] + 1;
+	fr[0].size = cuts[_i][0];
+	fr[1].data = good;
+	fr[1].size = 20;
+	out_init(&o, &m);
+	commit(b, 1, 1, 0, 0, 1000, 101, fr, 2);
+	tb_trace_write(&o, b);
+	assert_no_forged_identity(&m, 1000, 1u << 16 | 1u, 101, &n);
+	ck_assert_uint_ge(n, 1);
+	ck_assert_uint_eq(o.invalid_packets, 1);
 	ck_assert_uint_eq(o.packets + o.invalid_packets, 2);
 	free(m.p);
 	tb_buf_destroy(b);
@@ -2026,6 +2057,8 @@ static Suite *trace_suite(void)
 		test_trace_malformed_producer_packet_keeps_the_trace_valid);
 	tcase_add_test(t,
 		test_trace_multi_slice_packet_is_written_contiguously);
+	tcase_add_loop_test(t, test_trace_packet_ending_inside_a_key_is_invalid,
+			    0, 3);
 	tcase_add_test(t, test_trace_failed_write_latches_an_error);
 	suite_add_tcase(s, t);
 	return s;

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Copyright (c) 2026 The tbring authors.
+ *
+ * tbbase.h - what every tbring header shares: the version, the one result
+ * space and tb_strerror(), and what a vendor may replace.
+ *
+ * Results are one enum for all headers, no two causes with one number:
+ * 0 is success, negative numbers are errors (each names a cause a caller
+ * can act on), small positive numbers are the ring reader's outcomes.
+ *
+ * A vendor may define, before including any tbring header:
+ *   TB_MEMCPY(dst, src, n), TB_MEMSET(dst, c, n)
+ *	the byte copy and fill (firmware with its own, a checked one);
+ *   TB_BUG_ON(cond)
+ *	the check of internal invariants and caller contracts: traps in
+ *	debug builds, compiles out under NDEBUG (the function then returns
+ *	an error code where it has one).
+ *
+ * C99, no allocation, nothing beyond <string.h>.
+ */
+#ifndef TBBASE_H
+#define TBBASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TB_VERSION_MAJOR	0
+#define TB_VERSION_MINOR	2
+#define TB_VERSION_PATCH	0
+#define TB_VERSION_STRING	"0.2.0"
+
+#ifndef TB_MEMCPY
+#define TB_MEMCPY(dst, src, n)	memcpy((dst), (src), (n))
+#endif
+#ifndef TB_MEMSET
+#define TB_MEMSET(dst, c, n)	memset((dst), (c), (n))
+#endif
+#ifndef TB_BUG_ON
+#if !defined(NDEBUG) && defined(__GNUC__)
+#define TB_BUG_ON(cond)	do { if (cond) __builtin_trap(); } while (0)
+#else
+#define TB_BUG_ON(cond)	((void)0)
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum tb_result {
+	TB_OK = 0,
+
+	/* a writer could not write (the packet is lost, loss is owed) */
+	TB_FULL = -1,		/* ring full (after waiting, under TB_STALL) */
+	TB_NO_CHUNK = -2,	/* claim budget spent on held chunks */
+	TB_TOO_LARGE = -3,	/* can never fit one chunk */
+	TB_DROPPED = -4,	/* a scraped suffix found no replacement */
+
+	/* the caller's mistake */
+	TB_EINVAL = -10,	/* bad argument (NULL, unknown enum, ...) */
+	TB_EOPEN = -11,		/* a fragment is already open */
+	TB_ENOTOPEN = -12,	/* no fragment is open */
+	TB_ESIZE = -13,		/* more bytes than the range handed out */
+	TB_EID = -14,		/* id 0 is reserved (writer, producer) */
+	TB_EALIGN = -15,	/* memory not aligned as required */
+
+	/* a mapping that is not a ring this code can attach to */
+	TB_ESHORT = -20,	/* mapping shorter than the ring */
+	TB_EMAGIC = -21,	/* not a tbring ring */
+	TB_EVERSION = -22,	/* another version of the ring ABI */
+	TB_EHEADER = -23,	/* control header of another size */
+	TB_EGEOMETRY = -24,	/* chunk size or count out of range */
+
+	/* a ring retired by its reader */
+	TB_EPROTO = -30,	/* the shared words broke the protocol */
+	TB_EPINNED = -31,	/* every chunk pinned by dead writers */
+
+	/* the central buffer refused a call */
+	TB_ENOMEM = -40,	/* the allocator failed */
+	TB_ELIMIT = -41,	/* a size limit of the buffer, not memory */
+	TB_EROFS = -42,		/* the buffer is read-only (a clone) */
+	TB_EBUFFULL = -43,	/* buffer full under the discard policy */
+	TB_ESTALE = -44,	/* chunk id already consumed */
+	TB_ETOOBIG = -45,	/* chunk larger than the buffer */
+	TB_EFRAMING = -46,	/* fragments do not parse; prefix kept */
+	TB_ERECOMMIT = -47,	/* a recommit that contradicts the first */
+	TB_EBADID = -48,	/* writer id 0, or a chunk id out of window */
+	TB_ENOENT = -49,	/* patch: no such sequence or chunk */
+	TB_ERANGE = -50,	/* patch: offset out of the payload */
+	TB_EBUSY = -51,		/* called from the overwrite callback */
+
+	/* the ring reader's outcomes */
+	TB_NODATA = 1,		/* nothing reserved: caught up */
+	TB_EMITTED = 2,		/* a chunk's fragments were taken */
+	TB_SKIPPED = 3,		/* the position was a hole */
+	TB_RETRY_LATER = 4,	/* lost every race at one position */
+	TB_PENDING = 5,		/* lazy: a writer still holds the chunk */
+	TB_LIMIT = 6,		/* drain: resolved as many as allowed */
+};
+
+static inline const char *tb_strerror(int result)
+{
+	switch (result) {
+	case TB_OK: return "ok";
+	case TB_FULL: return "ring full";
+	case TB_NO_CHUNK: return "no chunk could be claimed (held chunks)";
+	case TB_TOO_LARGE: return "larger than a chunk can hold";
+	case TB_DROPPED: return "scraped suffix dropped: no room to move it";
+	case TB_EINVAL: return "invalid argument";
+	case TB_EOPEN: return "a fragment is already open";
+	case TB_ENOTOPEN: return "no fragment is open";
+	case TB_ESIZE: return "size larger than the range handed out";
+	case TB_EID: return "id 0 is reserved";
+	case TB_EALIGN: return "memory not aligned as required";
+	case TB_ESHORT: return "mapping shorter than the ring";
+	case TB_EMAGIC: return "not a tbring ring (bad magic)";
+	case TB_EVERSION: return "ring of another ABI version";
+	case TB_EHEADER: return "ring control header of another size";
+	case TB_EGEOMETRY: return "ring chunk size or count out of range";
+	case TB_EPROTO: return "ring stopped: the protocol was broken";
+	case TB_EPINNED: return "ring retired: every chunk pinned by a "
+				"writer that never acknowledged a scrape";
+	case TB_ENOMEM: return "out of memory";
+	case TB_ELIMIT: return "central buffer size limit reached";
+	case TB_EROFS: return "central buffer is read-only";
+	case TB_EBUFFULL: return "central buffer full (discard policy)";
+	case TB_ESTALE: return "chunk already consumed";
+	case TB_ETOOBIG: return "chunk larger than the central buffer";
+	case TB_EFRAMING: return "malformed fragments";
+	case TB_ERECOMMIT: return "invalid recommit";
+	case TB_EBADID: return "invalid writer or chunk id";
+	case TB_ENOENT: return "no such chunk to patch";
+	case TB_ERANGE: return "patch out of the chunk's payload";
+	case TB_EBUSY: return "called from the overwrite callback";
+	case TB_NODATA: return "no data";
+	case TB_EMITTED: return "emitted";
+	case TB_SKIPPED: return "skipped (hole)";
+	case TB_RETRY_LATER: return "retry later";
+	case TB_PENDING: return "pending: a writer holds the chunk";
+	case TB_LIMIT: return "limit reached";
+	}
+	return "unknown result";
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TBBASE_H */

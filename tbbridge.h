@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Copyright (c) 2026 The tbring authors.
+ *
+ * tbbridge.h - one ring's reader into central buffers.
+ *
+ * A struct tb_bridge drains a ring's reader and routes every emitted chunk
+ * into the central buffer its target BufferID selects, copying each
+ * fragment once from the reader's scratch.  Chunk ids are assigned per
+ * {writer, BufferID} in the order the reader resolves that writer's
+ * chunks, which is the order the writer wrote them; the ring's
+ * continuation flags become the buffer's, and the ring's data-loss flag
+ * becomes TB_BUF_DATA_LOSS, which the buffer reports as SMB_FULL on that
+ * sequence.  An unknown BufferID is counted and the chunk dropped; every
+ * chunk the buffer refuses is counted by the reason it gave.
+ *
+ * Writer id 0 cannot reach a bridge (tb_writer_init() refuses it), and
+ * producer id 0 is refused here: its trusted sequence ids would collide
+ * with the ones Perfetto keeps for the service itself.
+ *
+ * Threading: one thread (the service's) per bridge.  Memory: the
+ * {writer, BufferID} table grows through the central buffer's allocator
+ * hook (tbuffer.h), or the one given to tb_bridge_init().
+ */
+#ifndef TBBRIDGE_H
+#define TBBRIDGE_H
+
+#include "tbring.h"
+#include "tbuffer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * The bridge: one ring's reader into central buffers.
+ */
+#define TB_BRIDGE_MAX_KEYS	65536u	/* {writer, BufferID} pairs */
+
+enum tb_bridge_stat {
+	TB_BS_CHUNKS,		/* chunks copied into a buffer */
+	TB_BS_BAD_TARGET,	/* unknown BufferID: dropped */
+	TB_BS_REJECTED,		/* the buffer refused the chunk */
+	TB_BS_TOO_MANY_KEYS,	/* {writer, BufferID} table full: dropped */
+	TB_BS_LOSS_FLAGS,	/* chunks that carried the data-loss flag */
+	TB_BS_MAX
+};
+
+struct tb__bridge_key {
+	uint32_t key;		/* writer << 16 | BufferID */
+	uint32_t next_id;
+	uint32_t used;
+};
+
+struct tb_bridge {
+	struct tb_reader reader;
+	uint16_t producer_id;
+	struct tb_buf_ident ident;
+	struct tb_buf *const *bufs;	/* indexed by target BufferID */
+	unsigned nbufs;
+	tb_buf_alloc_fn alloc;
+	void *alloc_ctx;
+	struct tb__bridge_key *keys;	/* open addressing, power of two */
+	uint32_t keys_cap;
+	uint32_t keys_n;
+	int error;			/* TB_EPROTO or TB_EPINNED: retired */
+	uint64_t stat[TB_BS_MAX];
+	struct tb_buf_frag frags[TB_FRAG_MAX];
+};
+
+/*
+ * Sets up a bridge over @ring for producer @producer_id with the trusted
+ * identity @ident; @scratch is the reader's (chunk_size bytes); @bufs maps
+ * a target BufferID to a central buffer (NULL entries are unknown ids).
+ * @alloc may be NULL for malloc.
+ */
+static inline int tb_bridge_init(struct tb_bridge *br,
+				 const struct tb_ring *ring, void *scratch,
+				 uint16_t producer_id,
+				 struct tb_buf_ident ident,
+				 struct tb_buf *const *bufs, unsigned nbufs,
+				 tb_buf_alloc_fn alloc, void *alloc_ctx)
+{
+	int ret;
+
+	TB_MEMSET(br, 0, sizeof(*br));
+#ifndef TB_BUF_NO_DEFAULT_ALLOC
+	if (!alloc)
+		alloc = tb_buf_default_alloc;
+#endif
+	if (!alloc || (!bufs && nbufs))
+		return TB_EINVAL;
+	ret = tb_reader_init(&br->reader, ring, scratch);
+	if (ret)
+		return ret;
+	br->producer_id = producer_id;
+	br->ident = ident;
+	br->bufs = bufs;
+	br->nbufs = nbufs;
+	br->alloc = alloc;
+	br->alloc_ctx = alloc_ctx;
+	return TB_OK;
+}
+
+static inline void tb_bridge_destroy(struct tb_bridge *br)
+{
+	if (br->keys)
+		br->alloc(br->alloc_ctx, br->keys,
+			  (size_t)br->keys_cap * sizeof(*br->keys), 0);
+	br->keys = NULL;
+	br->keys_cap = br->keys_n = 0;
+}
+
+static inline struct tb__bridge_key *
+tb__bridge_slot(struct tb__bridge_key *keys, uint32_t cap, uint32_t key)
+{
+	/* mix the writer (high half) into the low bits the mask keeps */
+	uint32_t h = (key ^ key >> 16) * 0x9e3779b1u;
+	uint32_t i = (h ^ h >> 16) & (cap - 1);
+
+	while (keys[i].used && keys[i].key != key)
+		i = (i + 1) & (cap - 1);
+	return &keys[i];
+}
+
+/* Doubles the table (16 entries at first); false when it cannot. */
+static inline bool tb__bridge_grow(struct tb_bridge *br)
+{
+	uint32_t cap = br->keys_cap ? br->keys_cap * 2 : 16, i;
+	struct tb__bridge_key *keys;
+
+	if (br->keys_n >= TB_BRIDGE_MAX_KEYS)
+		return false;
+	keys = (struct tb__bridge_key *)br->alloc(br->alloc_ctx, NULL, 0,
+						   (size_t)cap * sizeof(*keys));
+	if (!keys)
+		return false;
+	TB_MEMSET(keys, 0, (size_t)cap * sizeof(*keys));
+	for (i = 0; i < br->keys_cap; i++)
+		if (br->keys[i].used)
+			*tb__bridge_slot(keys, cap, br->keys[i].key) =
+				br->keys[i];
+	tb_bridge_destroy(br);
+	br->keys = keys;
+	br->keys_cap = cap;
+	return true;
+}
+
+/* The next chunk id of {writer, BufferID}, or NULL (table full). */
+static inline uint32_t *tb__bridge_next_id(struct tb_bridge *br,
+					    uint16_t writer, uint16_t bid)
+{
+	uint32_t key = (uint32_t)writer << 16 | bid;
+	struct tb__bridge_key *k;
+
+	if (br->keys_cap) {
+		k = tb__bridge_slot(br->keys, br->keys_cap, key);
+		if (k->used)
+			return &k->next_id;
+	}
+	/* keep the table at most half full */
+	if ((br->keys_n + 1) * 2 > br->keys_cap && !tb__bridge_grow(br))
+		return NULL;
+	k = tb__bridge_slot(br->keys, br->keys_cap, key);
+	k->key = key;
+	k->next_id = 0;
+	k->used = 1;
+	br->keys_n++;
+	return &k->next_id;
+}
+
+/* Reader callback: one emitted chunk into its central buffer. */
+static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
+{
+	struct tb_bridge *br = (struct tb_bridge *)ctx;
+	struct tb_buf *buf = v->bid < br->nbufs ? br->bufs[v->bid] : NULL;
+	const uint8_t *p = v->payload;
+	struct tb_buf_chunk_in in;
+	uint32_t *id, i;
+
+	if (!buf) {
+		br->stat[TB_BS_BAD_TARGET]++;
+		return;
+	}
+	id = tb__bridge_next_id(br, v->writer, v->bid);
+	if (!id) {
+		br->stat[TB_BS_TOO_MANY_KEYS]++;
+		return;
+	}
+	for (i = 0; i < v->nfrags; p += v->sizes[i++]) {
+		br->frags[i].data = p;
+		br->frags[i].size = v->sizes[i];
+	}
+	TB_MEMSET(&in, 0, sizeof(in));
+	in.producer_id = br->producer_id;
+	in.ident = br->ident;
+	in.writer_id = v->writer;
+	in.chunk_id = (*id)++;
+	in.flags = (uint8_t)((v->flags & TB_F_CONT_PREV ? TB_BUF_FIRST_CONT :
+			      0) |
+			     (v->flags & TB_F_CONT_NEXT ? TB_BUF_LAST_CONT : 0));
+	/* a scraped prefix is final too: the suffix moves to a new chunk */
+	in.complete = true;
+	if (v->flags & TB_F_DATA_LOSS) {
+		in.flags |= TB_BUF_DATA_LOSS;	/* read back as SMB_FULL */
+		br->stat[TB_BS_LOSS_FLAGS]++;
+	}
+	/* a refused chunk still used its id: the buffer sees the gap */
+	if (tb_buf_copy_frags(buf, &in, br->frags, v->nfrags))
+		br->stat[TB_BS_REJECTED]++;
+	else
+		br->stat[TB_BS_CHUNKS]++;
+}
+
+/*
+ * Drains up to @max positions of the ring into the central buffers.
+ * Returns the positions resolved, or an error once the ring is retired,
+ * for good (later calls return it at once and touch nothing): TB_EPROTO
+ * when the ring broke the protocol, TB_EPINNED when every chunk of it is
+ * pinned by writers that never acknowledged a scrape (tb_reader_pinned()),
+ * so nothing can be written to it again.
+ */
+static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
+				  enum tb_read_mode mode)
+{
+	int ret;
+
+	if (br->error)
+		return br->error;
+	ret = tb_reader_drain(&br->reader, max, mode, tb__bridge_chunk, br);
+	if (ret >= 0 && tb_reader_pinned(&br->reader))
+		ret = TB_EPINNED;
+	if (ret < 0)
+		br->error = ret;
+	return ret;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TBBRIDGE_H */

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Copyright (c) 2026 The tbring authors.
+ *
+ * tbpb.h - the protobuf wire format, as much as tbring needs: varints,
+ * field tags, a validating reader of fields, and Perfetto's framing of
+ * chunk payloads, in which each fragment is a LEB128 length followed by
+ * that many bytes (the central buffer's input format).
+ *
+ * Everything here is pure byte logic over memory the caller owns.  Input
+ * is untrusted: every length is checked against what is left before it
+ * is used, so no call reads past the end it was given.
+ */
+#ifndef TBPB_H
+#define TBPB_H
+
+#include "tbbase.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Wire types. */
+enum {
+	TB_PB_VARINT = 0,
+	TB_PB_FIXED64 = 1,
+	TB_PB_LEN = 2,
+	TB_PB_FIXED32 = 5,
+};
+
+#define TB_PB_VARINT_MAX	10u	/* bytes of the longest varint */
+
+/* Bytes the shortest encoding of @v takes. */
+static inline unsigned tb_pb_varint_len(uint64_t v)
+{
+	unsigned n = 1;
+
+	while (v >= 0x80u) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Writes the shortest encoding of @v at @p; returns its length. */
+static inline unsigned tb_pb_varint_put(uint8_t *p, uint64_t v)
+{
+	unsigned n = 0;
+
+	while (v >= 0x80u) {
+		p[n++] = (uint8_t)(v | 0x80u);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/*
+ * Decodes the varint at @p with @avail bytes readable.  Returns its length
+ * (1 to 10) and stores the value (bits past 64 dropped), or returns 0 when
+ * it is truncated or longer than TB_PB_VARINT_MAX bytes.
+ */
+static inline unsigned tb_pb_varint_get(const uint8_t *p, size_t avail,
+					uint64_t *val)
+{
+	uint64_t v = 0;
+	unsigned i;
+
+	for (i = 0; i < TB_PB_VARINT_MAX && i < avail; i++) {
+		v |= (uint64_t)(p[i] & 0x7fu) << (7 * i);
+		if (!(p[i] & 0x80u)) {
+			*val = v;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* A field's tag; returns its length. */
+static inline size_t tb_pb_tag(uint8_t *p, uint32_t field, unsigned type)
+{
+	return tb_pb_varint_put(p, (uint64_t)field << 3 | type);
+}
+
+/* A varint field: tag and value. */
+static inline size_t tb_pb_uint(uint8_t *p, uint32_t field, uint64_t v)
+{
+	size_t n = tb_pb_tag(p, field, TB_PB_VARINT);
+
+	return n + tb_pb_varint_put(p + n, v);
+}
+
+/* An int32 or int64 field: negative values are sign-extended to 64 bits. */
+static inline size_t tb_pb_int(uint8_t *p, uint32_t field, int64_t v)
+{
+	return tb_pb_uint(p, field, (uint64_t)v);
+}
+
+/* The header of a length-delimited field of @len bytes. */
+static inline size_t tb_pb_len(uint8_t *p, uint32_t field, uint64_t len)
+{
+	size_t n = tb_pb_tag(p, field, TB_PB_LEN);
+
+	return n + tb_pb_varint_put(p + n, len);
+}
+
+/* A fixed64 field (a double's bits, for one). */
+static inline size_t tb_pb_fixed64(uint8_t *p, uint32_t field, uint64_t v)
+{
+	size_t n = tb_pb_tag(p, field, TB_PB_FIXED64);
+	unsigned i;
+
+	for (i = 0; i < 8; i++)
+		p[n + i] = (uint8_t)(v >> (8 * i));
+	return n + 8;
+}
+
+/* ---- Reading fields ---------------------------------------------------- */
+
+struct tb_pb_reader {
+	const uint8_t *p;
+	const uint8_t *end;
+	int bad;		/* latched: the input is not protobuf */
+};
+
+struct tb_pb_field {
+	uint32_t number;
+	unsigned type;		/* TB_PB_VARINT, _FIXED64, _LEN, _FIXED32 */
+	uint64_t value;		/* varint and fixed fields */
+	const uint8_t *data;	/* TB_PB_LEN: the bytes */
+	size_t size;
+};
+
+static inline void tb_pb_reader_init(struct tb_pb_reader *r, const void *p,
+				     size_t n)
+{
+	r->p = (const uint8_t *)p;
+	r->end = r->p + n;
+	r->bad = 0;
+}
+
+static inline bool tb__pb_take(struct tb_pb_reader *r, uint64_t *v)
+{
+	unsigned n = tb_pb_varint_get(r->p, (size_t)(r->end - r->p), v);
+
+	r->p += n;
+	return n != 0;
+}
+
+/*
+ * The next field: 1, 0 at the end of the input, -1 when it is malformed
+ * (a truncated varint or field, field number 0 or past 2^29 - 1, a group
+ * or an unknown wire type; latched).
+ */
+static inline int tb_pb_next(struct tb_pb_reader *r, struct tb_pb_field *f)
+{
+	uint64_t key, n = 0;
+	unsigned i;
+
+	if (r->bad)
+		return -1;
+	if (r->p == r->end)
+		return 0;
+	if (!tb__pb_take(r, &key) || !(key >> 3) || key >> 3 > 0x1fffffffu)
+		goto bad;
+	f->number = (uint32_t)(key >> 3);
+	f->type = (unsigned)(key & 7);
+	f->value = 0;
+	f->data = NULL;
+	f->size = 0;
+	switch (f->type) {
+	case TB_PB_VARINT:
+		if (!tb__pb_take(r, &f->value))
+			goto bad;
+		return 1;
+	case TB_PB_FIXED64:
+	case TB_PB_FIXED32:
+		n = f->type == TB_PB_FIXED64 ? 8 : 4;
+		if ((uint64_t)(r->end - r->p) < n)
+			goto bad;
+		for (i = 0; i < n; i++)
+			f->value |= (uint64_t)r->p[i] << (8 * i);
+		r->p += n;
+		return 1;
+	case TB_PB_LEN:
+		if (!tb__pb_take(r, &n) || n > (uint64_t)(r->end - r->p))
+			goto bad;
+		f->data = r->p;
+		f->size = (size_t)n;
+		r->p += n;
+		return 1;
+	}
+bad:
+	r->bad = 1;
+	return -1;
+}
+
+/* ---- Perfetto's chunk framing: LEB128-length-prefixed fragments -------- */
+
+/*
+ * Each fragment is a varint length followed by that many bytes.  Length
+ * 0 is an empty packet; TB_PB_SIZE_ABORT (ff ff ff 7f) marks a packet the
+ * writer aborted and ends the chunk.
+ */
+#define TB_PB_SIZE_ABORT	0x0fffffffu
+
+enum {
+	TB_PB_FRAG_OK = 0,	/* a fragment was returned */
+	TB_PB_FRAG_END,		/* no bytes left */
+	TB_PB_FRAG_ABORT,	/* abort marker: no further fragments */
+	TB_PB_FRAG_BAD,		/* bad varint or length past the end */
+};
+
+/* Walks the fragments of [buf, buf + size) from offset @off. */
+struct tb_pb_frags {
+	const uint8_t *buf;
+	uint32_t size;
+	uint32_t off;		/* next fragment's varint */
+};
+
+static inline void tb_pb_frags_init(struct tb_pb_frags *it,
+				    const uint8_t *buf, uint32_t size,
+				    uint32_t off)
+{
+	it->buf = buf;
+	it->size = size;
+	it->off = off;
+}
+
+/*
+ * Returns the next fragment's bytes in *@data and *@len and advances, or
+ * reports why there is none (TB_PB_FRAG_END, _ABORT, _BAD) without
+ * advancing.
+ */
+static inline int tb_pb_frags_next(struct tb_pb_frags *it,
+				   const uint8_t **data, uint32_t *len)
+{
+	uint32_t avail;
+	uint64_t v;
+	unsigned n;
+
+	if (it->off >= it->size)
+		return TB_PB_FRAG_END;
+	avail = it->size - it->off;
+	n = tb_pb_varint_get(it->buf + it->off, avail, &v);
+	if (!n)
+		return TB_PB_FRAG_BAD;
+	if (v == TB_PB_SIZE_ABORT)
+		return TB_PB_FRAG_ABORT;
+	if (v > avail - n)
+		return TB_PB_FRAG_BAD;
+	*data = it->buf + it->off + n;
+	*len = (uint32_t)v;
+	it->off += n + (uint32_t)v;
+	return TB_PB_FRAG_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TBPB_H */

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Copyright (c) 2026 The tbring authors.
+ *
+ * tbsync.h - the atomics, the wait and the doorbell that more than one
+ * tbring header needs.
+ *
+ *  - Atomics on 32-bit words with explicit orders (TB_RLX, TB_ACQ,
+ *    TB_REL, TB_ACQREL): tb_atomic_load/store/cas/add and two fences.
+ *    The default build maps them to Concurrency Kit's ck_pr plus explicit
+ *    fences, because a ck CAS is a full barrier on x86 but relaxed on ARM;
+ *    TB_ATOMIC_BUILTINS=1 maps them to the compiler's __atomic builtins
+ *    with the same orders (automatic under ThreadSanitizer, which cannot
+ *    see ck's inline assembly; needed on bare metal, where ck has no port).
+ *  - Waiting on a word and waking its waiters: Linux futexes (shared, the
+ *    words live in memory several processes map), or the platform's own
+ *    wait plugged in through TB_WAIT_HOOK and TB_WAKE_HOOK.
+ *  - The doorbell (struct tb_bell): how writers wake a reader thread that
+ *    sleeps on one or many rings.
+ *
+ * Only 32-bit atomics, so 32-bit targets stay lock-free.  No allocation.
+ */
+#ifndef TBSYNC_H
+#define TBSYNC_H
+
+#include "tbbase.h"
+
+/*
+ * The atomics underneath (see "Atomics" below): ck_pr by default,
+ * __atomic builtins with TB_ATOMIC_BUILTINS=1, which ThreadSanitizer
+ * builds get automatically because it cannot see ck's inline assembly.
+ */
+#ifdef __has_feature
+#define tb__has_feature(x) __has_feature(x)
+#else
+#define tb__has_feature(x) 0
+#endif
+#if !defined(TB_ATOMIC_BUILTINS)
+#if defined(__SANITIZE_THREAD__) || tb__has_feature(thread_sanitizer)
+#define TB_ATOMIC_BUILTINS 1
+#else
+#define TB_ATOMIC_BUILTINS 0
+#endif
+#endif
+
+#if !TB_ATOMIC_BUILTINS
+#include <ck_pr.h>
+/*
+ * ck's ck_md.h is generated per architecture, and a cross compiler that
+ * searches /usr/include finds the build machine's: an x86 one says
+ * CK_MD_TSO, and every acquire and release fence then compiles to nothing
+ * on the target, silently.  Only these architectures are TSO; anything
+ * else that claims it is refused rather than trusted.
+ */
+#if defined(CK_MD_TSO) && !(defined(__x86_64__) || defined(__i386__) || \
+			    defined(__s390x__) || defined(__sparc__))
+#error "tbring.h: ck_md.h says CK_MD_TSO, but this architecture is not TSO: \
+these are the build machine's ck headers, whose fences compile to nothing \
+here.  Put the target's ck headers first (-isystem <dir> with ck_md.h from \
+libck-dev for the target), or build with -DTB_ATOMIC_BUILTINS=1."
+#endif
+#endif
+
+/*
+ * Linux futexes, unless the platform's wait is plugged in (TB_WAIT_HOOK,
+ * below) or TB_NO_FUTEX asks for none.  (x32's timespec is not the
+ * kernel's: no futex there.)
+ */
+#if defined(__linux__) && !defined(TB_NO_FUTEX) && !defined(TB_WAIT_HOOK) && \
+	!(defined(__x86_64__) && defined(__ILP32__))
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#if defined(SYS_futex) && defined(FUTEX_WAIT)
+#define TB__FUTEX 1
+#ifdef __cplusplus
+#include <unistd.h>		/* syscall(), with its C linkage */
+#else
+/* Hidden by glibc under strict -std=c99; the declaration is the same. */
+long syscall(long number, ...);
+#endif
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Atomics.  Every shared word is touched only through these helpers.  The
+ * default build uses ck_pr plus explicit fences, because a ck CAS is a full
+ * barrier on x86 but relaxed on ARM.  TB_ATOMIC_BUILTINS=1 (automatic
+ * under ThreadSanitizer, which cannot see ck's inline assembly) maps them
+ * to __atomic builtins with the same orders, for TSan and model checkers.
+ */
+#define TB_RLX	0
+#define TB_ACQ	1
+#define TB_REL	2
+#define TB_ACQREL	3	/* acquire + release */
+
+#if TB_ATOMIC_BUILTINS
+static inline int tb__mo(int mo)
+{
+	static const int map[] = { __ATOMIC_RELAXED, __ATOMIC_ACQUIRE,
+				   __ATOMIC_RELEASE, __ATOMIC_ACQ_REL };
+	return map[mo];
+}
+#endif
+
+/*
+ * Test seams, compiled in only when TB_TEST_HOOKS is defined (the test
+ * suites do; a product build never should).  The test program defines
+ * tb_test_atomic; when it is set, it sees every atomic access to a shared
+ * word just before it happens: the word, the operation, the value a CAS
+ * expects, the value stored or wanted, and the orders asked for.  That lets a test check the
+ * ordering table below access by access, and run another actor's steps
+ * between two accesses of one function.
+ */
+#ifdef TB_TEST_HOOKS
+enum { TB_TEST_LOAD, TB_TEST_STORE, TB_TEST_CAS, TB_TEST_ADD };
+extern void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
+			      uint32_t v, int ok, int fail);
+#define tb__seam(p, op, e, v, ok, fail)				\
+	do {								\
+		if (tb_test_atomic)					\
+			tb_test_atomic((p), (op), (e), (v), (ok), (fail)); \
+	} while (0)
+#else
+#define tb__seam(p, op, e, v, ok, fail) ((void)0)
+#endif
+
+static inline uint32_t tb_atomic_load(const uint32_t *p, int mo)
+{
+	tb__seam(p, TB_TEST_LOAD, 0, 0, mo, TB_RLX);
+#if TB_ATOMIC_BUILTINS
+	return __atomic_load_n(p, mo & TB_ACQ ? __ATOMIC_ACQUIRE :
+						__ATOMIC_RELAXED);
+#else
+	uint32_t v = ck_pr_load_32(p);
+
+	if (mo & TB_ACQ)
+		ck_pr_fence_acquire();
+	return v;
+#endif
+}
+
+static inline void tb_atomic_store(uint32_t *p, uint32_t v, int mo)
+{
+	tb__seam(p, TB_TEST_STORE, 0, v, mo, TB_RLX);
+#if TB_ATOMIC_BUILTINS
+	__atomic_store_n(p, v, mo & TB_REL ? __ATOMIC_RELEASE :
+					     __ATOMIC_RELAXED);
+#else
+	if (mo & TB_REL)
+		ck_pr_fence_release();
+	ck_pr_store_32(p, v);
+#endif
+}
+
+/*
+ * Strong CAS of *@p from *@seen to @want with @ok ordering on success and
+ * @fail on failure; on failure *@seen receives the word found.  With ck,
+ * a release-on-success can only be a fence before the CAS, which also runs
+ * when it fails (that publishes nothing, it only costs the fence).  The
+ * builtins reject a failure order stronger than the success order, so
+ * there release/acquire becomes acq_rel/acquire: stronger, never weaker.
+ */
+static inline bool tb_atomic_cas(uint32_t *p, uint32_t *seen, uint32_t want,
+			    int ok, int fail)
+{
+	tb__seam(p, TB_TEST_CAS, *seen, want, ok, fail);
+#if TB_ATOMIC_BUILTINS
+	return __atomic_compare_exchange_n(p, seen, want, false,
+					   tb__mo(ok | (fail & TB_ACQ)),
+					   tb__mo(fail & TB_ACQ));
+#else
+	uint32_t found;
+	bool done;
+
+	if (ok & TB_REL)
+		ck_pr_fence_release();
+	done = ck_pr_cas_32_value(p, *seen, want, &found);
+	if (done ? ok & TB_ACQ : fail & TB_ACQ)
+		ck_pr_fence_acquire();
+	*seen = found;
+	return done;
+#endif
+}
+
+/* Relaxed add, for statistics and the waiter hints. */
+static inline void tb_atomic_add(uint32_t *p, uint32_t v)
+{
+	tb__seam(p, TB_TEST_ADD, 0, v, TB_RLX, TB_RLX);
+#if TB_ATOMIC_BUILTINS
+	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+#else
+	ck_pr_add_32(p, v);
+#endif
+}
+
+/*
+ * The futex handshakes are Dekker patterns (store my flag, then load the
+ * other side's word) and need store->load ordering, which no acquire or
+ * release gives: this is the only sequentially consistent fence here.
+ */
+static inline void tb_fence_seq_cst(void)
+{
+#if TB_ATOMIC_BUILTINS
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#else
+	ck_pr_fence_memory();
+#endif
+}
+
+/*
+ * The same store->load order right after a CAS.  On x86 a locked RMW
+ * already is a full barrier, so only the compiler must be held back.
+ */
+static inline void tb_fence_after_rmw(void)
+{
+#if !TB_ATOMIC_BUILTINS && (defined(__x86_64__) || defined(__i386__))
+	ck_pr_barrier();
+#else
+	tb_fence_seq_cst();
+#endif
+}
+
+/* A spin-wait hint to the CPU (pause, yield), or nothing. */
+static inline void tb_cpu_relax(void)
+{
+#if !TB_ATOMIC_BUILTINS
+	ck_pr_stall();
+#elif defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__) || (defined(__arm__) && __ARM_ARCH >= 7)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* ------------------------------------------------------------------------
+ * Waiting: a writer stalled on a full ring waits for read_pos to move,
+ * the reader for its doorbell.  On Linux these are shared (not private)
+ * futexes: the words live in memory several processes map.  Anywhere
+ * else, or with TB_NO_FUTEX, the platform's own wait can be plugged in by
+ * defining both of these before including tbring.h (an RTOS event group,
+ * a semaphore per word, a condition variable):
+ *
+ *   int TB_WAIT_HOOK(uint32_t *word, uint32_t val, uint32_t timeout_ms)
+ *	Sleeps while *word == val, at most timeout_ms.  Returns 1 when woken
+ *	(or when *word already differed), 0 on timeout, -1 when it cannot
+ *	wait.  Like a futex it must not miss a TB_WAKE_HOOK(word) issued
+ *	after *word changed: check *word after arming whatever the wake
+ *	signals (a sticky event bit does it).
+ *   void TB_WAKE_HOOK(uint32_t *word)
+ *	Wakes every waiter on word.  Called from writers and the reader,
+ *	never from an interrupt handler by this library.
+ *
+ * With neither, waits are unavailable: a stalled writer spins briefly and
+ * then gets TB_FULL, and tb_reader_wait() returns at once (poll instead).
+ */
+#if defined(TB_WAIT_HOOK) != defined(TB_WAKE_HOOK)
+#error "tbring.h: define both TB_WAIT_HOOK and TB_WAKE_HOOK, or neither"
+#endif
+#if defined(TB_WAIT_HOOK)
+#define TB_HAVE_WAIT 1
+static inline int tb_wait(uint32_t *word, uint32_t val,
+				  uint32_t timeout_ms)
+{
+	return TB_WAIT_HOOK(word, val, timeout_ms);
+}
+
+static inline void tb_wake(uint32_t *word)
+{
+	TB_WAKE_HOOK(word);
+}
+#elif defined(TB__FUTEX)
+#define TB_HAVE_WAIT 1
+/* The kernel's timespec for SYS_futex (struct timespec needs POSIX). */
+struct tb__timespec {
+	long tv_sec;
+	long tv_nsec;
+};
+
+/* Waits while *@word == @val: 1 woken or changed, 0 timed out, -1 error. */
+static inline int tb_wait(uint32_t *word, uint32_t val,
+				  uint32_t timeout_ms)
+{
+	struct tb__timespec ts;
+	int saved = errno, ret;
+
+	ts.tv_sec = (long)(timeout_ms / 1000);
+	ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+	ret = syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, NULL, 0) == 0 ?
+		      1 : errno == ETIMEDOUT ? 0 :
+		      errno == EAGAIN || errno == EINTR ? 1 : -1;
+	errno = saved;
+	return ret;
+}
+
+static inline void tb_wake(uint32_t *word)
+{
+	int saved = errno;
+
+	syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	errno = saved;
+}
+#else
+#define TB_HAVE_WAIT 0
+static inline int tb_wait(uint32_t *word, uint32_t val,
+				  uint32_t timeout_ms)
+{
+	(void)word, (void)val, (void)timeout_ms;
+	return -1;
+}
+
+static inline void tb_wake(uint32_t *word)
+{
+	(void)word;
+}
+#endif
+
+/*
+ * A doorbell: writers bump @seq (a futex word) when @sleeping says the
+ * reader waits on it.  Each ring has one in its header; rings that one
+ * reader thread serves can share another one (tb_ring_set_bell()), kept
+ * in memory every producer of those rings maps.
+ */
+struct tb_bell {
+	uint32_t seq;
+	uint32_t sleeping;
+};
+
+/*
+ * Writers ring the doorbell when they burn a position, stall, abandon or
+ * release a chunk, and when they hand a chunk over (published and not
+ * kept for reuse, or forgotten) once a backlog has built up.  The reader
+ * sets "sleeping" before it waits; one fence on each side (Dekker)
+ * guarantees that either the reader sees our change or we see it
+ * sleeping.  The common case costs a fence and one shared load; of
+ * several writers that find the reader asleep, the one that clears the
+ * flag makes the system call.
+ */
+static inline void tb_bell_wake(struct tb_bell *b)
+{
+	uint32_t one = 1;
+
+	/* relaxed: the futex word below carries the wake, not this flag */
+	if (tb_atomic_load(&b->sleeping, TB_RLX) &&
+	    tb_atomic_cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
+		tb_atomic_add(&b->seq, 1);
+		tb_wake(&b->seq);
+	}
+}
+
+/*
+ * Rings @b from anywhere, after any store the reader must see (a flag, a
+ * stop request): the full fence orders that store before the load of the
+ * sleeping hint.
+ */
+static inline void tb_bell_ring(struct tb_bell *b)
+{
+	tb_fence_seq_cst();	/* pairs with the fence in tb_bell_prepare */
+	tb_bell_wake(b);
+}
+
+/*
+ * The reader's side of a doorbell, for one ring or many: prepare (returns
+ * the ticket to wait on), check every ring for work, then wait - or just
+ * go back to draining; the next prepare resets the flag.
+ */
+static inline uint32_t tb_bell_prepare(struct tb_bell *b)
+{
+	/* relaxed: the fence below orders both against the checks after it */
+	uint32_t seq = tb_atomic_load(&b->seq, TB_RLX);
+
+	tb_atomic_store(&b->sleeping, 1, TB_RLX);
+	tb_fence_seq_cst();	/* pairs with the fence in tb_ring_notify */
+	return seq;
+}
+
+/*
+ * Sleeps until a writer rings after @seq was taken, or @timeout_ms.
+ * Returns false when the wait ran to its timeout, true when it ended
+ * early (rung, or rung already) or could not sleep at all.
+ */
+static inline bool tb_bell_wait(struct tb_bell *b, uint32_t seq,
+				uint32_t timeout_ms)
+{
+	int ret = tb_wait(&b->seq, seq, timeout_ms);
+
+	tb_atomic_store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
+	return ret != 0;
+}
+
+/* Goes back to work instead of waiting: writers stop ringing. */
+static inline void tb_bell_cancel(struct tb_bell *b)
+{
+	tb_atomic_store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
+}
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TBSYNC_H */
