@@ -25,9 +25,9 @@ HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpb.h tbuffer.h tbbridge.h tbtra
 FUZZ_SECONDS ?= 30
 
 WARN	:= -Wall -Wextra -Werror
-# ck lives in a system directory; never include it with -I (see
-# ../shared/reference/toolchain.md) and never take ck's pkg-config cflags,
-# which hard-code the host architecture.
+# ck lives in a system directory; never include it with -I (its headers
+# are not warning-clean unless they are system headers) and never take
+# ck's pkg-config cflags, which hard-code the build machine's architecture.
 BASE	:= -std=c99 $(WARN) -D_GNU_SOURCE -I. -g
 CFLAGS	?= -O2
 CHECK_LIBS = $(shell pkg-config --cflags --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm) -pthread

@@ -19,7 +19,7 @@
  * threads.  The writer keeps its cursors in a private struct tb_frag_cursor;
  * the reader reconstructs the boundaries from the fragment count in the
  * state word and validates a private copy of the directory before trusting
- * any size (seed section 6.4).
+ * any size.
  */
 #ifndef TBFRAG_H
 #define TBFRAG_H
@@ -80,7 +80,7 @@ static inline uint32_t tb_frag_entry_off(uint32_t chunk_size, unsigned w,
 
 /*
  * The writer's private view of the chunk it owns.  @payload and @dir are
- * the two cursors of seed section 6: the next payload byte and the lowest
+ * the two cursors of the layout: the next payload byte and the lowest
  * directory byte in use.  @nfrags counts closed fragments.
  */
 struct tb_frag_cursor {
@@ -119,7 +119,7 @@ static inline int32_t tb_frag_room(const struct tb_frag_cursor *c)
 }
 
 /*
- * Opens a fragment (seed section 6.2): on success hands out the range
+ * Opens a fragment: on success hands out the range
  * [*begin, *end) the encoder may fill, and returns 0.  Fails with -1 at 255
  * fragments or when the directory entry would not fit.  The entry's bytes
  * are reserved before the range is handed out, so payload and directory
@@ -172,7 +172,7 @@ static inline int tb_frag_append(struct tb_frag_cursor *c, const void *src,
 }
 
 /*
- * Reader side (seed section 6.4).  @n fragments at entry width @w in a
+ * Reader side.  @n fragments at entry width @w in a
  * chunk of @chunk_size bytes: the directory is [chunk_size - n * w,
  * chunk_size).  First check that it can exist at all ...
  */

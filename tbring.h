@@ -1,11 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
+ * Copyright (c) 2026 The tbring authors.
+ *
  * tbring.h - a producer-local shared-memory ring of fixed-size chunks:
  * many writers, one reader, each chunk arbitrated by one 32-bit state word.
  *
- * This implements the chunk ABI and state protocol of "Tracing v2: Shared
- * Ring Buffer Chunk ABI and State Protocol" (the seed, section numbers
- * below refer to it), on Concurrency Kit's ck_pr atomics.
+ * It implements the chunk ABI and state protocol of Perfetto's "Tracing
+ * v2" shared ring buffer design; docs/protocol.md in the repository says
+ * it all in full.  This comment is the contract a vendored copy carries.
+ *
+ * Using it
+ *   ring     tb_ring_size(), tb_ring_init() (a zero-filled mapping), or
+ *            tb_ring_attach() (another process's, validated); tb_ring_stats()
+ *   writer   tb_writer_init(), then tb_writer_write_packet() - or, for an
+ *            encoder that writes in place, tb_writer_open() / _close() /
+ *            _sync() - and tb_writer_release() before it goes away
+ *   reader   tb_reader_init(), then tb_reader_drain_packets() (whole
+ *            packets, with struct tb_reassembly) or tb_reader_drain()
+ *            (chunks of fragments), and tb_reader_wait() when idle
  *
  * Threading contract
  *   - Any number of writers, in any number of processes, each with its own
@@ -22,17 +34,56 @@
  *     writer can cost the reader this ring (TB_EPROTO, latched) but never
  *     a crash, an out-of-bounds access or an endless loop.
  *
+ * The state word (bits 31..29 the state; decode it first)
+ *
+ *   000 FreeForWrap(k)    29-bit lap k of the one position that may claim
+ *   001 Acquired(w, n)    \  28..27 format, 26..24 flags (continues from
+ *   010 Complete(w, n)     > previous, continues on next, data loss),
+ *   011 Rewrite(w, n)     /   23..16 fragments published, 15..0 writer
+ *   100 Acknowledged      zero
+ *   101..111              reserved: a protocol error
+ *
+ * Transitions, each one CAS against the exact word its actor observed
+ * (orders: on success / on failure)
+ *
+ *   from          to              by      step                orders
+ *   Free(lap p)   Acquired(w, 0)  writer  claim               acq / rlx
+ *   Free(lap p)   Free(lap p+n)   reader  advance (a hole)    rel / acq
+ *   Acquired(n)   Complete(n+k)   writer  publish             rel / acq
+ *   Acquired(n)   Acquired(n+k)   writer  publish, still open rel / acq
+ *   Complete(n)   Acquired(n)     writer  reuse               rlx / rlx
+ *   Complete(n)   Free(lap p+n)   reader  reclaim (consume)   rel / acq
+ *   Acquired(n)   Rewrite(n)      reader  mark (scrape)       rel / acq
+ *   Rewrite(n)    Acknowledged    writer  acknowledge         rel / rlx
+ *   Acknowledged  Free(lap p+n)   reader  reclaim             acq_rel / rlx
+ *
+ * where "lap p+n" is the lap of position p + num_chunks, always computed
+ * from the position being resolved.  Cursors: a writer reserves position
+ * p with a relaxed CAS of write_pos after an acquire load of read_pos
+ * (pairs with the reader's release store of read_pos, made right after
+ * each position's transition); the reader loads write_pos relaxed and
+ * each state word acquire.  Only the doorbell and the stalled writers'
+ * wake-up use seq_cst fences (two store->load handshakes).
+ *
+ * The protocol steps are not part of the default API: a caller breaks
+ * the protocol from its own side by calling them out of turn.  Tests and
+ * models define TB_PROTOCOL_STEPS before including this header to get
+ * them under these names (the writer's: tb_ring_reserve, _claim,
+ * _publish, _reuse, _acknowledge; the reader's: tb_ring_load_state,
+ * _advance, _reclaim_complete, _mark_rewrite, _reclaim_acked,
+ * _publish_read_pos), with tb_ring_init_at() and the position helpers.
+ *
  * Limits
  *   - chunk_size: a power of two in [256, 32768]; num_chunks: a power of
  *     two in [2, 2^30]; tb_ring_size() fails (0) if the mapping would not
  *     fit in a size_t.
- *   - FIFO identity (seed section 9).  A writer suspended between reserve
- *     and claim can be fooled once (chunk index, wrap count) repeats, i.e.
- *     after min(num_chunks * 2^29, 2^32) reservations.  The seed states
- *     that period, but the bound is one ring tighter: resolving position p
- *     already stamps the free word of p + num_chunks, so the stale claim
- *     can succeed after period - num_chunks further reservations
- *     (2^30 - 2 for two chunks, 2^32 - num_chunks from eight chunks on).
+ *   - FIFO identity.  A writer suspended between reserve and claim can be
+ *     fooled once (chunk index, lap) repeats.  The design puts that at
+ *     min(num_chunks * 2^29, 2^32) reservations; the bound is one ring
+ *     tighter: resolving position p already stamps the free word of
+ *     p + num_chunks, so the stale claim can succeed after that period
+ *     minus num_chunks further reservations (2^30 - 2 for two chunks,
+ *     2^32 - num_chunks from eight chunks on).
  *   - Counters in the control header are 32-bit and wrap.
  *   - Byte order: every word accessed atomically (state words, cursors,
  *     doorbell, counters, the header's geometry) is in the host's byte
@@ -46,33 +97,32 @@
  *     many chunks are RewriteRequested now, and tb_reader_pinned() when a
  *     whole lap found every chunk so (a service retires such a ring).
  *
- * Where the seed is loose, this file decides (and the tests pin it):
+ * Where the design is loose, this file decides (and the tests pin it):
  *   - The next free tag is always computed from the position being
  *     resolved, never derived from the word found in the chunk.
  *   - A free word whose tag does not match the position is a protocol
- *     error (the flowchart has no branch for it; the text does).
+ *     error.
  *   - Owed data loss goes on the next chunk the writer claims or carries;
  *     a writer that owes data loss never keeps a reusable chunk, so "set it
  *     on the next publication" holds.
  *   - A relocating writer that finds the ring full follows its own full
  *     policy: under TB_STALL it waits like any other claim.
  *   - read_pos is stored (release) right after each position's
- *     transition, as in the seed's reader flow, and every public reader
- *     call returns with it published; stalled writers are woken once per
- *     call.  A reader restart (a new struct tb_reader on the same ring,
- *     e.g. a restarted service attaching again) starts at the published
- *     read_pos and continues, whether the old reader returned or died
- *     anywhere but in one window: between the transition of a position
- *     and the store of read_pos after it.  A reader that dies there after
- *     freeing the chunk (consumed, unclaimed or acknowledged) leaves it
- *     stamped for its next traversal behind read_pos; the next reader
- *     meets a free tag that does not match read_pos (the seed's
- *     "unsupported reader restart") and stops the ring with TB_EPROTO,
- *     changing nothing.  If that transition was a scrape, the next reader
- *     finds the chunk RewriteRequested or Acknowledged, resolves the
- *     position as a hole and goes on; only the scraped prefix is lost.
- *     Chunks the old reader had copied but not yet handed to its caller
- *     are lost with it.
+ *     transition, and every public reader call returns with it
+ *     published; stalled writers are woken once per call.  A reader
+ *     restart (a new struct tb_reader on the same ring, e.g. a restarted
+ *     service attaching again) starts at the published read_pos and
+ *     continues, whether the old reader returned or died anywhere but in
+ *     one window: between the transition of a position and the store of
+ *     read_pos after it.  A reader that dies there after freeing the
+ *     chunk (consumed, unclaimed or acknowledged) leaves it stamped for
+ *     its next traversal behind read_pos; the next reader meets a free
+ *     tag that does not match read_pos (the design's "unsupported reader
+ *     restart") and stops the ring with TB_EPROTO, changing nothing.  If
+ *     that transition was a scrape, the next reader finds the chunk
+ *     RewriteRequested or Acknowledged, resolves the position as a hole
+ *     and goes on; only the scraped prefix is lost.  Chunks the old
+ *     reader had copied but not yet handed to its caller are lost with it.
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
  *     resolves as a hole.
@@ -88,10 +138,10 @@
  *     flush (TB_READ_SCRAPE) takes the published prefix at once.
  *   - At most 2^30 chunks (the design allows up to 2^31): a position's
  *     lap then keeps at least two bits.
- *   - "Notify the reader" (5.4; the transport is left open) is not done
- *     after every publication: waking a sleeping reader per packet costs
- *     a system call each and makes it reclaim the very chunk the writer
- *     was about to reuse.  A writer wakes it when it burns a position,
+ *   - "Notify the reader" (the transport is left open) is not done after
+ *     every publication: waking a sleeping reader per packet costs a
+ *     system call each and makes it reclaim the very chunk the writer was
+ *     about to reuse.  A writer wakes it when it burns a position,
  *     stalls, abandons or releases a chunk, and when it hands a chunk
  *     over (published and not kept for reuse, or forgotten) once an
  *     eighth of the ring waits.  Anything else - a chunk an idle writer
@@ -112,7 +162,7 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------
- * The state word (seed section 3.2).  Decode the state first; the other 29
+ * The state word.  Decode the state first; the other 29
  * bits mean different things in different states.
  */
 enum tb_state {
@@ -194,32 +244,32 @@ static inline uint32_t tb_state_with(uint32_t word, unsigned state)
 }
 
 /* ------------------------------------------------------------------------
- * Logical positions (seed section 4): uint32 tickets, compared only by
+ * Logical positions: uint32 tickets, compared only by
  * unsigned distance, so the 2^32 rollover needs no special case.
  */
-static inline uint32_t tb_pos_distance(uint32_t write_pos, uint32_t read_pos)
+static inline uint32_t tb__pos_distance(uint32_t write_pos, uint32_t read_pos)
 {
 	return write_pos - read_pos;
 }
 
-static inline uint32_t tb_pos_index(uint32_t pos, uint32_t num_chunks)
+static inline uint32_t tb__pos_index(uint32_t pos, uint32_t num_chunks)
 {
 	return pos & (num_chunks - 1);
 }
 
-static inline uint32_t tb_pos_wrap(uint32_t pos, unsigned chunk_bits)
+static inline uint32_t tb__pos_wrap(uint32_t pos, unsigned chunk_bits)
 {
 	return pos >> chunk_bits & TB_WRAP_MASK;
 }
 
 /* The tag the reader stamps after resolving @pos: from the position. */
-static inline uint32_t tb_pos_next_wrap(uint32_t pos, unsigned chunk_bits)
+static inline uint32_t tb__pos_next_wrap(uint32_t pos, unsigned chunk_bits)
 {
-	return tb_pos_wrap(pos + (1u << chunk_bits), chunk_bits);
+	return tb__pos_wrap(pos + (1u << chunk_bits), chunk_bits);
 }
 
 /* ------------------------------------------------------------------------
- * The control header (ours; the seed leaves it open).  512 bytes, one
+ * The control header (ours; the design leaves it open).  512 bytes, one
  * concern per 64-byte line; chunk 0 starts right after it.  All fields are
  * 32-bit words accessed atomically; the reader treats every one of them
  * as untrusted.
@@ -247,7 +297,17 @@ enum tb_rstat {			/* reader-side counters */
 	TB_RS_UNKNOWN_FORMAT,	/* chunks of a format other than 00 */
 	TB_RS_RETRY_LATER,	/* positions left after losing every race */
 	TB_RS_PINNED,		/* holes: chunk still RewriteRequested */
-	TB_RS_MAX
+	TB_RS_MAX,
+	TB_RS_STOPPED = 15	/* not a counter: the TB_PROTO_* rule */
+};
+
+/* Why a reader stopped a ring with TB_EPROTO (tb_ring_stats().stopped). */
+enum tb_proto_rule {
+	TB_PROTO_NONE,
+	TB_PROTO_RESERVED_STATE,	/* state 101, 110 or 111 */
+	TB_PROTO_FREE_TAG,		/* a free word of another lap */
+	TB_PROTO_ACKED,			/* Acknowledged not reclaimable */
+	TB_PROTO_WRITE_POS,		/* write_pos beyond the ring */
 };
 
 struct tb_ring_hdr {
@@ -316,27 +376,27 @@ static inline size_t tb_ring_size(uint32_t chunk_size, uint32_t num_chunks)
 	return TB_RING_HDR_SIZE + (size_t)chunk_size * num_chunks;
 }
 
-static inline uint8_t *tb_ring_chunk(const struct tb_ring *r, uint32_t pos)
+static inline uint8_t *tb__ring_chunk(const struct tb_ring *r, uint32_t pos)
 {
 	return r->chunks +
-	       (size_t)tb_pos_index(pos, r->num_chunks) * r->chunk_size;
+	       (size_t)tb__pos_index(pos, r->num_chunks) * r->chunk_size;
 }
 
 /* The state word of the chunk @pos maps to: bytes 0..3, naturally aligned. */
-static inline uint32_t *tb_ring_word(const struct tb_ring *r, uint32_t pos)
+static inline uint32_t *tb__ring_word(const struct tb_ring *r, uint32_t pos)
 {
-	return (uint32_t *)(void *)tb_ring_chunk(r, pos);
+	return (uint32_t *)(void *)tb__ring_chunk(r, pos);
 }
 
-static inline uint32_t tb_ring_wrap(const struct tb_ring *r, uint32_t pos)
+static inline uint32_t tb__ring_wrap(const struct tb_ring *r, uint32_t pos)
 {
-	return tb_pos_wrap(pos, r->chunk_bits);
+	return tb__pos_wrap(pos, r->chunk_bits);
 }
 
-static inline uint32_t tb_ring_next_wrap(const struct tb_ring *r,
+static inline uint32_t tb__ring_next_wrap(const struct tb_ring *r,
 					 uint32_t pos)
 {
-	return tb_pos_next_wrap(pos, r->chunk_bits);
+	return tb__pos_next_wrap(pos, r->chunk_bits);
 }
 
 static inline void tb__ring_view(struct tb_ring *r, void *mem,
@@ -387,7 +447,7 @@ static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
  * with the free tag of the first position >= @start that maps to it; that
  * exists for tests and for rings that must start near the 2^32 rollover.
  */
-static inline int tb_ring_init_at(struct tb_ring *r, void *mem, size_t len,
+static inline int tb__ring_init_at(struct tb_ring *r, void *mem, size_t len,
 				  uint32_t chunk_size, uint32_t num_chunks,
 				  uint32_t start)
 {
@@ -409,8 +469,8 @@ static inline int tb_ring_init_at(struct tb_ring *r, void *mem, size_t len,
 		uint32_t pos = start + ((i - start) & (num_chunks - 1));
 
 		/* relaxed: published by the magic's release below */
-		tb_atomic_store(tb_ring_word(r, pos), tb_state_free(
-				   tb_ring_wrap(r, pos)), TB_RLX);
+		tb_atomic_store(tb__ring_word(r, pos), tb_state_free(
+				   tb__ring_wrap(r, pos)), TB_RLX);
 	}
 	/* release: pairs with the acquire load of magic in attach */
 	tb_atomic_store(&h->magic, TB_RING_MAGIC, TB_REL);
@@ -420,7 +480,7 @@ static inline int tb_ring_init_at(struct tb_ring *r, void *mem, size_t len,
 static inline int tb_ring_init(struct tb_ring *r, void *mem, size_t len,
 			       uint32_t chunk_size, uint32_t num_chunks)
 {
-	return tb_ring_init_at(r, mem, len, chunk_size, num_chunks, 0);
+	return tb__ring_init_at(r, mem, len, chunk_size, num_chunks, 0);
 }
 
 /*
@@ -433,18 +493,23 @@ static inline void tb_ring_set_bell(struct tb_ring *r, struct tb_bell *bell)
 }
 
 /*
- * Counters, read as untrusted statistics (relaxed loads).  @pinned is the
- * number of chunks RewriteRequested right now: scraped by the reader and
- * not yet acknowledged by their writer.  A live writer acknowledges within
+ * Counters, read as untrusted statistics (relaxed loads), and how many
+ * chunks are in each state right now (@states, indexed by the state
+ * value 0..7; visiting every state word costs O(num_chunks)).  @pinned
+ * is states[TB_REWRITE]: chunks scraped by the reader and not yet
+ * acknowledged by their writer.  A live writer acknowledges within
  * microseconds; one that died holding its chunk never does, and the
  * protocol leaves that chunk to it for good (only its writer may leave
  * RewriteRequested), so every later lap of it is a hole (rstat
- * TB_RS_PINNED).  Counting them visits every state word: O(num_chunks).
+ * TB_RS_PINNED).  @stopped is the rule the reader stopped the ring on
+ * (TB_PROTO_*), 0 while it runs.
  */
 struct tb_ring_stats {
 	uint32_t write_pos;
 	uint32_t read_pos;
 	uint32_t pinned;
+	uint32_t stopped;
+	uint32_t states[8];
 	uint32_t wstat[TB_WS_MAX];
 	uint32_t rstat[TB_RS_MAX];
 };
@@ -461,14 +526,17 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 		s->wstat[i] = tb_atomic_load(&r->hdr->wstat[i], TB_RLX);
 	for (i = 0; i < TB_RS_MAX; i++)
 		s->rstat[i] = tb_atomic_load(&r->hdr->rstat[i], TB_RLX);
-	s->pinned = 0;
+	s->stopped = tb_atomic_load(&r->hdr->rstat[TB_RS_STOPPED], TB_RLX);
+	for (i = 0; i < 8; i++)
+		s->states[i] = 0;
 	for (i = 0; i < r->num_chunks; i++)	/* relaxed: statistics */
-		s->pinned += tb_state_of(tb_atomic_load(tb_ring_word(r, i),
-						   TB_RLX)) == TB_REWRITE;
+		s->states[tb_state_of(tb_atomic_load(tb__ring_word(r, i),
+						     TB_RLX))]++;
+	s->pinned = s->states[TB_REWRITE];
 }
 
 /* ------------------------------------------------------------------------
- * Protocol steps (seed sections 4.3, 5.1, 5.2, 8).  One function per
+ * Protocol steps (docs/protocol.md has them all).  One function per
  * transition, each one CAS against the exact word its caller observed.
  * On failure *@seen receives the word found, for redispatch; a step
  * called with a word in the wrong state fails without touching memory.
@@ -479,7 +547,7 @@ static inline void tb_ring_stats(const struct tb_ring *r,
  * sampled read_pos in *@read_sample (write_pos untouched).  A lost
  * write_pos CAS reserves nothing and is retried at no cost.
  */
-static inline int tb_ring_reserve(const struct tb_ring *r, uint32_t *pos,
+static inline int tb__w_reserve(const struct tb_ring *r, uint32_t *pos,
 				  uint32_t *read_sample)
 {
 	struct tb_ring_hdr *h = r->hdr;
@@ -498,7 +566,7 @@ static inline int tb_ring_reserve(const struct tb_ring *r, uint32_t *pos,
 		rd = tb_atomic_load(&h->read_pos, TB_ACQ);
 		/* relaxed: a stale write_pos only makes the CAS below fail */
 		wr = tb_atomic_load(&h->write_pos, TB_RLX);
-		if (tb_pos_distance(wr, rd) >= r->num_chunks) {
+		if (tb__pos_distance(wr, rd) >= r->num_chunks) {
 			*read_sample = rd;
 			return TB_FULL;
 		}
@@ -514,24 +582,24 @@ static inline int tb_ring_reserve(const struct tb_ring *r, uint32_t *pos,
  * Claim the chunk for reserved @pos: FreeForWrap(wrap(pos)) -> @acquired.
  * One attempt only; the word found on failure is discarded, never retried.
  */
-static inline bool tb_ring_claim(const struct tb_ring *r, uint32_t pos,
+static inline bool tb__w_claim(const struct tb_ring *r, uint32_t pos,
 				 uint32_t acquired)
 {
-	uint32_t seen = tb_state_free(tb_ring_wrap(r, pos));
+	uint32_t seen = tb_state_free(tb__ring_wrap(r, pos));
 
 	/*
 	 * acquire on success: pairs with the reader's release into this
 	 * free word; its copy of the old payload is over before we write.
 	 * relaxed on failure: the position is a hole, nothing is read.
 	 */
-	return tb_atomic_cas(tb_ring_word(r, pos), &seen, acquired, TB_ACQ, TB_RLX);
+	return tb_atomic_cas(tb__ring_word(r, pos), &seen, acquired, TB_ACQ, TB_RLX);
 }
 
 /*
  * Publish: Acquired(n) -> @want, which is Complete or (with a fragment
  * still open) Acquired with a larger count.
  */
-static inline bool tb_ring_publish(const struct tb_ring *r, uint32_t pos,
+static inline bool tb__w_publish(const struct tb_ring *r, uint32_t pos,
 				   uint32_t *seen, uint32_t want)
 {
 	if (tb_state_of(*seen) != TB_ACQUIRED)
@@ -542,11 +610,11 @@ static inline bool tb_ring_publish(const struct tb_ring *r, uint32_t pos,
 	 * acquire on failure: pairs with the reader's release in
 	 * mark_rewrite, so its copy is over before we relocate.
 	 */
-	return tb_atomic_cas(tb_ring_word(r, pos), seen, want, TB_REL, TB_ACQ);
+	return tb_atomic_cas(tb__ring_word(r, pos), seen, want, TB_REL, TB_ACQ);
 }
 
 /* Reuse: Complete(n) -> Acquired(n), every other field unchanged. */
-static inline bool tb_ring_reuse(const struct tb_ring *r, uint32_t pos,
+static inline bool tb__w_reuse(const struct tb_ring *r, uint32_t pos,
 				 uint32_t *seen)
 {
 	if (tb_state_of(*seen) != TB_COMPLETE)
@@ -555,12 +623,12 @@ static inline bool tb_ring_reuse(const struct tb_ring *r, uint32_t pos,
 	 * relaxed/relaxed: this RMW continues the release sequence of our
 	 * own earlier publication; the next publish releases again.
 	 */
-	return tb_atomic_cas(tb_ring_word(r, pos), seen,
+	return tb_atomic_cas(tb__ring_word(r, pos), seen,
 			tb_state_with(*seen, TB_ACQUIRED), TB_RLX, TB_RLX);
 }
 
 /* Reader: Acquired(n) -> RewriteRequested(n), after copying the prefix. */
-static inline bool tb_ring_mark_rewrite(const struct tb_ring *r, uint32_t pos,
+static inline bool tb__r_mark_rewrite(const struct tb_ring *r, uint32_t pos,
 					uint32_t *seen)
 {
 	if (tb_state_of(*seen) != TB_ACQUIRED)
@@ -570,12 +638,12 @@ static inline bool tb_ring_mark_rewrite(const struct tb_ring *r, uint32_t pos,
 	 * our copy of the prefix is over before it relocates.  acquire on
 	 * failure: pairs with the writer's release of a new publication.
 	 */
-	return tb_atomic_cas(tb_ring_word(r, pos), seen,
+	return tb_atomic_cas(tb__ring_word(r, pos), seen,
 			tb_state_with(*seen, TB_REWRITE), TB_REL, TB_ACQ);
 }
 
 /* Writer: RewriteRequested -> Acknowledged, after copying its suffix. */
-static inline bool tb_ring_acknowledge(const struct tb_ring *r, uint32_t pos,
+static inline bool tb__w_acknowledge(const struct tb_ring *r, uint32_t pos,
 				       uint32_t *seen)
 {
 	if (tb_state_of(*seen) != TB_REWRITE)
@@ -584,28 +652,28 @@ static inline bool tb_ring_acknowledge(const struct tb_ring *r, uint32_t pos,
 	 * release: pairs with the reader's acq_rel reclaim; every access of
 	 * ours under the old ownership is over.  relaxed on failure.
 	 */
-	return tb_atomic_cas(tb_ring_word(r, pos), seen, TB_WORD_ACKED, TB_REL,
+	return tb_atomic_cas(tb__ring_word(r, pos), seen, TB_WORD_ACKED, TB_REL,
 			TB_RLX);
 }
 
 /* Reader: FreeForWrap(wrap(pos)) -> FreeForWrap(next_wrap(pos)). */
-static inline bool tb_ring_advance(const struct tb_ring *r, uint32_t pos,
+static inline bool tb__r_advance(const struct tb_ring *r, uint32_t pos,
 				   uint32_t *seen)
 {
-	if (*seen != tb_state_free(tb_ring_wrap(r, pos)))
+	if (*seen != tb_state_free(tb__ring_wrap(r, pos)))
 		return false;
 	/*
 	 * release: hands the chunk to the next traversal, pairs with that
 	 * writer's acquire claim.  acquire on failure: pairs with nothing
 	 * released yet (a fresh claim), but lets us redispatch safely.
 	 */
-	return tb_atomic_cas(tb_ring_word(r, pos), seen,
-			tb_state_free(tb_ring_next_wrap(r, pos)), TB_REL,
+	return tb_atomic_cas(tb__ring_word(r, pos), seen,
+			tb_state_free(tb__ring_next_wrap(r, pos)), TB_REL,
 			TB_ACQ);
 }
 
 /* Reader: Complete(n) -> FreeForWrap(next_wrap(pos)), after copying. */
-static inline bool tb_ring_reclaim_complete(const struct tb_ring *r,
+static inline bool tb__r_reclaim_complete(const struct tb_ring *r,
 					    uint32_t pos, uint32_t *seen)
 {
 	if (tb_state_of(*seen) != TB_COMPLETE)
@@ -614,13 +682,13 @@ static inline bool tb_ring_reclaim_complete(const struct tb_ring *r,
 	 * release: our copy is over before the next claim (its acquire).
 	 * acquire on failure: pairs with the writer's reuse+publication.
 	 */
-	return tb_atomic_cas(tb_ring_word(r, pos), seen,
-			tb_state_free(tb_ring_next_wrap(r, pos)), TB_REL,
+	return tb_atomic_cas(tb__ring_word(r, pos), seen,
+			tb_state_free(tb__ring_next_wrap(r, pos)), TB_REL,
 			TB_ACQ);
 }
 
 /* Reader: Acknowledged -> FreeForWrap(next_wrap(pos)). */
-static inline bool tb_ring_reclaim_acked(const struct tb_ring *r,
+static inline bool tb__r_reclaim_acked(const struct tb_ring *r,
 					 uint32_t pos, uint32_t *seen)
 {
 	if (*seen != TB_WORD_ACKED)
@@ -629,19 +697,19 @@ static inline bool tb_ring_reclaim_acked(const struct tb_ring *r,
 	 * acq_rel: acquire pairs with the writer's release acknowledge
 	 * (its last accesses), release with the next writer's claim.
 	 */
-	return tb_atomic_cas(tb_ring_word(r, pos), seen,
-			tb_state_free(tb_ring_next_wrap(r, pos)), TB_ACQREL,
+	return tb_atomic_cas(tb__ring_word(r, pos), seen,
+			tb_state_free(tb__ring_next_wrap(r, pos)), TB_ACQREL,
 			TB_RLX);
 }
 
 /* Reader: the state word at @pos, acquire (pairs with every release). */
-static inline uint32_t tb_ring_load_state(const struct tb_ring *r,
+static inline uint32_t tb__r_load(const struct tb_ring *r,
 					  uint32_t pos)
 {
-	return tb_atomic_load(tb_ring_word(r, pos), TB_ACQ);
+	return tb_atomic_load(tb__ring_word(r, pos), TB_ACQ);
 }
 
-static inline void tb_ring_notify(const struct tb_ring *r)
+static inline void tb__w_notify(const struct tb_ring *r)
 {
 	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	tb_bell_wake(r->bell);
@@ -662,7 +730,7 @@ static inline void tb__ring_handover(const struct tb_ring *r)
 	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	/* relaxed: statistics-grade reads, a stale one only delays a wake */
 	if (tb_atomic_load(&r->bell->sleeping, TB_RLX) &&
-	    tb_pos_distance(tb_atomic_load(&h->write_pos, TB_RLX),
+	    tb__pos_distance(tb_atomic_load(&h->write_pos, TB_RLX),
 			    tb_atomic_load(&h->read_pos, TB_RLX)) >= backlog)
 		tb_bell_wake(r->bell);
 }
@@ -685,7 +753,7 @@ static inline void tb__ring_wake_writers(const struct tb_ring *r)
  * Publishes read_pos (release: pairs with the writers' acquire load in
  * reserve; the chunk transitions come first) and wakes stalled writers.
  */
-static inline void tb_ring_publish_read_pos(const struct tb_ring *r,
+static inline void tb__r_publish_read_pos(const struct tb_ring *r,
 					    uint32_t read_pos)
 {
 	tb_atomic_store(&r->hdr->read_pos, read_pos, TB_REL);
@@ -693,7 +761,7 @@ static inline void tb_ring_publish_read_pos(const struct tb_ring *r,
 }
 
 /* ------------------------------------------------------------------------
- * Writer (seed sections 5.4, 6, 7): one per thread.
+ * Writer: one per thread.
  */
 enum tb_full_policy {
 	TB_DROP,	/* a full ring fails at once with TB_FULL */
@@ -815,7 +883,7 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 		tb_cpu_relax();
 	}
 	tb_atomic_add(&h->waiters, 1);	/* relaxed: the fence orders it */
-	tb_fence_seq_cst();	/* pairs with tb_ring_publish_read_pos() */
+	tb_fence_seq_cst();	/* pairs with tb__r_publish_read_pos() */
 	ret = tb_atomic_load(&h->read_pos, TB_RLX) != sample ? 1 :
 		tb_wait(&h->read_pos, sample, w->stall_ms);
 	tb_atomic_add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
@@ -834,7 +902,7 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 	uint32_t pos, sample, word;
 
 	for (;;) {
-		if (tb_ring_reserve(r, &pos, &sample) == TB_FULL) {
+		if (tb__w_reserve(r, &pos, &sample) == TB_FULL) {
 			if (burned)
 				break;
 			if (w->policy == TB_STALL &&
@@ -846,8 +914,8 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 		word = tb_state_data(TB_ACQUIRED, TB_FORMAT_TARGET,
 				     flags | (w->loss_owed ? TB_F_DATA_LOSS : 0),
 				     0, w->id);
-		if (tb_ring_claim(r, pos, word)) {
-			uint8_t *chunk = tb_ring_chunk(r, pos);
+		if (tb__w_claim(r, pos, word)) {
+			uint8_t *chunk = tb__ring_chunk(r, pos);
 
 			tb_frag_set_bid(chunk, w->bid);
 			tb_frag_cursor_init(&w->cur, chunk, r->chunk_size);
@@ -861,7 +929,7 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 		}
 		w->holes++;
 		tb__wstat(w, TB_WS_HOLES, 1);
-		tb_ring_notify(r);
+		tb__w_notify(r);
 		if (++burned == TB_CLAIM_BUDGET)
 			break;
 	}
@@ -910,7 +978,7 @@ static inline int tb__writer_relocate(struct tb_writer *w, uint32_t seen,
 	TB_MEMCPY(w->scratch + TB_FRAG_PAYLOAD_OFF, w->cur.chunk + w->pub_off,
 	       len);
 	TB_MEMCPY(w->scratch + cs - dlen, w->cur.chunk + w->cur.dir, dlen);
-	if (!tb_ring_acknowledge(r, w->pos, &seen)) {
+	if (!tb__w_acknowledge(r, w->pos, &seen)) {
 		tb__writer_drop(w, k + w->cur.open);
 		return TB_EPROTO;
 	}
@@ -953,11 +1021,11 @@ static inline void tb__writer_abandon(struct tb_writer *w)
 {
 	uint32_t seen = w->word;
 
-	if (!tb_ring_publish(w->ring, w->pos, &seen,
+	if (!tb__w_publish(w->ring, w->pos, &seen,
 			     tb_state_with(w->word, TB_COMPLETE)) &&
 	    seen == tb_state_with(w->word, TB_REWRITE))
-		tb_ring_acknowledge(w->ring, w->pos, &seen);
-	tb_ring_notify(w->ring);
+		tb__w_acknowledge(w->ring, w->pos, &seen);
+	tb__w_notify(w->ring);
 }
 
 /* The held chunk may be kept for the next fragment after publication. */
@@ -990,7 +1058,7 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 				     (w->cont_next && !w->cur.open ?
 				      TB_F_CONT_NEXT : 0),
 				     w->cur.nfrags, w->id);
-		if (tb_ring_publish(r, w->pos, &seen, want)) {
+		if (tb__w_publish(r, w->pos, &seen, want)) {
 			w->word = want;
 			w->pub_off = w->cur.payload;
 			if (w->cur.open)
@@ -1038,7 +1106,7 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 		uint32_t seen = w->word;
 
 		if (!cont && tb_frag_room(&w->cur) >= (int32_t)min &&
-		    tb_ring_reuse(w->ring, w->pos, &seen)) {
+		    tb__w_reuse(w->ring, w->pos, &seen)) {
 			w->word = tb_state_with(w->word, TB_ACQUIRED);
 			w->own = TB_OWN_ACQUIRED;
 		} else if (seen == w->word) {
@@ -1079,7 +1147,7 @@ static inline int tb_writer_close(struct tb_writer *w, uint32_t size,
  * For a long-lived open fragment: checks (one acquire load) whether the
  * reader scraped the chunk, and if so relocates the fragment - its first
  * @used bytes - to a replacement now, so the scraped chunk is released
- * without waiting for the close (seed section 6.5).  Afterwards the
+ * without waiting for the close.  Afterwards the
  * fragment's bytes are at span->begin whether it moved or not: rebase
  * the encoder's write pointer to span->begin + @used.  TB_DROPPED: no
  * replacement, the fragment is lost and must not be written any more.
@@ -1094,7 +1162,7 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 	    used > w->cur.dir - w->cur.width - w->cur.payload)
 		return TB_EINVAL;
 	/* acquire: pairs with the reader's release in mark_rewrite */
-	seen = tb_atomic_load(tb_ring_word(w->ring, w->pos), TB_ACQ);
+	seen = tb_atomic_load(tb__ring_word(w->ring, w->pos), TB_ACQ);
 	if (seen != w->word) {
 		ret = tb__writer_relocate(w, seen, used);
 		if (!ret && w->cur.nfrags)
@@ -1130,7 +1198,7 @@ static inline int tb_writer_release(struct tb_writer *w)
 	}
 	w->own = TB_OWN_NONE;
 	if (held)
-		tb_ring_notify(w->ring);	/* final: no waiting for more */
+		tb__w_notify(w->ring);	/* final: no waiting for more */
 	return ret;
 }
 
@@ -1175,7 +1243,7 @@ static inline int tb_writer_write_packet(struct tb_writer *w,
 }
 
 /* ------------------------------------------------------------------------
- * Reader (seed sections 5.3, 6.4, 7): one per ring.
+ * Reader: one per ring.
  */
 #define TB_READ_BUDGET		8	/* CAS losses per position */
 
@@ -1202,7 +1270,7 @@ struct tb_reader {
 	const struct tb_ring *ring;
 	uint8_t *scratch;	/* chunk_size bytes */
 	uint32_t pos;		/* private cursor: next position */
-	uint32_t stopped;	/* a protocol error latched */
+	uint32_t stopped;	/* the TB_PROTO_* rule, latched; 0 runs */
 	uint32_t wait_pos;	/* write_pos when the last drain stopped */
 	uint32_t wait_word;	/* the word it stopped at */
 	uint32_t pinned_run;	/* positions in a row found RewriteRequested */
@@ -1238,13 +1306,13 @@ enum {
 
 /*
  * Copies the @word's published fragments of chunk @pos into scratch and
- * validates them there (seed 6.4).
+ * validates them there.
  */
 static inline int tb__reader_copy(struct tb_reader *rd, uint32_t pos,
 				   uint32_t word, struct tb_chunk_view *v)
 {
 	const struct tb_ring *r = rd->ring;
-	const uint8_t *chunk = tb_ring_chunk(r, pos);
+	const uint8_t *chunk = tb__ring_chunk(r, pos);
 	unsigned n = tb_state_nfrags(word), w = r->width;
 	uint32_t cs = r->chunk_size, dlen = n * w;
 	int32_t total;
@@ -1282,9 +1350,13 @@ static inline int tb__reader_copy(struct tb_reader *rd, uint32_t pos,
 #define tb__reader_seam(rd, pos, word) ((void)0)
 #endif
 
-static inline int tb__reader_stop(struct tb_reader *rd)
+/* A protocol error: latched, and recorded for tb_ring_stats(). */
+static inline int tb__reader_stop(struct tb_reader *rd,
+				  enum tb_proto_rule rule)
 {
-	rd->stopped = 1;
+	rd->stopped = rule;
+	/* relaxed: statistics; the reader touches this ring no more */
+	tb_atomic_store(&rd->ring->hdr->rstat[TB_RS_STOPPED], rule, TB_RLX);
 	return TB_EPROTO;
 }
 
@@ -1311,11 +1383,11 @@ static inline int tb__reader_done(struct tb_reader *rd, int copied)
 static inline bool tb__reader_pressed(const struct tb_reader *rd,
 				       uint32_t write_pos)
 {
-	return tb_pos_distance(write_pos, rd->pos) >= rd->ring->num_chunks / 2;
+	return tb__pos_distance(write_pos, rd->pos) >= rd->ring->num_chunks / 2;
 }
 
 /*
- * Resolves the position at the private cursor (seed 5.3): one snapshot of
+ * Resolves the position at the private cursor: one snapshot of
  * the state word, then at most TB_READ_BUDGET lost races.  Moves only the
  * private cursor; tb__reader_step() publishes it.
  */
@@ -1334,20 +1406,20 @@ static inline int tb__reader_resolve(struct tb_reader *rd,
 	wp = tb_atomic_load(&r->hdr->write_pos, TB_RLX);
 	if (wp == pos)
 		return TB_NODATA;
-	if (tb_pos_distance(wp, pos) > r->num_chunks)
-		return tb__reader_stop(rd);	/* forged cursor */
-	word = tb_ring_load_state(r, pos);
+	if (tb__pos_distance(wp, pos) > r->num_chunks)
+		return tb__reader_stop(rd, TB_PROTO_WRITE_POS);
+	word = tb__r_load(r, pos);
 	for (budget = 0; budget < TB_READ_BUDGET; budget++) {
 		bool lazy = mode == TB_READ_LAZY &&
 			    !tb__reader_pressed(rd, wp);
 
 		switch (tb_state_of(word)) {
 		case TB_FREE:
-			if (word != tb_state_free(tb_ring_wrap(r, pos)))
-				return tb__reader_stop(rd);
+			if (word != tb_state_free(tb__ring_wrap(r, pos)))
+				return tb__reader_stop(rd, TB_PROTO_FREE_TAG);
 			if (lazy)
 				goto pending;	/* a writer is claiming */
-			if (tb_ring_advance(r, pos, &word))
+			if (tb__r_advance(r, pos, &word))
 				return tb__reader_done(rd, TB__COPY_EMPTY);
 			continue;
 		case TB_ACQUIRED:
@@ -1355,14 +1427,14 @@ static inline int tb__reader_resolve(struct tb_reader *rd,
 				goto pending;
 			copied = tb__reader_copy(rd, pos, word, v);
 			tb__reader_seam(rd, pos, word);
-			if (!tb_ring_mark_rewrite(r, pos, &word))
+			if (!tb__r_mark_rewrite(r, pos, &word))
 				continue;
 			rd->stat[TB_RS_SCRAPES]++;
 			return tb__reader_done(rd, copied);
 		case TB_COMPLETE:
 			copied = tb__reader_copy(rd, pos, word, v);
 			tb__reader_seam(rd, pos, word);
-			if (!tb_ring_reclaim_complete(r, pos, &word))
+			if (!tb__r_reclaim_complete(r, pos, &word))
 				continue;
 			return tb__reader_done(rd, copied);
 		case TB_REWRITE:
@@ -1378,11 +1450,11 @@ static inline int tb__reader_resolve(struct tb_reader *rd,
 			rd->pinned_run = run;
 			return ret;
 		case TB_ACKED:
-			if (!tb_ring_reclaim_acked(r, pos, &word))
-				return tb__reader_stop(rd);
+			if (!tb__r_reclaim_acked(r, pos, &word))
+				return tb__reader_stop(rd, TB_PROTO_ACKED);
 			return tb__reader_done(rd, TB__COPY_EMPTY);
 		default:
-			return tb__reader_stop(rd);	/* reserved state */
+			return tb__reader_stop(rd, TB_PROTO_RESERVED_STATE);
 		}
 	}
 	rd->stat[TB_RS_RETRY_LATER]++;
@@ -1393,9 +1465,9 @@ pending:
 }
 
 /*
- * Resolves the position at the private cursor (seed 5.3) and, when it was
+ * Resolves the position at the private cursor and, when it was
  * resolved, publishes the new read_pos right after the transition, as the
- * seed's reader flow does: a reader that stops anywhere but between the
+ * protocol's reader flow does: a reader that stops anywhere but between the
  * two leaves read_pos naming the next unresolved position.
  */
 static inline int tb__reader_step(struct tb_reader *rd,
@@ -1503,7 +1575,7 @@ static inline bool tb_reader_idle(const struct tb_reader *rd)
 	uint32_t wp = tb_atomic_load(&rd->ring->hdr->write_pos, TB_RLX);
 
 	return rd->stopped || (wp == rd->wait_pos && (wp == rd->pos ||
-	       tb_ring_load_state(rd->ring, rd->pos) == rd->wait_word));
+	       tb__r_load(rd->ring, rd->pos) == rd->wait_word));
 }
 
 /*
@@ -1830,6 +1902,33 @@ static inline int tb_reader_drain_packets(struct tb_reader *rd,
 	ra->ctx = ctx;
 	return tb_reader_drain(rd, max, mode, tb__ra_chunk, ra);
 }
+
+/*
+ * The protocol steps under their documented names, for tests and models
+ * only (see the comment at the top).
+ */
+#ifdef TB_PROTOCOL_STEPS
+#define tb_ring_reserve			tb__w_reserve
+#define tb_ring_claim			tb__w_claim
+#define tb_ring_publish			tb__w_publish
+#define tb_ring_reuse			tb__w_reuse
+#define tb_ring_acknowledge		tb__w_acknowledge
+#define tb_ring_load_state		tb__r_load
+#define tb_ring_advance			tb__r_advance
+#define tb_ring_reclaim_complete	tb__r_reclaim_complete
+#define tb_ring_mark_rewrite		tb__r_mark_rewrite
+#define tb_ring_reclaim_acked		tb__r_reclaim_acked
+#define tb_ring_publish_read_pos	tb__r_publish_read_pos
+#define tb_ring_init_at			tb__ring_init_at
+#define tb_ring_chunk			tb__ring_chunk
+#define tb_ring_word			tb__ring_word
+#define tb_ring_wrap			tb__ring_wrap
+#define tb_ring_next_wrap		tb__ring_next_wrap
+#define tb_pos_distance			tb__pos_distance
+#define tb_pos_index			tb__pos_index
+#define tb_pos_wrap			tb__pos_wrap
+#define tb_pos_next_wrap		tb__pos_next_wrap
+#endif
 
 #ifdef __cplusplus
 }

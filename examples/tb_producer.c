@@ -37,6 +37,8 @@
  *                  ring's control header and every chunk's state word for
  *                  MS milliseconds, then leaves.
  */
+/* the protocol steps, one at a time (see tbring.h) */
+#define TB_PROTOCOL_STEPS 1
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>

@@ -186,7 +186,7 @@ static void adopt(struct svc *v, struct producer *p)
 static void retire(struct svc *v, unsigned i)
 {
 	struct producer *p = v->live[i];
-	unsigned rounds, c;
+	unsigned rounds;
 	int ret = 0;
 
 	for (rounds = 0; rounds < 64 && !p->br.error; rounds++) {
@@ -201,19 +201,13 @@ static void retire(struct svc *v, unsigned i)
 		printf("tb_service: producer %u (pid %d): ring stopped: %s\n",
 		       p->id, (int)p->pid, tb_strerror(ret));
 	}
+	tb_ring_stats(&p->ring, &p->rs);
 	if (!p->br.error) {
 		/* nobody is left to acknowledge a scrape or close a chunk */
-		for (c = 0; c < p->ring.num_chunks; c++) {
-			unsigned st = tb_state_of(tb_ring_load_state(&p->ring,
-								    c));
-
-			if (st == TB_ACQUIRED || st == TB_REWRITE)
-				p->held++;
-		}
+		p->held = p->rs.states[TB_ACQUIRED] + p->rs.states[TB_REWRITE];
 		p->scanned = 1;
 	}
 	memcpy(p->stat, p->br.stat, sizeof(p->stat));
-	tb_ring_stats(&p->ring, &p->rs);
 	tb_bridge_destroy(&p->br);
 	munmap(p->map, p->len);
 	p->map = NULL;

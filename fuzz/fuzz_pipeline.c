@@ -42,6 +42,8 @@
  *  - nothing leaks, and every free through the allocator hook names a
  *    live block and its size.
  */
+/* the protocol steps, one at a time (see tbring.h) */
+#define TB_PROTOCOL_STEPS 1
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -53,6 +53,8 @@
  */
 #define TB_TEST_HOOKS 1
 
+/* the protocol steps, one at a time (see tbring.h) */
+#define TB_PROTOCOL_STEPS 1
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

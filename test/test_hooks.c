@@ -7,6 +7,8 @@
  * ring and a reader waiting on its doorbell must both sleep in the hook
  * and be woken through it.
  */
+/* the protocol steps, one at a time (see tbring.h) */
+#define TB_PROTOCOL_STEPS 1
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>

@@ -17,6 +17,8 @@
  * times as many packets.  TB_STRESS_VERBOSE=1 prints each run's counts;
  * TB_STRESS_SEED=n changes the random streams.
  */
+/* the protocol steps, one at a time (see tbring.h) */
+#define TB_PROTOCOL_STEPS 1
 #include <check.h>
 #include <pthread.h>
 #include <sched.h>

@@ -11,6 +11,8 @@
  * order, never through tbring.h's decoders; the BufferID and directory
  * are read as the little-endian bytes the specification makes them.
  */
+/* the protocol steps, one at a time (see tbring.h) */
+#define TB_PROTOCOL_STEPS 1
 #include <check.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -1708,11 +1710,13 @@ START_TEST(test_reader_retry_later_when_every_cas_loses)
 END_TEST
 
 /* Runs the reader on a forged word and expects a latched protocol error. */
-static void expect_eproto(uint32_t word, uint32_t write_pos)
+static void expect_eproto(uint32_t word, uint32_t write_pos,
+			  enum tb_proto_rule rule)
 {
 	struct tring t;
 	struct treader tr;
 	struct tb_chunk_view v;
+	struct tb_ring_stats st;
 
 	forge(&t, &tr, 256, word);
 	tset_write_pos(&t, write_pos);
@@ -1720,6 +1724,9 @@ static void expect_eproto(uint32_t word, uint32_t write_pos)
 			 TB_EPROTO);
 	ck_assert_uint_eq(tword(&t, 0), word);
 	ck_assert_uint_eq(tr.rd.pos, 0);
+	/* the rule that was broken is kept for tb_ring_stats() */
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.stopped, rule);
 	/* latched, also in a drain pass and in lazy mode */
 	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), TB_EPROTO);
@@ -1738,9 +1745,10 @@ static void expect_eproto(uint32_t word, uint32_t write_pos)
 
 START_TEST(test_reader_eproto_on_mismatched_free_tag)
 {
-	expect_eproto(spec_free(3), 1);
-	expect_eproto(spec_free(1), 1);		/* a tag from the future */
-	expect_eproto(spec_free(0x1fffffff), 1);
+	expect_eproto(spec_free(3), 1, TB_PROTO_FREE_TAG);
+	/* a tag from the future */
+	expect_eproto(spec_free(1), 1, TB_PROTO_FREE_TAG);
+	expect_eproto(spec_free(0x1fffffff), 1, TB_PROTO_FREE_TAG);
 }
 END_TEST
 
@@ -1749,17 +1757,18 @@ START_TEST(test_reader_eproto_on_reserved_states_5_6_7)
 	uint32_t st;
 
 	for (st = 5; st <= 7; st++) {
-		expect_eproto(st << 29, 1);
-		expect_eproto(st << 29 | 0x00030007u, 1);
+		expect_eproto(st << 29, 1, TB_PROTO_RESERVED_STATE);
+		expect_eproto(st << 29 | 0x00030007u, 1,
+			      TB_PROTO_RESERVED_STATE);
 	}
 }
 END_TEST
 
 START_TEST(test_reader_eproto_on_acknowledged_with_nonzero_low_bits)
 {
-	expect_eproto(0x80000001u, 1);
-	expect_eproto(0x80030007u, 1);
-	expect_eproto(0x9fffffffu, 1);
+	expect_eproto(0x80000001u, 1, TB_PROTO_ACKED);
+	expect_eproto(0x80030007u, 1, TB_PROTO_ACKED);
+	expect_eproto(0x9fffffffu, 1, TB_PROTO_ACKED);
 }
 END_TEST
 
@@ -1768,9 +1777,10 @@ START_TEST(test_reader_eproto_on_write_pos_beyond_num_chunks)
 	struct tring t;
 	struct treader tr;
 
-	expect_eproto(0, 5);
-	expect_eproto(0, 0x80000000u);
-	expect_eproto(0, 0xffffffffu);		/* "behind" read_pos */
+	expect_eproto(0, 5, TB_PROTO_WRITE_POS);
+	expect_eproto(0, 0x80000000u, TB_PROTO_WRITE_POS);
+	/* "behind" read_pos */
+	expect_eproto(0, 0xffffffffu, TB_PROTO_WRITE_POS);
 	/* exactly num_chunks ahead is a legal full ring */
 	forge(&t, &tr, 256, 0);
 	tset_write_pos(&t, 4);

@@ -10,6 +10,8 @@
  * one that was written or a failure.  Traces are decoded with
  * trace_decode.h, independently of tbservice.h's encoder.
  */
+/* the protocol steps, one at a time (see tbring.h) */
+#define TB_PROTOCOL_STEPS 1
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>

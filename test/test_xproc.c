@@ -19,6 +19,8 @@
  *     through the ring: the pinned chunks become holes on every traversal
  *     and all its packets arrive.
  */
+/* the protocol steps, one at a time (see tbring.h) */
+#define TB_PROTOCOL_STEPS 1
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
