@@ -40,11 +40,36 @@ extern "C" {
 enum tb_bridge_stat {
 	TB_BS_CHUNKS,		/* chunks copied into a buffer */
 	TB_BS_BAD_TARGET,	/* unknown BufferID: dropped */
-	TB_BS_REJECTED,		/* the buffer refused the chunk */
+	TB_BS_REJECTED,		/* the buffer refused the chunk (all causes) */
 	TB_BS_TOO_MANY_KEYS,	/* {writer, BufferID} table full: dropped */
+	TB_BS_KEYS_NOMEM,	/* ... could not grow (allocator): dropped */
 	TB_BS_LOSS_FLAGS,	/* chunks that carried the data-loss flag */
+	/* TB_BS_REJECTED by the central buffer's reason */
+	TB_BS_REJ_NOMEM,	/* TB_ENOMEM */
+	TB_BS_REJ_LIMIT,	/* TB_ELIMIT */
+	TB_BS_REJ_FULL,		/* TB_EBUFFULL: discard policy, full */
+	TB_BS_REJ_STALE,	/* TB_ESTALE */
+	TB_BS_REJ_TOO_BIG,	/* TB_ETOOBIG */
+	TB_BS_REJ_FRAMING,	/* TB_EFRAMING (the valid prefix was kept) */
+	TB_BS_REJ_BAD_ID,	/* TB_EBADID */
+	TB_BS_REJ_OTHER,	/* anything else (TB_ERECOMMIT, TB_EROFS) */
 	TB_BS_MAX
 };
+
+/* The counter of a central buffer's refusal. */
+static inline enum tb_bridge_stat tb__bridge_rejected(int err)
+{
+	switch (err) {
+	case TB_ENOMEM:		return TB_BS_REJ_NOMEM;
+	case TB_ELIMIT:		return TB_BS_REJ_LIMIT;
+	case TB_EBUFFULL:	return TB_BS_REJ_FULL;
+	case TB_ESTALE:		return TB_BS_REJ_STALE;
+	case TB_ETOOBIG:	return TB_BS_REJ_TOO_BIG;
+	case TB_EFRAMING:	return TB_BS_REJ_FRAMING;
+	case TB_EBADID:		return TB_BS_REJ_BAD_ID;
+	}
+	return TB_BS_REJ_OTHER;
+}
 
 struct tb__bridge_key {
 	uint32_t key;		/* writer << 16 | BufferID */
@@ -90,6 +115,8 @@ static inline int tb_bridge_init(struct tb_bridge *br,
 #endif
 	if (!alloc || (!bufs && nbufs))
 		return TB_EINVAL;
+	if (!producer_id)
+		return TB_EID;	/* its sequence ids would be the service's */
 	ret = tb_reader_init(&br->reader, ring, scratch);
 	if (ret)
 		return ret;
@@ -124,17 +151,22 @@ tb__bridge_slot(struct tb__bridge_key *keys, uint32_t cap, uint32_t key)
 }
 
 /* Doubles the table (16 entries at first); false when it cannot. */
+/* Doubles the table: false (and counted why) when it cannot. */
 static inline bool tb__bridge_grow(struct tb_bridge *br)
 {
 	uint32_t cap = br->keys_cap ? br->keys_cap * 2 : 16, i;
 	struct tb__bridge_key *keys;
 
-	if (br->keys_n >= TB_BRIDGE_MAX_KEYS)
+	if (br->keys_n >= TB_BRIDGE_MAX_KEYS) {
+		br->stat[TB_BS_TOO_MANY_KEYS]++;
 		return false;
+	}
 	keys = (struct tb__bridge_key *)br->alloc(br->alloc_ctx, NULL, 0,
 						   (size_t)cap * sizeof(*keys));
-	if (!keys)
+	if (!keys) {
+		br->stat[TB_BS_KEYS_NOMEM]++;
 		return false;
+	}
 	TB_MEMSET(keys, 0, (size_t)cap * sizeof(*keys));
 	for (i = 0; i < br->keys_cap; i++)
 		if (br->keys[i].used)
@@ -177,16 +209,15 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 	const uint8_t *p = v->payload;
 	struct tb_buf_chunk_in in;
 	uint32_t *id, i;
+	int ret;
 
 	if (!buf) {
 		br->stat[TB_BS_BAD_TARGET]++;
 		return;
 	}
 	id = tb__bridge_next_id(br, v->writer, v->bid);
-	if (!id) {
-		br->stat[TB_BS_TOO_MANY_KEYS]++;
-		return;
-	}
+	if (!id)
+		return;		/* counted by tb__bridge_grow() */
 	for (i = 0; i < v->nfrags; p += v->sizes[i++]) {
 		br->frags[i].data = p;
 		br->frags[i].size = v->sizes[i];
@@ -206,10 +237,13 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 		br->stat[TB_BS_LOSS_FLAGS]++;
 	}
 	/* a refused chunk still used its id: the buffer sees the gap */
-	if (tb_buf_copy_frags(buf, &in, br->frags, v->nfrags))
+	ret = tb_buf_copy_frags(buf, &in, br->frags, v->nfrags);
+	if (ret) {
 		br->stat[TB_BS_REJECTED]++;
-	else
+		br->stat[tb__bridge_rejected(ret)]++;
+	} else {
 		br->stat[TB_BS_CHUNKS]++;
+	}
 }
 
 /*

@@ -21,7 +21,11 @@
  *
  * Threading contract
  *   - Any number of writers, in any number of processes, each with its own
- *     struct tb_writer used by one thread at a time.
+ *     struct tb_writer used by one thread at a time, and its own writer
+ *     id (1..65535) among the live writers of that ring: the state word
+ *     names a chunk's writer by id alone, so two live writers with one id
+ *     could each take the other's Complete chunk for its own and reuse it
+ *     (the ids are Perfetto's WriterIDs, unique per producer).
  *   - Exactly one reader per ring (struct tb_reader), one thread.
  *   - The mapping holds only offsets and sizes, never pointers: every
  *     process may map it at a different address.  struct tb_ring is each
@@ -421,21 +425,29 @@ static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
 	uint32_t cl, nl;
 	size_t need;
 
-	if (!mem || len < TB_RING_HDR_SIZE || (uintptr_t)mem % 4)
+	if (!r || !mem)
 		return TB_EINVAL;
+	if ((uintptr_t)mem % 4)
+		return TB_EALIGN;
+	if (len < TB_RING_HDR_SIZE)
+		return TB_ESHORT;
 	/* acquire: pairs with the release store of magic in init */
-	if (tb_atomic_load(&h->magic, TB_ACQ) != TB_RING_MAGIC ||
-	    tb_atomic_load(&h->version, TB_RLX) != TB_RING_VERSION ||
-	    tb_atomic_load(&h->hdr_size, TB_RLX) != TB_RING_HDR_SIZE)
-		return TB_EINVAL;
-	/* relaxed: ordered by the magic's acquire above; read once */
+	if (tb_atomic_load(&h->magic, TB_ACQ) != TB_RING_MAGIC)
+		return TB_EMAGIC;
+	/* relaxed: ordered by the magic's acquire above; each read once */
+	if (tb_atomic_load(&h->version, TB_RLX) != TB_RING_VERSION)
+		return TB_EVERSION;
+	if (tb_atomic_load(&h->hdr_size, TB_RLX) != TB_RING_HDR_SIZE)
+		return TB_EHEADER;
 	cl = tb_atomic_load(&h->chunk_log2, TB_RLX);
 	nl = tb_atomic_load(&h->count_log2, TB_RLX);
 	if (cl < 8 || cl > 15 || nl < 1 || nl > TB_COUNT_MAX_LOG2)
-		return TB_EINVAL;
+		return TB_EGEOMETRY;
 	need = tb_ring_size(1u << cl, 1u << nl);
-	if (!need || len < need)
-		return TB_EINVAL;
+	if (!need)
+		return TB_EGEOMETRY;
+	if (len < need)
+		return TB_ESHORT;
 	tb__ring_view(r, mem, cl, nl);
 	return TB_OK;
 }
@@ -455,8 +467,14 @@ static inline int tb__ring_init_at(struct tb_ring *r, void *mem, size_t len,
 	struct tb_ring_hdr *h = (struct tb_ring_hdr *)mem;
 	uint32_t i;
 
-	if (!need || !mem || len < need || (uintptr_t)mem % 4)
+	if (!r || !mem)
 		return TB_EINVAL;
+	if (!need)
+		return TB_EGEOMETRY;
+	if ((uintptr_t)mem % 4)
+		return TB_EALIGN;
+	if (len < need)
+		return TB_ESHORT;
 	TB_MEMSET(h, 0, sizeof(*h));
 	tb__ring_view(r, mem, tb__log2(chunk_size), tb__log2(num_chunks));
 	h->version = TB_RING_VERSION;
@@ -810,8 +828,10 @@ static inline int tb_writer_init(struct tb_writer *w, const struct tb_ring *r,
 				 uint16_t id, uint16_t bid,
 				 enum tb_full_policy policy, void *scratch)
 {
-	if (!r || !scratch || (policy != TB_DROP && policy != TB_STALL))
+	if (!w || !r || !scratch || (policy != TB_DROP && policy != TB_STALL))
 		return TB_EINVAL;
+	if (!id)
+		return TB_EID;	/* reserved: the central buffer refuses it */
 	TB_MEMSET(w, 0, sizeof(*w));
 	w->ring = r;
 	w->scratch = (uint8_t *)scratch;
@@ -1099,7 +1119,7 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 	int ret;
 
 	if (w->own == TB_OWN_ACQUIRED)
-		return TB_EINVAL;	/* a fragment is already open */
+		return TB_EOPEN;
 	if (min > tb_frag_max_size(w->ring->chunk_size))
 		return TB_TOO_LARGE;
 	if (w->own == TB_OWN_CACHED) {
@@ -1121,9 +1141,9 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 			return ret;
 		w->cont_next = 0;	/* a relocated tail keeps its own */
 	}
-	/* cannot fail: room was checked, or the chunk is fresh */
-	return tb_frag_open(&w->cur, &span->begin, &span->end) ? TB_EINVAL :
-								  TB_OK;
+	ret = tb_frag_open(&w->cur, &span->begin, &span->end);
+	TB_BUG_ON(ret);	/* room was checked, or the chunk is fresh */
+	return ret ? TB_TOO_LARGE : TB_OK;
 }
 
 /*
@@ -1136,8 +1156,10 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 static inline int tb_writer_close(struct tb_writer *w, uint32_t size,
 				  unsigned flags)
 {
-	if (w->own != TB_OWN_ACQUIRED || tb_frag_close(&w->cur, size))
-		return TB_EINVAL;
+	if (w->own != TB_OWN_ACQUIRED || !w->cur.open)
+		return TB_ENOTOPEN;
+	if (tb_frag_close(&w->cur, size))
+		return TB_ESIZE;
 	if (flags & TB_CLOSE_CONT_NEXT)
 		w->cont_next = 1;
 	return tb__writer_publish(w, 0);
@@ -1158,9 +1180,10 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 	uint32_t seen;
 	int ret = TB_OK;
 
-	if (w->own != TB_OWN_ACQUIRED || !w->cur.open ||
-	    used > w->cur.dir - w->cur.width - w->cur.payload)
-		return TB_EINVAL;
+	if (w->own != TB_OWN_ACQUIRED || !w->cur.open)
+		return TB_ENOTOPEN;
+	if (used > w->cur.dir - w->cur.width - w->cur.payload)
+		return TB_ESIZE;
 	/* acquire: pairs with the reader's release in mark_rewrite */
 	seen = tb_atomic_load(tb__ring_word(w->ring, w->pos), TB_ACQ);
 	if (seen != w->word) {
@@ -1286,7 +1309,7 @@ struct tb_reader {
 static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 				 void *scratch)
 {
-	if (!r || !scratch)
+	if (!rd || !r || !scratch)
 		return TB_EINVAL;
 	TB_MEMSET(rd, 0, sizeof(*rd));
 	rd->ring = r;

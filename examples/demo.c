@@ -669,7 +669,8 @@ static int verify(struct demo *d, struct check *c, long decoded)
 {
 	uint64_t bridge_drops = d->bridge.stat[TB_BS_REJECTED] +
 				d->bridge.stat[TB_BS_BAD_TARGET] +
-				d->bridge.stat[TB_BS_TOO_MANY_KEYS];
+				d->bridge.stat[TB_BS_TOO_MANY_KEYS] +
+				d->bridge.stat[TB_BS_KEYS_NOMEM];
 	unsigned i, bad = 0;
 
 	for (i = 0; i < d->opt.writers; i++) {
@@ -796,7 +797,8 @@ static void summary(struct demo *d, double secs, struct check *c,
 	       (unsigned long long)(lost_service - d->overwritten[0]),
 	       (unsigned long long)(d->bridge.stat[TB_BS_REJECTED] +
 				    d->bridge.stat[TB_BS_BAD_TARGET] +
-				    d->bridge.stat[TB_BS_TOO_MANY_KEYS]));
+				    d->bridge.stat[TB_BS_TOO_MANY_KEYS] +
+				    d->bridge.stat[TB_BS_KEYS_NOMEM]));
 	printf("  loss flags  %llu packets carry previous_packet_dropped "
 	       "(bits 0x%x), at %llu gaps\n", (unsigned long long)lossy,
 	       bits, (unsigned long long)gaps);

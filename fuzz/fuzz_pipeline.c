@@ -317,7 +317,8 @@ static void check_honest(unsigned k, const uint8_t *body, uint64_t len,
 		if (bit(G.must[k], s))
 			CHECK(lossy || (G.last_seq[k] < 0 && A.failed &&
 					(G.br.stat[TB_BS_REJECTED] ||
-					 G.br.stat[TB_BS_TOO_MANY_KEYS])));
+					 G.br.stat[TB_BS_TOO_MANY_KEYS] ||
+					 G.br.stat[TB_BS_KEYS_NOMEM])));
 	G.last_seq[k] = seq;
 }
 
@@ -627,7 +628,7 @@ static int loss_somewhere(void)
 	unsigned i;
 
 	if (G.br.error || A.failed || G.cursors || G.br.stat[TB_BS_REJECTED] ||
-	    G.br.stat[TB_BS_TOO_MANY_KEYS])
+	    G.br.stat[TB_BS_TOO_MANY_KEYS] || G.br.stat[TB_BS_KEYS_NOMEM])
 		return 1;
 	for (i = 0; i < G.nbufs; i++) {
 		const struct tb_buf_stats *s = tb_buf_stats(G.bufs[i]);

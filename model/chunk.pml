@@ -6,110 +6,129 @@
  * state word: FreeForWrap(tag), Acquired(w,n), Complete(w,n),
  * RewriteRequested(w,n), Acknowledged (seed sections 3.2, 4, 5, 7).
  * spin explores every interleaving of the steps below and checks the
- * properties listed further down.  model/run.sh runs the configurations
- * and the mutations; see there for the numbers.
+ * properties listed further down; model/run.sh runs the configurations,
+ * the mutations and the probes, and prints state counts and times.
  *
- * What mirrors what in tbring.h
+ * What mirrors what in tbring.h (names as of this commit)
  *
  *   init              tb_ring_init_at(): cursors at START, every chunk
  *                     stamped with the free tag of the first position
  *                     >= START that maps to it.
- *   reader()          tb_reader_drain() in TB_READ_SCRAPE mode.
- *     r_step()        tb_reader_read_one(), split in its two shared
- *                     steps: (1) load write_pos, the forged-cursor check,
- *                     tb_ring_load_state() and __tb_reader_copy() of the
- *                     published prefix; (2) the arbitrating CAS of
+ *   reader()          tb_reader_drain() / tb_reader_read_one() in
+ *                     TB_READ_SCRAPE mode.
+ *     r_step()        tb__reader_resolve(), in its two shared steps:
+ *                     (1) load write_pos, the forged-cursor check,
+ *                     tb_ring_load_state() and tb__reader_copy() of the
+ *                     published prefix; (2) the arbitrating CAS -
  *                     tb_ring_advance(), tb_ring_mark_rewrite(),
- *                     tb_ring_reclaim_complete() or tb_ring_reclaim_acked(),
- *                     then __tb_reader_done().  A lost CAS redispatches on
- *                     the word it returned, TB_READ_BUDGET -> RBUDGET.
- *     r_emit()        the chunk callback of tb_reader_drain(): where the
- *                     properties about emitted fragments are asserted.
- *     read_pos store  tb_ring_publish_read_pos(), batched: the reader may
- *                     publish after any number of positions (one pass),
- *                     which covers the per-position store as well.
- *     r_solo()        a whole drain pass with every writer frozen.
+ *                     tb_ring_reclaim_complete() or tb_ring_reclaim_acked()
+ *                     - then tb__reader_done(), or tb__reader_stop() on a
+ *                     protocol error.  A lost CAS redispatches on the word
+ *                     it returned, at most TB_READ_BUDGET (RBUDGET) times,
+ *                     then TB_RETRY_LATER.
+ *     r_done()        tb__reader_done() and tb__reader_step()'s store of
+ *                     read_pos right after the transition.  BATCH=1 models
+ *                     the older once-per-pass store instead.
+ *     r_emit()        the chunk callback: where emitted fragments are
+ *                     checked.
+ *     r_solo()        a whole drain pass while every writer is frozen.
  *   writer(w)
- *     w_claim()       __tb_writer_claim(): tb_ring_reserve() (read_pos
- *                     acquire-loaded BEFORE write_pos in every iteration,
- *                     the issue-7 order), then one tb_ring_claim() against
- *                     FreeForWrap(wrap(pos)) computed from the saved
- *                     position; a lost claim burns the position (a hole)
- *                     and spends CLAIM_BUDGET -> BUDGET.  Full ring:
- *                     TB_FULL, or, for writer 0 (TB_STALL), a wait for
- *                     read_pos to move or a timeout; once a position
- *                     burned, TB_NO_CHUNK without waiting.
+ *     w_claim()       tb__writer_claim(): tb_ring_reserve() - read_pos
+ *                     acquire-loaded BEFORE write_pos in every iteration
+ *                     (issue 7's order), the full check, the write_pos
+ *                     CAS - then one tb_ring_claim() against
+ *                     FreeForWrap(wrap(pos)), computed from the saved
+ *                     position.  A lost claim burns the position (a hole)
+ *                     and spends TB_CLAIM_BUDGET (BUDGET).  A full ring is
+ *                     TB_FULL, or for writer 0 (TB_STALL) a wait in
+ *                     tb__writer_stall() until read_pos moves or it times
+ *                     out; once a position burned, TB_NO_CHUNK at once.
  *     w_open()        tb_writer_open(): tb_ring_reuse() of the cached
- *                     Complete chunk if it has room, else a fresh claim;
- *                     a failed claim is tb_writer_record_loss() (the
- *                     fragment is dropped, as by tb_writer_write_packet).
- *     w_close()       tb_writer_close() -> __tb_writer_publish(): publish
- *                     Complete, cache the chunk when
- *                     __tb_writer_cacheable() allows it.
- *     w_next()        closes the open fragment, opens the next one in the
- *                     same chunk and publishes the closed count while it
- *                     is open: Acquired(n) -> Acquired(n+1).  tbring.h's
- *                     __tb_writer_publish() has that branch (cur.open),
- *                     reached today only after a relocation; the model
- *                     lets a writer take it at any close, a superset.
- *     w_sync()        tb_writer_sync(): one load of the word; scraped ->
+ *                     Complete chunk, else a fresh claim; a failed claim is
+ *                     tb_writer_record_loss() (the fragment is dropped, as
+ *                     tb_writer_write_packet() drops the packet).
+ *     w_close()       tb_writer_close() -> tb__writer_publish(): publish
+ *                     Complete; keep the chunk when tb__writer_cacheable().
+ *     w_next()        close the open fragment, open the next one in the
+ *                     same chunk and publish the closed count while it is
+ *                     open: Acquired(n) -> Acquired(n+1).  That is the
+ *                     cur.open branch of tb__writer_publish(), which
+ *                     tbring.h reaches today only after a relocation; the
+ *                     model lets a writer take it at any close (GENERAL).
+ *     w_sync()        tb_writer_sync(): one load of the word; if scraped,
  *                     relocate the open fragment now.
- *     w_relocate()    __tb_writer_relocate(): copy the unpublished suffix
+ *     w_relocate()    tb__writer_relocate(): copy the unpublished suffix
  *                     (closed fragments and the open one) to scratch,
- *                     tb_ring_acknowledge(), claim a replacement, restore
- *                     there; no replacement -> __tb_writer_drop().
- *     w_publish()     the TB_RELOCATE_ROUNDS loop -> ROUNDS, then
- *                     __tb_writer_abandon() + drop.
- *     w_release()     tb_writer_release(): with a fragment open it is
+ *                     tb_ring_acknowledge(), claim a replacement, restore;
+ *                     no replacement -> tb__writer_drop().
+ *     w_publish()     the TB_RELOCATE_ROUNDS (ROUNDS) loop of
+ *                     tb__writer_publish(), then tb__writer_abandon() and
+ *                     tb__writer_drop().
+ *     w_release()     tb_writer_release() with a fragment open: it is
  *                     dropped and the closed ones published (Complete(0)
- *                     if there are none: the reader's hole).
- *     die             a writer that stops for good anywhere in its main
- *                     loop or between reserve and claim (killed, or
- *                     descheduled forever): the reader must not care.
+ *                     if there are none, which the reader takes as a hole).
+ *     died            a writer that stops for good while it holds an
+ *                     Acquired chunk, or between reserve and claim (killed,
+ *                     or never scheduled again): the reader must not care.
  *
  * What is abstracted
  *   - Payload and directory bytes are fragment ids in slot[chunk][i]:
- *     fragment s of writer w is FID(w, s).  Closing a fragment writes its
+ *     fragment s of writer w is FID(w, s).  Opening a fragment writes its
  *     id; the reader's copy is the ids of the first n slots; a relocation
- *     copies the suffix slots to scratch and restores them.  Sizes,
- *     BufferID, format and the three payload flags (and with them the
- *     data-loss and continuation bookkeeping) are not modelled: they
- *     ride in the word but never decide ownership.  A new owner clears
- *     the chunk's slots when it claims it (it may overwrite all of it).
- *   - One fragment per packet; the reader validates nothing (a malformed
- *     directory changes no transition, seed 5.3).
- *   - The lazy read mode is omitted: TB_PENDING is a reader step that
- *     changes nothing, which spin already covers by not scheduling it.
- *   - Doorbells, futexes and statistics are not modelled; a stalled
- *     writer's wait is "read_pos moved, or time out".
- *   - The word is an int with the state above bit 8: the free tag in the
- *     low bits, or n << 4 | writer.  Only whole-word compares are used.
+ *     copies the suffix slots to scratch and writes them back.  A new owner
+ *     clears the chunk's slots when it claims it: it may overwrite all of
+ *     it.  Sizes, BufferID, format and the three payload flags (so the
+ *     data-loss and continuation bookkeeping) are left out: they ride in
+ *     the word but never decide who owns it.
+ *   - One fragment per packet; fragments always fit; the reader validates
+ *     nothing (a malformed directory changes no transition, seed 5.3).
+ *   - The lazy read mode is left out: TB_PENDING changes nothing, which
+ *     spin already covers by not scheduling the reader.
+ *   - Doorbells, futexes and statistics are left out; a stalled writer's
+ *     wait is "read_pos moved, or time out".
+ *   - The word is an int, the state above bit 8 and below it the free tag
+ *     or n << 4 | writer.  Only whole words are compared, as in tbring.h.
+ *   - Steps are merged where nothing else can look in between: a writer's
+ *     copy of its suffix and its acknowledge are one step (while the word
+ *     is RewriteRequested nobody else touches the chunk; MUT_ACK_EARLY
+ *     splits them), as are the reader's load of the word and its copy (the
+ *     published prefix cannot change until the reader's own CAS), and its
+ *     CAS and read_pos store (a writer that loads read_pos in between sees
+ *     what it would have seen loading just before the CAS).
+ *
+ * The bounds
+ *   NW writers write NF fragments each into chunks of CAP slots.  A writer
+ *   calls tb_writer_sync() at most SYNCS times (each can relocate, and a
+ *   fragment scraped again and again would relocate forever).  MAXRES is
+ *   the horizon: a writer that would make reservation MAXRES + 1 stops
+ *   there for good instead (a run the model already allows), so every run
+ *   of at most MAXRES reservations in all is explored completely.
  *
  * The small position space
- *   Positions are PBITS-bit counters (P = 2^PBITS) standing for the real
+ *   Positions are PBITS-bit counters (P = 2^PBITS) standing for the
  *   uint32: chunk_index(p) = p & (NCHUNK - 1), wrap(p) = (p >> CBITS) &
- *   (2^WBITS - 1) standing for the 29-bit mask, next_wrap(p) =
- *   wrap(p + NCHUNK mod P).  The (chunk, tag) identity then repeats after
- *   PERIOD = min(NCHUNK * 2^WBITS, P) reservations, as the seed's section
- *   9 has min(num_chunks * 2^29, 2^32).  Which limit bites depends on
- *   CBITS + WBITS against PBITS exactly as on 29 + log2(num_chunks)
- *   against 32:
+ *   (2^WBITS - 1) standing for the 29-bit mask, next_wrap(p) = wrap(p +
+ *   NCHUNK mod P).  The (chunk, tag) identity then repeats after PERIOD =
+ *   min(NCHUNK * 2^WBITS, P) reservations, as seed section 9 has
+ *   min(num_chunks * 2^29, 2^32).  Which limit bites depends on CBITS +
+ *   WBITS against PBITS exactly as on log2(num_chunks) + 29 against 32:
  *     CBITS + WBITS < PBITS   the tag mask wraps first: 2 or 4 real chunks
  *     CBITS + WBITS = PBITS   both at once: 8 real chunks
- *     CBITS + WBITS > PBITS   the position wraps first, the top tag values
- *                             are never used: 16 or more real chunks; this
- *                             is where a blind tag increment diverges from
- *                             next_wrap() (seed 4.2's example).
+ *     CBITS + WBITS > PBITS   the position wraps first and the top tag
+ *                             values are never used: 16 or more real
+ *                             chunks; here a blind tag increment parts
+ *                             from next_wrap() (seed 4.2's example).
  *   The documented limit (tbring.h's header) is one ring tighter than the
  *   period, because resolving p already stamps the word for p + NCHUNK: a
  *   writer suspended between reserve and claim may be fooled once LIMIT =
  *   PERIOD - NCHUNK further reservations were made.  The model asserts
- *   that no stale claim succeeds below LIMIT, and the probe REACH checks
- *   that one does at exactly LIMIT (the limit is reached and is exact).
- *   A claim beyond the limit, and a reservation from a read_pos sample
- *   older than P - NCHUNK (the 2^32 rollover of a suspended reservation),
- *   are outside what the protocol promises: such a writer is parked
- *   (counted as dead) rather than let it void the other properties.
+ *   that no stale claim succeeds below LIMIT; the probe -DREACH asserts
+ *   that none succeeds at exactly LIMIT, and run.sh requires that probe to
+ *   fail: the limit is reached and it is exact.  A claim beyond the limit,
+ *   and a reservation that found room only through a read_pos sample
+ *   older than P - NCHUNK positions (the 2^32 rollover of a suspended
+ *   reservation), are beyond what the protocol promises: such a writer is
+ *   parked (it stops, counted as dead) rather than void the properties.
  *
  * Properties (each a named assert; the name is what pan prints)
  *   P_no_double_emit      no fragment is emitted twice.
@@ -120,9 +139,9 @@
  *                         (below the identity limit).
  *   P_emitted_or_dropped  only published fragments are emitted; at the
  *                         end every published fragment was emitted, none
- *                         both emitted and dropped, and every fragment of
- *                         a writer that did not die was emitted or counted
- *                         dropped.
+ *                         was both emitted and dropped, and every fragment
+ *                         of a writer that did not die was emitted or
+ *                         counted dropped.
  *   P_no_protocol_error   the reader never meets a mismatched free tag, a
  *                         reserved state, a failed Acknowledged reclaim or
  *                         a forged cursor; a writer never finds a scraped
@@ -130,33 +149,48 @@
  *                         acknowledge.
  *   P_sane_read_sample    reserve never sees read_pos ahead of write_pos
  *                         (issue 7: a spurious TB_FULL on an idle ring).
- *   P_reader_never_waits  (a) the ltl claim below: in every reachable
- *                         state the reader process is enabled until it has
- *                         finished, i.e. none of its statements blocks on
- *                         what a writer does (its only guards are on its
- *                         own variables and read_pos, which only it
- *                         writes);  (b) r_solo(): from any state, with
- *                         every writer frozen, one drain pass resolves
- *                         every reserved position without losing a CAS
- *                         and within 2 * NCHUNK steps.  It runs inside a
- *                         d_step, where pan reports any statement that
- *                         would block ("block in d_step seq").
+ *   P_reader_never_waits  (a) -DNOWAIT adds an ltl claim: in every
+ *                         reachable state the reader process is enabled
+ *                         until it has finished, i.e. none of its
+ *                         statements blocks on what a writer does.  Its
+ *                         guards read only its own variables, read_pos
+ *                         (which only it writes) and, to finish, the count
+ *                         of finished writers.  (b) r_solo(): from every
+ *                         state, with every writer frozen, one drain pass
+ *                         resolves every reserved position without losing
+ *                         a CAS and within 2 * NCHUNK + 1 steps.  It runs
+ *                         in a d_step, where pan reports any statement
+ *                         that would block ("blocking sel in d_step").
  *
  * spin is sequentially consistent: this checks the protocol's logic (who
- * may change which word when, and what the CAS compares against), not
- * whether tbring.h's acquire/release placement is enough on ARM.
+ * may change which word when, and what each CAS compares against), not
+ * whether tbring.h's acquire/release placement suffices on a weak machine.
  *
  * Mutations, each to be caught (run.sh):
- *   MUT_ZERO_FREE     the free word is all zero (no wrap tag): seed 2.1.
+ *   MUT_ZERO_FREE     the free word is all zero, no wrap tag: seed 2.1.
  *   MUT_BLIND_INC     the reader stamps the tag it found + 1 (masked)
  *                     instead of next_wrap(pos).
  *   MUT_ACK_EARLY     the writer acknowledges before copying its suffix.
  *   MUT_SHORT_ID      the protocol's tag mask has one bit less than the
  *                     documented WBITS: a shorter identity period.
  *   MUT_WR_FIRST      reserve loads write_pos before read_pos (the order
- *                     issue 7 fixes).
+ *                     issue 7 fixed).
  *   MUT_READER_WAITS  the reader waits on an Acquired chunk until its
  *                     writer changes the word, instead of scraping it.
+ *
+ * Scenarios (COVER(n); pan prints the ones a run reached, "cover: ..."):
+ *    1 reader resolves an unclaimed position     12 reuse of a cached chunk
+ *    2 a lost claim burns a position             13 reuse lost to the reader
+ *    3 ... because the reader passed it first    14 Acquired(n) -> (n+k)
+ *    4 scrape of a published prefix                with a fragment open
+ *    5 scrape of Acquired(0)                     15 open fragment relocated
+ *    6 reclaim of Complete(n > 0)                16 closed suffix relocated
+ *    7 reclaim of Complete(0)                    17 suffix dropped: no
+ *    8 an older RewriteRequested: a hole            replacement
+ *    9 reclaim of Acknowledged                   18 TB_RELOCATE_ROUNDS spent
+ *   10 reader loses a CAS, redispatches          19 TB_FULL
+ *   11 TB_RETRY_LATER                            20 a stall that resumed
+ *   21 TB_NO_CHUNK                               22 claim after the rollover
  */
 
 /* ---- configuration (run.sh passes -D...) ------------------------------ */
@@ -206,16 +240,37 @@
 #define SOLO	1		/* r_solo() from every state */
 #endif
 #ifndef MAXRES
-#define MAXRES	6		/* horizon: reservations explored in all */
+#define MAXRES	5		/* horizon: reservations explored in all */
 #endif
 #ifndef SYNCS
 #define SYNCS	1		/* tb_writer_sync() calls per writer */
 #endif
 #define STALL(w)	((w) == 0)
-#ifndef COVER_ID
-#define COVER_ID	0	/* run.sh: which scenario probe must fire */
+/*
+ * Scenario probes: COVER(n) marks that scenario n happened.  The marks
+ * live in C memory outside the state vector (pan neither stores nor
+ * undoes them), so they cost no states; pan prints them when it exits.
+ * With -DCOVER_ID=n the probe is an assertion instead, to get a trail.
+ */
+#define NCOVER		23
+#ifdef COVER_ID
+#define COVER(n)	assert(COVER_ID != (n))
+#else
+#define COVER(n)	c_code { tb_cover[n] = 1; }
 #endif
-#define COVER(n)	assert(COVER_ID != (n))	/* writer 0 is TB_STALL, others TB_DROP */
+c_decl {
+	unsigned char tb_cover[NCOVER];
+	static void tb_cover_print(void)
+	{
+		int n;
+
+		printf("cover:");
+		for (n = 1; n < NCOVER; n++)
+			if (tb_cover[n])
+				printf(" %d", n);
+		printf("\n");
+	}
+}	/* writer 0 is TB_STALL, others TB_DROP */
 
 #define P	(1 << PBITS)
 #define PMASK	(P - 1)
@@ -1051,6 +1106,7 @@ init
 {
 	byte i, p;
 
+	c_code { atexit(tb_cover_print); };
 	d_step {	/* tb_ring_init_at(START) */
 		write_pos = START & PMASK;
 		read_pos = write_pos;

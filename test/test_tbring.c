@@ -341,12 +341,12 @@ START_TEST(test_init_rejects_bad_memory_and_geometry)
 	uint8_t *mem = (uint8_t *)calloc(1, len + 8);
 	struct tb_ring r;
 
-	ck_assert_int_eq(tb_ring_init(&r, mem, len - 1, 256, 4), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len - 1, 256, 4), TB_ESHORT);
 	ck_assert_int_eq(tb_ring_init(&r, NULL, len, 256, 4), TB_EINVAL);
-	ck_assert_int_eq(tb_ring_init(&r, mem + 1, len, 256, 4), TB_EINVAL);
-	ck_assert_int_eq(tb_ring_init(&r, mem, len, 384, 4), TB_EINVAL);
-	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 3), TB_EINVAL);
-	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 1), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_init(&r, mem + 1, len, 256, 4), TB_EALIGN);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 384, 4), TB_EGEOMETRY);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 3), TB_EGEOMETRY);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 1), TB_EGEOMETRY);
 	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 4), TB_OK);
 	free(mem);
 }
@@ -432,34 +432,36 @@ START_TEST(test_attach_validates_header_as_untrusted)
 	ck_assert_ptr_eq(r.chunks, t.r.chunks);
 
 	h->magic ^= 1;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EMAGIC);
 	h->magic ^= 1;
 	h->version++;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EVERSION);
 	h->version--;
 	h->hdr_size = 256;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EHEADER);
 	h->hdr_size = TB_RING_HDR_SIZE;
 	h->chunk_log2 = 7;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EGEOMETRY);
 	h->chunk_log2 = 16;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EGEOMETRY);
 	h->chunk_log2 = 0xffffffffu;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EGEOMETRY);
 	/* larger chunks than the mapping holds */
 	h->chunk_log2 = 11;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_ESHORT);
 	h->chunk_log2 = 10;
 	h->count_log2 = 0;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EGEOMETRY);
 	h->count_log2 = 31;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EGEOMETRY);
 	h->count_log2 = 4;	/* more chunks than the mapping holds */
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_ESHORT);
 	h->count_log2 = 3;
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len - 1), TB_EINVAL);
-	ck_assert_int_eq(tb_ring_attach(&r, t.mem, 100), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len - 1), TB_ESHORT);
+	ck_assert_int_eq(tb_ring_attach(&r, t.mem, 100), TB_ESHORT);
 	ck_assert_int_eq(tb_ring_attach(&r, NULL, t.len), TB_EINVAL);
+	ck_assert_int_eq(tb_ring_attach(&r, (uint8_t *)t.mem + 2, t.len - 2),
+			 TB_EALIGN);
 	ck_assert_int_eq(tb_ring_attach(&r, t.mem, t.len), TB_OK);
 	tring_free(&t);
 }
@@ -2260,7 +2262,7 @@ START_TEST(test_writer_largest_fragment_fits_exactly)
 		ck_assert_int_eq(tb_writer_open(&a.w, max, 0, &sp), TB_OK);
 		ck_assert_uint_eq((size_t)(sp.end - sp.begin), max);
 		memset(sp.begin, 0x3c, max);
-		ck_assert_int_eq(tb_writer_close(&a.w, max + 1, 0), TB_EINVAL);
+		ck_assert_int_eq(tb_writer_close(&a.w, max + 1, 0), TB_ESIZE);
 		ck_assert_int_eq(tb_writer_close(&a.w, max, 0), TB_OK);
 		tdecode(&t, 0, &d);
 		ck_assert(!d.malformed);
@@ -3075,6 +3077,36 @@ START_TEST(test_relocated_open_fragment_can_be_scraped_again)
 }
 END_TEST
 
+/* Each way a caller can misuse a writer has its own code. */
+START_TEST(test_writer_misuse_gets_a_code_per_cause)
+{
+	struct tring t;
+	struct twriter a;
+	struct tb_writer z;
+	struct tb_span sp;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	/* writer id 0 is refused where it is given */
+	ck_assert_int_eq(tb_writer_init(&z, &t.r, 0, BID, TB_DROP,
+					a.scratch), TB_EID);
+	ck_assert_int_eq(tb_writer_init(&z, &t.r, 1, BID, (enum tb_full_policy)9,
+					a.scratch), TB_EINVAL);
+	ck_assert_int_eq(tb_writer_close(&a.w, 1, 0), TB_ENOTOPEN);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_EOPEN);
+	ck_assert_int_eq(tb_writer_close(&a.w,
+					 (uint32_t)(sp.end - sp.begin) + 1, 0),
+			 TB_ESIZE);
+	ck_assert_int_eq(tb_writer_open(&a.w, 300, 0, &sp), TB_EOPEN);
+	ck_assert_int_eq(tb_writer_close(&a.w, 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&a.w, 300, 0, &sp), TB_TOO_LARGE);
+	ck_assert_uint_eq(twrite_pos(&t), 1);	/* nothing more reserved */
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_sync_rejects_bad_calls)
 {
 	struct tring t;
@@ -3083,12 +3115,12 @@ START_TEST(test_sync_rejects_bad_calls)
 
 	tring_new(&t, 256, 4);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
-	ck_assert_int_eq(tb_writer_sync(&a.w, 0, &sp), TB_EINVAL);
+	ck_assert_int_eq(tb_writer_sync(&a.w, 0, &sp), TB_ENOTOPEN);
 	ck_assert_int_eq(twrite(&a, "x", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_sync(&a.w, 0, &sp), TB_EINVAL);
+	ck_assert_int_eq(tb_writer_sync(&a.w, 0, &sp), TB_ENOTOPEN);
 	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_OK);
 	ck_assert_int_eq(tb_writer_sync(&a.w, (uint32_t)(sp.end - sp.begin) + 1,
-					&sp), TB_EINVAL);
+					&sp), TB_ESIZE);
 	ck_assert_int_eq(tb_writer_sync(&a.w, (uint32_t)(sp.end - sp.begin),
 					&sp), TB_OK);
 	twriter_free(&a);
@@ -4341,6 +4373,7 @@ static Suite *relocation_suite(void)
 	tcase_add_test(tc, test_relocated_replacement_is_not_reused);
 	tcase_add_test(tc, test_relocated_open_fragment_can_be_scraped_again);
 	tcase_add_test(tc, test_sync_rejects_bad_calls);
+	tcase_add_test(tc, test_writer_misuse_gets_a_code_per_cause);
 	tcase_set_timeout(tc, 20);
 	suite_add_tcase(s, tc);
 	return s;

@@ -599,6 +599,80 @@ START_TEST(test_bridge_packet_dropped_on_full_ring_reads_as_smb_full)
 }
 END_TEST
 
+/* Every chunk the central buffer refuses is counted by its reason. */
+START_TEST(test_bridge_counts_each_refusal_by_its_reason)
+{
+	struct fx *f = fx_new(1, 1024, 32, 65536);
+	struct tb_buf *small = tb_buf_create(4096, TB_BUF_DISCARD);
+	struct tb_buf_ident id = { 1000, 100 };
+	struct twriter a;
+	uint32_t i, w;
+	int n;
+
+	ck_assert_ptr_nonnull(small);
+	tb_bridge_destroy(&f->br[0]);
+	/* producer id 0: its sequence ids would collide with the service's */
+	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0], 0,
+					id, &small, 1, NULL, NULL), TB_EID);
+	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
+					PROD0, id, &small, 1, NULL, NULL),
+			 TB_OK);
+	tw_new(&a, f, 0, 1, 0);
+	for (i = 0; i < 12; i++)	/* 12 chunks of ~900 B into 4 KiB */
+		wpkt_rel(&a, i, 900);
+	/* a hostile writer forges writer id 0 into a published word */
+	wpkt_rel(&a, 12, 60);
+	w = tword(&f->t[0], 12);
+	tset_word(&f->t[0], 12, w & 0xffff0000u);
+	n = drain(f, 0, TB_READ_LAZY);
+	ck_assert_int_eq(n, 13);
+	ck_assert_uint_gt(f->br[0].stat[TB_BS_REJ_FULL], 0);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_REJ_BAD_ID], 1);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_REJECTED],
+			  f->br[0].stat[TB_BS_REJ_FULL] + 1);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_CHUNKS] +
+			  f->br[0].stat[TB_BS_REJECTED], 13);
+	twriter_free(&a);
+	tb_bridge_destroy(&f->br[0]);
+	/* the fixture frees it again: give it a fresh one */
+	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
+					PROD0, id, f->buf, NBUF, NULL, NULL),
+			 TB_OK);
+	tb_buf_destroy(small);
+	fx_free(f);
+}
+END_TEST
+
+static void *no_memory(void *ctx, void *ptr, size_t old_size, size_t n)
+{
+	(void)ctx, (void)old_size;
+	if (!n)
+		free(ptr);
+	return NULL;
+}
+
+/* A {writer, BufferID} table that cannot grow is not "too many keys". */
+START_TEST(test_bridge_key_table_without_memory_is_counted_as_such)
+{
+	struct fx *f = fx_new(1, 1024, 32, 65536);
+	struct tb_buf_ident id = { 1000, 100 };
+	struct twriter a;
+
+	tb_bridge_destroy(&f->br[0]);
+	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
+					PROD0, id, f->buf, NBUF, no_memory,
+					NULL), TB_OK);
+	tw_new(&a, f, 0, 1, 0);
+	wpkt_rel(&a, 0, 60);
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 1);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_KEYS_NOMEM], 1);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_TOO_MANY_KEYS], 0);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_CHUNKS], 0);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
 START_TEST(test_bridge_unknown_buffer_id_is_counted_and_dropped)
 {
 	struct fx *f = fx_new(1, 1024, 32, 65536);
@@ -2024,6 +2098,9 @@ static Suite *bridge_suite(void)
 		test_bridge_recorded_loss_reads_as_smb_full_on_next_packet);
 	tcase_add_test(t,
 		test_bridge_packet_dropped_on_full_ring_reads_as_smb_full);
+	tcase_add_test(t, test_bridge_counts_each_refusal_by_its_reason);
+	tcase_add_test(t,
+		test_bridge_key_table_without_memory_is_counted_as_such);
 	tcase_add_test(t, test_bridge_unknown_buffer_id_is_counted_and_dropped);
 	tcase_add_test(t, test_bridge_two_buffer_ids_route_to_two_buffers);
 	tcase_add_test(t,
