@@ -9,7 +9,9 @@
  * properties listed further down; model/run.sh runs the configurations,
  * the mutations and the probes, and prints state counts and times.
  *
- * What mirrors what in tbring.h (names as of this commit)
+ * What mirrors what in tbring.h (names as of this commit; the protocol
+ * steps under the names TB_PROTOCOL_STEPS gives them, tb__w_* and tb__r_*
+ * inside the header)
  *
  *   init              tb_ring_init_at(): cursors at START, every chunk
  *                     stamped with the free tag of the first position
@@ -88,6 +90,8 @@
  *     wait is "read_pos moved, or time out".
  *   - The word is an int, the state above bit 8 and below it the free tag
  *     or n << 4 | writer.  Only whole words are compared, as in tbring.h.
+ *     Every writer has its own id, as tbring.h requires of live writers:
+ *     the id in the word is what makes a writer's exact-word CASes its own.
  *   - Steps are merged where nothing else can look in between: a writer's
  *     copy of its suffix and its acknowledge are one step (while the word
  *     is RewriteRequested nobody else touches the chunk; MUT_ACK_EARLY
