@@ -196,14 +196,15 @@ report() {	# report RUN
 	fi
 	if [ -z "$fire" ] && [ -n "$cover" ]; then
 		printf '  %-22s scenarios reached: %s\n' "" "$cover"
-		if [ "$name" = mask ]; then
-			local n
-			for n in $mask_cover; do
-				case " $cover " in *" $n "*) ;; *)
-					echo "  $name: scenario $n NOT reached"
-					fails=$((fails + 1)) ;;
-				esac
-			done
+	fi
+	if [ "$name" = mask ] && [ "$verdict" = "ok, errors: 0" ]; then
+		local n missing=""
+		for n in $mask_cover; do
+			case " $cover " in *" $n "*) ;; *) missing="$missing $n" ;; esac
+		done
+		if [ -n "$missing" ]; then
+			printf '  %-22s FAILED: scenarios not reached:%s\n' "" "$missing"
+			fails=$((fails + 1))
 		fi
 	fi
 }
