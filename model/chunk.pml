@@ -181,6 +181,9 @@
  *                     issue 7 fixed).
  *   MUT_READER_WAITS  the reader waits on an Acquired chunk until its
  *                     writer changes the word, instead of scraping it.
+ *   MUT_REVERSE_EMIT  the reader hands a chunk's fragments over backwards.
+ *   MUT_RELOC_FROM_0  a relocation copies its suffix from slot 0, not from
+ *                     the count the reader took.
  *
  * Scenarios (COVER(n); pan prints the ones a run reached, "cover: ..."):
  *    1 reader resolves an unclaimed position     12 reuse of a cached chunk
@@ -358,7 +361,7 @@ hidden byte REACH_identity_limit;
 
 /* ---- reader ------------------------------------------------------------ */
 
-/* __tb_reader_copy(): the ids of the published prefix, to private memory. */
+/* tb__reader_copy(): the ids of the published prefix, to private memory. */
 inline r_copy()
 {
 	rn = ((ST(word) == S_ACQ || ST(word) == S_CPL) -> NFR(word) : 0);
@@ -374,13 +377,19 @@ inline r_copy()
 	i = 0
 }
 
+#ifdef MUT_REVERSE_EMIT
+#define EMIT_AT(i)	(rn - 1 - (i))	/* the chunk's fragments backwards */
+#else
+#define EMIT_AT(i)	(i)
+#endif
+
 /* The chunk callback: the copy is ours now, exactly once. */
 inline r_emit()
 {
 	i = 0;
 	do
 	:: i < rn ->
-		f = rc[i];
+		f = rc[EMIT_AT(i)];
 		assert(P_emitted_or_dropped || (f != 0 && published[f]));
 		assert(P_no_double_emit || !emitted[f]);
 		assert(P_writer_fifo || FS(f) >= last[FW(f)]);
@@ -408,7 +417,7 @@ inline r_clear()
 	i = 0
 }
 
-/* __tb_reader_done(): resolved, move the private cursor. */
+/* tb__reader_done(): resolved, move the private cursor. */
 inline r_done()
 {
 	rpos = (rpos + 1) & PMASK;
@@ -420,7 +429,7 @@ inline r_done()
 	r_clear()
 }
 
-/* __tb_reader_stop(): latched, state and read_pos left as they are. */
+/* tb__reader_stop(): latched, state and read_pos left as they are. */
 inline r_stop()
 {
 	assert(P_no_protocol_error);
@@ -602,7 +611,7 @@ inline w_forget()
 }
 
 /*
- * __tb_writer_drop(): the k closed unpublished fragments and the open one
+ * tb__writer_drop(): the k closed unpublished fragments and the open one
  * are lost and counted.  The writer knows them by sequence number (not by
  * what the chunk holds): the closed ones are seq - k .. seq - 1, the open
  * one is seq.  Pure assignments: used inside d_steps.
@@ -650,7 +659,7 @@ inline w_claim_failed(restore)
 }
 
 /*
- * __tb_writer_claim(): reserve and claim a fresh chunk.  restore 0 puts a
+ * tb__writer_claim(): reserve and claim a fresh chunk.  restore 0 puts a
  * newly opened fragment in it, 1 restores a relocated suffix from sc[] (k
  * closed fragments, then the open one).  ok: it worked; otherwise the loss
  * is already counted.
@@ -840,8 +849,14 @@ inline w_claim(restore)
 	od
 }
 
+#ifdef MUT_RELOC_FROM_0
+#define SUFFIX_AT	0		/* ignores the count the reader took */
+#else
+#define SUFFIX_AT	NFR(word)
+#endif
+
 /*
- * __tb_writer_relocate(): seen is what the failed publish (or sync)
+ * tb__writer_relocate(): seen is what the failed publish (or sync)
  * found.  Copy the suffix, acknowledge, then claim a replacement and
  * restore the suffix there.  err: the suffix was lost.
  */
@@ -866,7 +881,7 @@ inline w_relocate()
 			i = 0;
 			do
 			:: i < k + open ->
-				sc[i] = slot[CH(pos) * CAP + NFR(word) + i];
+				sc[i] = slot[CH(pos) * CAP + SUFFIX_AT + i];
 				i++
 			:: else -> break
 			od;
@@ -889,7 +904,7 @@ inline w_relocate()
 			i = 0;
 			do
 			:: i < k + open ->
-				sc[i] = slot[CH(pos) * CAP + NFR(word) + i];
+				sc[i] = slot[CH(pos) * CAP + SUFFIX_AT + i];
 				i++
 			:: else -> break
 			od;
@@ -909,7 +924,7 @@ inline w_relocate()
 	fi
 }
 
-/* __tb_writer_abandon() + __tb_writer_drop(), after ROUNDS scrapes. */
+/* tb__writer_abandon() + tb__writer_drop(), after ROUNDS scrapes. */
 inline w_abandon()
 {
 	k = nfr - NFR(word);
@@ -927,7 +942,7 @@ inline w_abandon()
 }
 
 /*
- * __tb_writer_publish(): Complete(nfr), or Acquired(nfr) while a fragment
+ * tb__writer_publish(): Complete(nfr), or Acquired(nfr) while a fragment
  * is open; a failed CAS is a scrape: relocate and publish again.
  */
 inline w_publish()
@@ -960,7 +975,7 @@ inline w_publish()
 				state[CH(pos)] = word;
 				seen = 0;
 				ok = 1;
-				if	/* __tb_writer_cacheable() */
+				if	/* tb__writer_cacheable() */
 				:: !open && !reloc && nfr < CAP -> own = O_CACHED
 				:: !open && (reloc || nfr == CAP) -> w_forget()
 				:: open

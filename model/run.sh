@@ -65,6 +65,8 @@ runs=(
 "mut-wr-first|clean|P_sane_read_sample|$MASK -DMAXRES=5 -DMUT_WR_FIRST|(e) write_pos loaded before read_pos"
 "mut-reader-waits|nowait|P_reader_never_waits|$MASK -DMAXRES=4 -DSOLO=0 -DMUT_READER_WAITS|(f) reader waits for a writer: the claim"
 "mut-reader-waits-solo|clean|blocking sel in d_step|$MASK -DMAXRES=5 -DMUT_READER_WAITS|(f) the same: the frozen-writers pass"
+"mut-reverse-emit|clean|P_writer_fifo|$MASK -DMAXRES=5 -DMUT_REVERSE_EMIT|(g) a chunk's fragments emitted backwards"
+"mut-reloc-from-0|clean|P_no_double_emit|$MASK -DMAXRES=5 -DMUT_RELOC_FROM_0|(h) relocation copies the taken prefix too"
 )
 # The scenarios the mask run must reach (COVER(n) in chunk.pml).
 mask_cover="1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22"
