@@ -80,7 +80,7 @@ enum tb_result {
 
 	/* the central buffer refused a call */
 	TB_ENOMEM = -40,	/* the allocator failed */
-	TB_ELIMIT = -41,	/* a size limit of the buffer, not memory */
+	TB_ELIMIT = -41,	/* a size limit, not memory (table full) */
 	TB_EROFS = -42,		/* the buffer is read-only (a clone) */
 	TB_EBUFFULL = -43,	/* buffer full under the discard policy */
 	TB_ESTALE = -44,	/* chunk id already consumed */
@@ -124,7 +124,7 @@ static inline const char *tb_strerror(int result)
 	case TB_EPINNED: return "ring retired: every chunk pinned by a "
 				"writer that never acknowledged a scrape";
 	case TB_ENOMEM: return "out of memory";
-	case TB_ELIMIT: return "central buffer size limit reached";
+	case TB_ELIMIT: return "size limit reached (not out of memory)";
 	case TB_EROFS: return "central buffer is read-only";
 	case TB_EBUFFULL: return "central buffer full (discard policy)";
 	case TB_ESTALE: return "chunk already consumed";

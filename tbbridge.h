@@ -247,21 +247,25 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 }
 
 /*
- * Drains up to @max positions of the ring into the central buffers.
- * Returns the positions resolved, or an error once the ring is retired,
- * for good (later calls return it at once and touch nothing): TB_EPROTO
- * when the ring broke the protocol, TB_EPINNED when every chunk of it is
- * pinned by writers that never acknowledged a scrape (tb_reader_pinned()),
- * so nothing can be written to it again.
+ * Drains up to @max positions of the ring into the central buffers and
+ * says why it stopped, as tb_reader_drain() (*@resolved, may be NULL, gets
+ * the positions resolved), or why the ring is retired, for good (later
+ * calls return it at once and touch nothing): TB_EPROTO when the ring
+ * broke the protocol, TB_EPINNED when every chunk of it is pinned by
+ * writers that never acknowledged a scrape (tb_reader_pinned()), so
+ * nothing can be written to it again.
  */
 static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
-				  enum tb_read_mode mode)
+				  enum tb_read_mode mode, unsigned *resolved)
 {
 	int ret;
 
+	if (resolved)
+		*resolved = 0;
 	if (br->error)
 		return br->error;
-	ret = tb_reader_drain(&br->reader, max, mode, tb__bridge_chunk, br);
+	ret = tb_reader_drain(&br->reader, max, mode, tb__bridge_chunk, br,
+			      resolved);
 	if (ret >= 0 && tb_reader_pinned(&br->reader))
 		ret = TB_EPINNED;
 	if (ret < 0)

@@ -1544,21 +1544,24 @@ static inline int tb_reader_read_one(struct tb_reader *rd,
 }
 
 /*
- * Resolves up to @max positions, calling @fn for every emitted chunk.
+ * Resolves up to @max positions, calling @fn for every emitted chunk, and
+ * says why it stopped: TB_NODATA (caught up with the writers), TB_PENDING
+ * (lazy: a writer still holds the next chunk), TB_RETRY_LATER (lost every
+ * race at one position), TB_LIMIT (resolved @max), or TB_EPROTO (the
+ * ring is stopped, for good; what was resolved before was delivered).
+ * *@resolved (may be NULL) gets the number of positions resolved.
  * read_pos is published after every position, before @fn runs, and
- * stalled writers are woken once at the end.  Returns the number of
- * positions resolved, or TB_EPROTO once the ring is stopped (chunks
- * resolved before the error were delivered).  TB_READ_LAZY stops before
- * a chunk a writer still holds unless the ring is under pressure;
+ * stalled writers are woken once at the end.  TB_READ_LAZY stops before a
+ * chunk a writer still holds unless the ring is under pressure;
  * TB_READ_SCRAPE (a flush) takes its published prefix.  Never waits.
  */
 static inline int tb_reader_drain(struct tb_reader *rd, unsigned max,
 				  enum tb_read_mode mode, tb_chunk_fn fn,
-				  void *ctx)
+				  void *ctx, unsigned *resolved)
 {
 	uint32_t start = rd->pos;
 	unsigned done = 0;
-	int ret = TB_NODATA;
+	int ret = TB_LIMIT;
 
 	while (done < max) {
 		struct tb_chunk_view v;
@@ -1569,9 +1572,12 @@ static inline int tb_reader_drain(struct tb_reader *rd, unsigned max,
 		if (ret == TB_EMITTED && fn)
 			fn(ctx, &v);
 		done++;
+		ret = TB_LIMIT;
 	}
 	tb__reader_end(rd, start, ret);
-	return ret == TB_EPROTO ? TB_EPROTO : (int)done;
+	if (resolved)
+		*resolved = done;
+	return ret;
 }
 
 /*
@@ -1914,16 +1920,17 @@ static inline void tb__ra_chunk(void *ctx, const struct tb_chunk_view *v)
  * chunks is delivered when its last part arrives; one that can never be
  * completed is counted lost (ra->stat) and the writer's next packet
  * carries TB_PKT_LOSS, as does the first packet after a chunk the writer
- * flagged with data loss.  Returns what tb_reader_drain() returns.
+ * flagged with data loss.  Returns why it stopped, as tb_reader_drain().
  */
 static inline int tb_reader_drain_packets(struct tb_reader *rd,
 					  struct tb_reassembly *ra,
 					  unsigned max, enum tb_read_mode mode,
-					  tb_packet_fn fn, void *ctx)
+					  tb_packet_fn fn, void *ctx,
+					  unsigned *resolved)
 {
 	ra->fn = fn;
 	ra->ctx = ctx;
-	return tb_reader_drain(rd, max, mode, tb__ra_chunk, ra);
+	return tb_reader_drain(rd, max, mode, tb__ra_chunk, ra, resolved);
 }
 
 /*

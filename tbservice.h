@@ -34,58 +34,202 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------
- * The service loop.
+ * Configuration: the caller's, copied at init and never written.  The
+ * caller owns every piece of memory: the slot table (@max_rings entries)
+ * and each ring's bridge; the service allocates nothing.
  */
-#define TB_SERVICE_BATCH	256	/* positions per ring per pass */
-
-struct tb_service {
+struct tb_service_config {
 	struct tb_bell *bell;		/* every served ring rings this */
-	struct tb_bridge *const *rings;
-	unsigned nrings;
+	struct tb_bridge **slots;	/* @max_rings entries, for handles */
+	unsigned max_rings;
 	struct tb_buf *const *bufs;	/* written out in long-trace mode */
 	unsigned nbufs;
 	struct tb_trace_out *out;	/* NULL: nothing is written */
 	uint32_t wait_ms;		/* longest sleep on the doorbell */
-	uint32_t period_ms;		/* long-trace: write every period; 0 */
+	uint32_t period_ms;		/* long trace: write every period; 0 */
+	uint32_t batch;			/* positions per ring per pass; 0: 256 */
+	/* a ring was retired (TB_EPROTO or TB_EPINNED); @ring is its handle */
+	void (*on_ring_error)(void *ctx, unsigned ring, int err);
+	void *ctx;
+};
+
+#define TB_SERVICE_BATCH	256u	/* default positions per ring per pass */
+
+/* What the service did; tb_service_stats() fills it. */
+struct tb_service_stats {
+	uint32_t rings;			/* served now */
+	uint32_t stopped_rings;		/* retired: broke the protocol */
+	uint32_t pinned_rings;		/* retired: every chunk pinned */
+	uint64_t passes;		/* tb_service_poll() passes */
+	uint64_t sleeps;		/* ... that slept on the doorbell */
+	uint64_t flushes;
+	uint64_t writes;		/* central buffers written out */
+};
+
+/* Internal state: read it through the functions below, never write it. */
+struct tb_service {
+	struct tb_service_config cfg;
+	unsigned top;			/* slots in use are below it */
 	uint64_t next_write_ms;
 	uint32_t flush_req;		/* bumped by any thread */
 	uint32_t flush_done;
 	uint32_t wake_req;		/* bumped by any thread */
 	uint32_t wake_done;
 	uint32_t stop_req;
-	uint32_t stopped_rings;		/* rings stopped by protocol errors */
-	uint32_t pinned_rings;		/* rings retired: every chunk pinned */
-	void (*on_ring_error)(void *ctx, unsigned ring, int err);
-	void *ctx;
+	struct tb_service_stats stats;
 };
+
+/* Sets up a service over the rings it will be given (none yet). */
+static inline int tb_service_init(struct tb_service *s,
+				  const struct tb_service_config *cfg)
+{
+	unsigned i;
+
+	if (!s || !cfg || !cfg->bell || !cfg->slots || !cfg->max_rings ||
+	    (!cfg->bufs && cfg->nbufs))
+		return TB_EINVAL;
+	TB_MEMSET(s, 0, sizeof(*s));
+	s->cfg = *cfg;
+	if (!s->cfg.batch)
+		s->cfg.batch = TB_SERVICE_BATCH;
+	for (i = 0; i < cfg->max_rings; i++)
+		s->cfg.slots[i] = NULL;
+	return TB_OK;
+}
+
+/* The bridge served under @handle (its counters, its error), or NULL. */
+static inline struct tb_bridge *tb_service_bridge(const struct tb_service *s,
+						  unsigned handle)
+{
+	return handle < s->top ? s->cfg.slots[handle] : NULL;
+}
+
+/*
+ * Serves the ring of @br (set up with tb_bridge_init(); its ring rings
+ * the service's doorbell, tb_ring_set_bell()) from now on.  *@handle gets
+ * a handle that names this ring, and stays valid, until
+ * tb_service_remove(); the handles of other rings never change.
+ * TB_ELIMIT when all max_rings slots are taken.  Call from the service
+ * thread, between polls.
+ */
+static inline int tb_service_add(struct tb_service *s, struct tb_bridge *br,
+				 unsigned *handle)
+{
+	unsigned h;
+
+	if (!s || !br || !handle)
+		return TB_EINVAL;
+	for (h = 0; h < s->cfg.max_rings && s->cfg.slots[h]; h++)
+		if (s->cfg.slots[h] == br)
+			return TB_EINVAL;	/* served already */
+	if (h == s->cfg.max_rings)
+		return TB_ELIMIT;
+	s->cfg.slots[h] = br;
+	if (h >= s->top)
+		s->top = h + 1;
+	s->stats.rings++;
+	*handle = h;
+	return TB_OK;
+}
+
+/* Drains one live ring; false when it was retired (TB_EPROTO, _EPINNED). */
+static inline bool tb__service_ring(struct tb_service *s, unsigned h,
+				    enum tb_read_mode mode, unsigned *done)
+{
+	int ret = tb_bridge_drain(s->cfg.slots[h], s->cfg.batch, mode, done);
+
+	if (ret >= 0)
+		return true;
+	if (ret == TB_EPINNED)
+		s->stats.pinned_rings++;
+	else
+		s->stats.stopped_rings++;
+	if (s->cfg.on_ring_error)
+		s->cfg.on_ring_error(s->cfg.ctx, h, ret);
+	return false;
+}
+
+/*
+ * Scrapes ring @h until it has nothing more.  A ring holds at most
+ * num_chunks positions, so that many (plus what writers add meanwhile,
+ * bounded by a second ring's worth) is always enough, and the loop ends.
+ */
+static inline void tb__service_flush_one(struct tb_service *s, unsigned h)
+{
+	struct tb_bridge *br = s->cfg.slots[h];
+	uint64_t left = 2 * (uint64_t)br->reader.ring->num_chunks;
+	unsigned done = 0;
+
+	while (!br->error && left &&
+	       tb__service_ring(s, h, TB_READ_SCRAPE, &done) &&
+	       done == s->cfg.batch)
+		left -= left < done ? left : done;
+}
+
+/*
+ * Stops serving ring @handle: first takes everything its writers
+ * published (a scrape to the end of what they reserved), then forgets
+ * it; the bridge is the caller's again (to read, to destroy).  Call from
+ * the service thread, between polls.
+ */
+static inline int tb_service_remove(struct tb_service *s, unsigned handle)
+{
+	if (!s || !tb_service_bridge(s, handle))
+		return TB_EINVAL;
+	tb__service_flush_one(s, handle);
+	s->cfg.slots[handle] = NULL;
+	while (s->top && !s->cfg.slots[s->top - 1])
+		s->top--;
+	s->stats.rings--;
+	return TB_OK;
+}
+
+/* Forgets every ring (without a flush); the service may be set up again. */
+static inline void tb_service_destroy(struct tb_service *s)
+{
+	unsigned h;
+
+	for (h = 0; h < s->top; h++)
+		s->cfg.slots[h] = NULL;
+	s->top = 0;
+	s->stats.rings = 0;
+}
+
+static inline void tb_service_stats(const struct tb_service *s,
+				    struct tb_service_stats *st)
+{
+	*st = s->stats;
+}
 
 /* Asks the service thread to scrape every ring on its next pass. */
 static inline void tb_service_request_flush(struct tb_service *s)
 {
 	tb_atomic_add(&s->flush_req, 1);	/* relaxed: the bell orders it */
-	tb_bell_ring(s->bell);
+	tb_bell_ring(s->cfg.bell);
 }
 
 /*
  * Makes the service thread run one more pass without sleeping (e.g. after
- * the caller gave it a new ring), even if it is just going to sleep.
+ * another thread queued a new ring for it), even if it is just going to
+ * sleep.
  */
 static inline void tb_service_wake(struct tb_service *s)
 {
 	tb_atomic_add(&s->wake_req, 1);	/* relaxed: the bell orders it */
-	tb_bell_ring(s->bell);
+	tb_bell_ring(s->cfg.bell);
 }
 
 static inline void tb_service_stop(struct tb_service *s)
 {
 	/* release: pairs with the acquire in tb_service_stopping() */
 	tb_atomic_store(&s->stop_req, 1, TB_REL);
-	tb_bell_ring(s->bell);
+	tb_bell_ring(s->cfg.bell);
 }
 
 static inline bool tb_service_stopping(const struct tb_service *s)
 {
-	return tb_atomic_load(&s->stop_req, TB_ACQ) != 0;	/* pairs: stop() */
+	/* acquire: pairs with the release in tb_service_stop() */
+	return tb_atomic_load(&s->stop_req, TB_ACQ) != 0;
 }
 
 /* Writes every central buffer to the output now. */
@@ -93,78 +237,50 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 {
 	unsigned i;
 
-	for (i = 0; s->out && i < s->nbufs; i++)
-		if (s->bufs[i])
-			tb_trace_write(s->out, s->bufs[i]);
-}
-
-/* Drains one live ring; false when it was retired (TB_EPROTO, _EPINNED). */
-static inline bool tb__service_ring(struct tb_service *s, unsigned i,
-				     enum tb_read_mode mode, unsigned *done)
-{
-	int ret = tb_bridge_drain(s->rings[i], TB_SERVICE_BATCH, mode);
-
-	if (ret >= 0) {
-		*done = (unsigned)ret;
-		return true;
-	}
-	*done = 0;
-	if (ret == TB_EPINNED)
-		s->pinned_rings++;
-	else
-		s->stopped_rings++;
-	if (s->on_ring_error)
-		s->on_ring_error(s->ctx, i, ret);
-	return false;
+	for (i = 0; s->cfg.out && i < s->cfg.nbufs; i++)
+		if (s->cfg.bufs[i]) {
+			tb_trace_write(s->cfg.out, s->cfg.bufs[i]);
+			s->stats.writes++;
+		}
 }
 
 /* Drains every live ring once; returns the positions resolved. */
 static inline unsigned tb__service_drain(struct tb_service *s,
-					  enum tb_read_mode mode)
+					 enum tb_read_mode mode)
 {
-	unsigned i, done, total = 0;
+	unsigned h, done, total = 0;
 
-	for (i = 0; i < s->nrings; i++)
-		if (!s->rings[i]->error &&
-		    tb__service_ring(s, i, mode, &done))
+	for (h = 0; h < s->top; h++)
+		if (s->cfg.slots[h] && !s->cfg.slots[h]->error &&
+		    tb__service_ring(s, h, mode, &done))
 			total += done;
 	return total;
 }
 
-/*
- * Scrapes every ring until it has nothing more (a flush).  A ring holds at
- * most num_chunks positions, so that many (plus what writers add
- * meanwhile, bounded by a second ring's worth) is always enough, and the
- * loop always ends.
- */
+/* Scrapes every ring until it has nothing more (a flush). */
 static inline void tb_service_flush(struct tb_service *s)
 {
-	unsigned i, done;
+	unsigned h;
 
-	for (i = 0; i < s->nrings; i++) {
-		const struct tb_ring *r = s->rings[i]->reader.ring;
-		uint64_t left = 2 * (uint64_t)r->num_chunks;
-
-		while (!s->rings[i]->error && left &&
-		       tb__service_ring(s, i, TB_READ_SCRAPE, &done) &&
-		       done == TB_SERVICE_BATCH)
-			left -= left < done ? left : done;
-	}
+	for (h = 0; h < s->top; h++)
+		if (s->cfg.slots[h])
+			tb__service_flush_one(s, h);
+	s->stats.flushes++;
 }
 
 /* Nothing to do: no request pending, every live ring idle. */
 static inline bool tb__service_idle(struct tb_service *s)
 {
-	unsigned i;
+	unsigned h;
 
 	/* relaxed: read after tb_bell_prepare()'s fence (Dekker) */
 	if (tb_atomic_load(&s->flush_req, TB_RLX) != s->flush_done ||
 	    tb_atomic_load(&s->wake_req, TB_RLX) != s->wake_done ||
 	    tb_service_stopping(s))
 		return false;
-	for (i = 0; i < s->nrings; i++)
-		if (!s->rings[i]->error &&
-		    !tb_reader_idle(&s->rings[i]->reader))
+	for (h = 0; h < s->top; h++)
+		if (s->cfg.slots[h] && !s->cfg.slots[h]->error &&
+		    !tb_reader_idle(&s->cfg.slots[h]->reader))
 			return false;
 	return true;
 }
@@ -188,6 +304,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 		tb_service_write_buffers(s);
 		return false;
 	}
+	s->stats.passes++;
 	s->wake_done = tb_atomic_load(&s->wake_req, TB_RLX);
 	busy = tb__service_drain(s, TB_READ_LAZY) != 0;
 	if (req != s->flush_done) {
@@ -195,20 +312,22 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 		s->flush_done = req;
 		busy = true;
 	}
-	if (s->period_ms && now_ms >= s->next_write_ms) {
+	if (s->cfg.period_ms && now_ms >= s->next_write_ms) {
 		tb_service_write_buffers(s);
-		s->next_write_ms = now_ms + s->period_ms;
+		s->next_write_ms = now_ms + s->cfg.period_ms;
 	}
 	if (busy)
 		return true;
-	wait = s->wait_ms;
-	if (s->period_ms && s->next_write_ms - now_ms < wait)
+	wait = s->cfg.wait_ms;
+	if (s->cfg.period_ms && s->next_write_ms - now_ms < wait)
 		wait = (uint32_t)(s->next_write_ms - now_ms);
-	seq = tb_bell_prepare(s->bell);
-	if (wait && tb__service_idle(s))
-		tb_bell_wait(s->bell, seq, wait);
-	else
-		tb_bell_cancel(s->bell);
+	seq = tb_bell_prepare(s->cfg.bell);
+	if (wait && tb__service_idle(s)) {
+		s->stats.sleeps++;
+		tb_bell_wait(s->cfg.bell, seq, wait);
+	} else {
+		tb_bell_cancel(s->cfg.bell);
+	}
 	return true;
 }
 

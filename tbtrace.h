@@ -237,6 +237,72 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 	return n;
 }
 
+/* ------------------------------------------------------------------------
+ * Reading a trace back: the Trace.packet records of a trace image and the
+ * fields the service appended to each.  Validating: a trace that is not a
+ * sequence of Trace.packet records, or a record that is not protobuf,
+ * ends the walk with -1.
+ */
+#define TB_TRACE_HAS_UID	1u
+#define TB_TRACE_HAS_SEQ_ID	2u
+#define TB_TRACE_HAS_PID	4u
+#define TB_TRACE_HAS_DROPPED	8u
+
+struct tb_trace_packet {
+	const uint8_t *data;		/* the TracePacket bytes */
+	size_t size;
+	uint64_t trusted_uid;		/* field 3 */
+	uint64_t trusted_seq_id;	/* field 10 */
+	uint64_t trusted_pid;		/* field 79 */
+	uint64_t dropped;		/* field 42: the loss bits, or 0 */
+	unsigned has;			/* TB_TRACE_HAS_* */
+};
+
+/*
+ * The next packet of the trace image @r walks (tb_pb_reader_init() over
+ * the whole file): 1, 0 at the end, -1 if the image is malformed.  Where
+ * a field repeats, the last one counts, as in protobuf.
+ */
+static inline int tb_trace_next(struct tb_pb_reader *r,
+				struct tb_trace_packet *tp)
+{
+	struct tb_pb_reader in;
+	struct tb_pb_field f;
+	int ret = tb_pb_next(r, &f);
+
+	if (ret <= 0)
+		return ret;
+	if (f.number != TB_PB_TRACE_PACKET || f.type != TB_PB_LEN)
+		return -1;
+	TB_MEMSET(tp, 0, sizeof(*tp));
+	tp->data = f.data;
+	tp->size = f.size;
+	tb_pb_reader_init(&in, f.data, f.size);
+	while ((ret = tb_pb_next(&in, &f)) > 0) {
+		if (f.type != TB_PB_VARINT)
+			continue;
+		switch (f.number) {
+		case TB_PB_TRUSTED_UID:
+			tp->trusted_uid = f.value;
+			tp->has |= TB_TRACE_HAS_UID;
+			break;
+		case TB_PB_TRUSTED_SEQ_ID:
+			tp->trusted_seq_id = f.value;
+			tp->has |= TB_TRACE_HAS_SEQ_ID;
+			break;
+		case TB_PB_TRUSTED_PID:
+			tp->trusted_pid = f.value;
+			tp->has |= TB_TRACE_HAS_PID;
+			break;
+		case TB_PB_PREVIOUS_DROPPED:
+			tp->dropped = f.value;
+			tp->has |= TB_TRACE_HAS_DROPPED;
+			break;
+		}
+	}
+	return ret < 0 ? -1 : 1;
+}
+
 #ifdef __cplusplus
 }
 #endif

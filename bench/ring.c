@@ -285,16 +285,15 @@ static void *reader_main(void *arg)
 {
 	struct bench *b = arg;
 	enum tb_read_mode mode = b->cfg->mode;
-	unsigned rounds;
-	int n;
+	unsigned rounds, n;
 
 	tb_reader_init(&b->rd, &b->ring, b->rscratch);
 	pthread_barrier_wait(&b->start);
 	while (!load_flag(&b->done)) {
-		n = tb_reader_drain(&b->rd, NUM_CHUNKS, mode, on_chunk, b);
-		b->passes++;
-		if (n < 0)
+		if (tb_reader_drain(&b->rd, NUM_CHUNKS, mode, on_chunk, b,
+				    &n) < 0)
 			goto eproto;
+		b->passes++;
 		if (n == 0) {
 			b->idle_waits++;
 			tb_reader_wait(&b->rd, WAIT_MS);
@@ -304,8 +303,8 @@ static void *reader_main(void *arg)
 	for (rounds = 0; rounds < 1000; rounds++) {
 		struct tb_ring_stats st;
 
-		n = tb_reader_drain(&b->rd, ~0u, TB_READ_SCRAPE, on_chunk, b);
-		if (n < 0)
+		if (tb_reader_drain(&b->rd, ~0u, TB_READ_SCRAPE, on_chunk, b,
+				    &n) < 0)
 			goto eproto;
 		tb_ring_stats(&b->ring, &st);
 		if (n == 0 && st.write_pos == b->rd.pos)

@@ -37,7 +37,6 @@
 
 #include "tbservice.h"
 /* the tests' protobuf reader: independent of tbservice.h's encoder */
-#include "../test/trace_decode.h"
 
 #define MAX_WRITERS	64
 #define PRODUCER_ID	1	/* the one ring's producer */
@@ -205,7 +204,7 @@ struct demo {
 	/* the service */
 	struct tb_buf *buf;
 	struct tb_bridge bridge;
-	struct tb_bridge *bridges[1];
+	struct tb_bridge *slots[1];
 	struct tb_service svc;
 	struct tb_trace_out out;
 	FILE *file;
@@ -552,12 +551,12 @@ struct check {
 /* The event number in a DebugAnnotation "seq" or "end_seq", if it is one. */
 static int annotation_seq(const uint8_t *p, size_t n, uint64_t *seq)
 {
-	struct pb_reader r;
-	struct pb_field f;
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
 	int named = 0, valued = 0;
 
-	pb_init(&r, p, n);
-	while (pb_next(&r, &f) > 0) {
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
 		if (f.number == DA_NAME && f.type == TB_PB_LEN)
 			named = (f.size == 3 && !memcmp(f.data, "seq", 3)) ||
 				(f.size == 7 && !memcmp(f.data, "end_seq", 7));
@@ -573,18 +572,18 @@ enum { KIND_OTHER, KIND_DESCRIPTOR, KIND_EVENT };
 
 static int packet_kind(const uint8_t *p, size_t n, uint64_t *seq)
 {
-	struct pb_reader r, e;
-	struct pb_field f, g;
+	struct tb_pb_reader r, e;
+	struct tb_pb_field f, g;
 	int kind = KIND_OTHER;
 
-	pb_init(&r, p, n);
-	while (pb_next(&r, &f) > 0) {
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
 		if (f.number == TP_TRACK_DESCRIPTOR && f.type == TB_PB_LEN)
 			kind = KIND_DESCRIPTOR;
 		if (f.number != TP_TRACK_EVENT || f.type != TB_PB_LEN)
 			continue;
-		pb_init(&e, f.data, f.size);
-		while (pb_next(&e, &g) > 0)
+		tb_pb_reader_init(&e, f.data, f.size);
+		while (tb_pb_next(&e, &g) > 0)
 			if (g.number == TE_DEBUG_ANNOTATIONS &&
 			    g.type == TB_PB_LEN &&
 			    annotation_seq(g.data, g.size, seq))
@@ -595,14 +594,17 @@ static int packet_kind(const uint8_t *p, size_t n, uint64_t *seq)
 	return kind;
 }
 
-static void on_packet(void *ctx, const struct trace_packet *tp)
+static void on_packet(void *ctx, const struct tb_trace_packet *tp)
 {
 	struct check *c = ctx;
 	unsigned writer = (unsigned)(tp->trusted_seq_id & 0xffff);
 	struct seen *s;
 	uint64_t seq = 0;
 
-	if (!tp->has_seq_id || !tp->has_uid || !tp->has_pid ||
+	if ((tp->has & (TB_TRACE_HAS_SEQ_ID | TB_TRACE_HAS_UID |
+			TB_TRACE_HAS_PID)) != (TB_TRACE_HAS_SEQ_ID |
+					       TB_TRACE_HAS_UID |
+					       TB_TRACE_HAS_PID) ||
 	    tp->trusted_seq_id >> 16 != PRODUCER_ID || !writer ||
 	    writer > c->d->opt.writers || tp->trusted_uid != c->d->uid ||
 	    tp->trusted_pid != (uint64_t)c->d->pid) {
@@ -640,10 +642,12 @@ static void on_packet(void *ctx, const struct trace_packet *tp)
 /* Decodes the written file; -1 if it is not a valid Perfetto trace. */
 static long read_trace(struct demo *d, struct check *c, uint64_t *size)
 {
+	struct tb_trace_packet tp;
+	struct tb_pb_reader r;
 	struct stat st;
 	void *map;
 	long n;
-	int fd = open(d->opt.output, O_RDONLY);
+	int ret, fd = open(d->opt.output, O_RDONLY);
 
 	if (fd < 0 || fstat(fd, &st)) {
 		perror(d->opt.output);
@@ -660,9 +664,11 @@ static long read_trace(struct demo *d, struct check *c, uint64_t *size)
 		perror(d->opt.output);
 		return -1;
 	}
-	n = trace_for_each(map, (size_t)st.st_size, on_packet, c);
+	tb_pb_reader_init(&r, map, (size_t)st.st_size);
+	for (n = 0; (ret = tb_trace_next(&r, &tp)) > 0; n++)
+		on_packet(c, &tp);
 	munmap(map, (size_t)st.st_size);
-	return n;
+	return ret < 0 ? -1 : n;
 }
 
 static int verify(struct demo *d, struct check *c, long decoded)
@@ -916,8 +922,9 @@ static void *xmalloc(size_t size)
 
 static void setup(struct demo *d)
 {
+	struct tb_service_config sc;
 	struct tb_buf_ident ident;
-	unsigned i;
+	unsigned i, handle;
 
 	d->pid = (int)getpid();
 	d->uid = (unsigned)getuid();
@@ -957,17 +964,22 @@ static void setup(struct demo *d)
 	d->out.write = write_file;
 	d->out.ctx = d->file;
 	/* the service loop over the one ring, sleeping on its doorbell */
-	d->bridges[0] = &d->bridge;
-	d->svc.bell = d->ring.bell;
-	d->svc.rings = d->bridges;
-	d->svc.nrings = 1;
-	d->svc.bufs = &d->buf;
-	d->svc.nbufs = 1;
-	d->svc.out = &d->out;
-	d->svc.wait_ms = 20;
-	d->svc.period_ms = d->opt.period_ms;
-	d->svc.on_ring_error = on_ring_error;
-	d->svc.ctx = d;
+	memset(&sc, 0, sizeof(sc));
+	sc.bell = d->ring.bell;
+	sc.slots = d->slots;
+	sc.max_rings = 1;
+	sc.bufs = &d->buf;
+	sc.nbufs = 1;
+	sc.out = &d->out;
+	sc.wait_ms = 20;
+	sc.period_ms = d->opt.period_ms;
+	sc.on_ring_error = on_ring_error;
+	sc.ctx = d;
+	if (tb_service_init(&d->svc, &sc) ||
+	    tb_service_add(&d->svc, &d->bridge, &handle)) {
+		fprintf(stderr, "demo: cannot set up the service\n");
+		exit(2);
+	}
 	for (i = 0; i < d->opt.writers; i++) {
 		struct writer *wr = &d->w[i];
 

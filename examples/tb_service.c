@@ -53,6 +53,7 @@
 #include "tb_wire.h"
 
 #define MAX_PRODUCERS	65535u	/* producer ids are 16 bits, 0 unused */
+#define MAX_LIVE	4096u	/* producers served at a time */
 
 struct options {
 	uint32_t chunk_size;	/* -c */
@@ -79,6 +80,7 @@ struct producer {
 	struct tb_ring ring;
 	uint8_t *scratch;
 	struct tb_bridge br;
+	unsigned handle;	/* in the service, while live */
 	/* under svc.lock */
 	enum pstate state;
 	int gone;		/* its connection ended */
@@ -122,10 +124,9 @@ struct svc {
 	struct producer **all;
 	unsigned nall, capall;
 	uint32_t next_id;
-	/* the service thread's: the rings it serves, same order */
-	struct tb_bridge **rings;
+	/* the service thread's: the rings it serves, by service handle */
+	struct tb_bridge **slots;	/* the service's slot table */
 	struct producer **live;
-	unsigned nlive, caplive;
 	uint64_t undecodable;	/* trace packets that are not protobuf */
 	/* the main thread's */
 	struct conn *conns;
@@ -163,19 +164,28 @@ static void on_ring_error(void *ctx, unsigned ring, int err)
 	       p->id, (int)p->pid, tb_strerror(err));
 }
 
-static void adopt(struct svc *v, struct producer *p)
+static void release(struct producer *p)
 {
-	if (v->nlive == v->caplive) {
-		v->caplive = v->caplive ? 2 * v->caplive : 16;
-		v->rings = xrealloc(v->rings,
-				    v->caplive * sizeof(*v->rings));
-		v->live = xrealloc(v->live, v->caplive * sizeof(*v->live));
-		v->s.rings = v->rings;
+	tb_bridge_destroy(&p->br);
+	munmap(p->map, p->len);
+	p->map = NULL;
+	free(p->scratch);
+	p->scratch = NULL;
+}
+
+/* Serves a new producer's ring; false when the service is full. */
+static bool adopt(struct svc *v, struct producer *p)
+{
+	int ret = tb_service_add(&v->s, &p->br, &p->handle);
+
+	if (ret) {
+		printf("tb_service: producer %u (pid %d) not served: %s\n",
+		       p->id, (int)p->pid, tb_strerror(ret));
+		release(p);
+		return false;
 	}
-	v->rings[v->nlive] = &p->br;
-	v->live[v->nlive] = p;
-	v->nlive++;
-	v->s.nrings = v->nlive;
+	v->live[p->handle] = p;
+	return true;
 }
 
 /*
@@ -183,24 +193,11 @@ static void adopt(struct svc *v, struct producer *p)
  * what it reserved), count the chunks its writers still held - each one a
  * packet that died open - and let the ring go.
  */
-static void retire(struct svc *v, unsigned i)
+static void retire(struct svc *v, struct producer *p)
 {
-	struct producer *p = v->live[i];
-	unsigned rounds;
-	int ret = 0;
-
-	for (rounds = 0; rounds < 64 && !p->br.error; rounds++) {
-		ret = tb_bridge_drain(&p->br, TB_SERVICE_BATCH,
-				      TB_READ_SCRAPE);
-		if (ret <= 0)
-			break;
-	}
-	if (ret < 0 && !p->error) {
-		p->error = ret;
-		v->s.stopped_rings++;
-		printf("tb_service: producer %u (pid %d): ring stopped: %s\n",
-		       p->id, (int)p->pid, tb_strerror(ret));
-	}
+	/* takes what it published; a protocol error shows in on_ring_error */
+	tb_service_remove(&v->s, p->handle);
+	v->live[p->handle] = NULL;
 	tb_ring_stats(&p->ring, &p->rs);
 	if (!p->br.error) {
 		/* nobody is left to acknowledge a scrape or close a chunk */
@@ -208,17 +205,7 @@ static void retire(struct svc *v, unsigned i)
 		p->scanned = 1;
 	}
 	memcpy(p->stat, p->br.stat, sizeof(p->stat));
-	tb_bridge_destroy(&p->br);
-	munmap(p->map, p->len);
-	p->map = NULL;
-	free(p->scratch);
-	p->scratch = NULL;
-	memmove(&v->rings[i], &v->rings[i + 1],
-		(v->nlive - i - 1) * sizeof(*v->rings));
-	memmove(&v->live[i], &v->live[i + 1],
-		(v->nlive - i - 1) * sizeof(*v->live));
-	v->nlive--;
-	v->s.nrings = v->nlive;
+	release(p);
 	if (v->opt.verbose)
 		printf("tb_service: producer %u (pid %d) left: %s, %u chunks "
 		       "held\n", p->id, (int)p->pid,
@@ -234,23 +221,22 @@ static void sync_registry(struct svc *v)
 		return;
 	pthread_mutex_lock(&v->lock);
 	for (i = 0; i < v->nall; i++)
-		if (v->all[i]->state == P_NEW) {
-			adopt(v, v->all[i]);
-			v->all[i]->state = P_LIVE;
-		}
+		if (v->all[i]->state == P_NEW)
+			v->all[i]->state = adopt(v, v->all[i]) ? P_LIVE :
+								 P_RETIRED;
 	pthread_mutex_unlock(&v->lock);
-	for (i = 0; i < v->nlive;) {
+	for (i = 0; i < MAX_LIVE; i++) {
 		struct producer *p = v->live[i];
 		int gone;
 
+		if (!p)
+			continue;
 		pthread_mutex_lock(&v->lock);
 		gone = p->gone;
 		pthread_mutex_unlock(&v->lock);
-		if (!gone) {
-			i++;
+		if (!gone)
 			continue;
-		}
-		retire(v, i);
+		retire(v, p);
 		pthread_mutex_lock(&v->lock);
 		p->state = P_RETIRED;
 		pthread_mutex_unlock(&v->lock);
@@ -668,16 +654,18 @@ static void scan_trace(struct svc *v)
 static void summary(struct svc *v)
 {
 	const struct tb_buf_stats *bs = tb_buf_stats(v->buf);
+	struct tb_service_stats st;
 	unsigned i;
 
 	scan_trace(v);
+	tb_service_stats(&v->s, &st);
 	printf("tb_service: %u producers, %llu packets (%llu bytes, %llu "
 	       "with loss) in %s; %u rings stopped; central buffer: %llu "
 	       "chunks, %llu overwritten, %llu abi violations; %llu "
 	       "undecodable\n", v->nall, (unsigned long long)v->out.packets,
 	       (unsigned long long)v->out.bytes,
 	       (unsigned long long)v->out.lossy_packets, v->opt.trace_path,
-	       v->s.stopped_rings,
+	       st.stopped_rings + st.pinned_rings,
 	       (unsigned long long)bs->chunks_written,
 	       (unsigned long long)bs->chunks_overwritten,
 	       (unsigned long long)bs->abi_violations,
@@ -812,6 +800,7 @@ static int listen_on(const char *path)
 static int setup(struct svc *v)
 {
 	const struct options *o = &v->opt;
+	struct tb_service_config sc;
 	sigset_t set;
 
 	v->lfd = v->sfd = v->bell_fd = -1;
@@ -855,14 +844,23 @@ static int setup(struct svc *v)
 	}
 	v->out.write = trace_write;
 	v->out.ctx = v->trace;
-	v->s.bell = v->bell;
-	v->s.bufs = v->bufs;
-	v->s.nbufs = 1;
-	v->s.out = &v->out;
-	v->s.wait_ms = o->wait_ms;
-	v->s.period_ms = o->period_ms;
-	v->s.on_ring_error = on_ring_error;
-	v->s.ctx = v;
+	v->slots = calloc(MAX_LIVE, sizeof(*v->slots));
+	v->live = calloc(MAX_LIVE, sizeof(*v->live));
+	if (!v->slots || !v->live)
+		return -1;
+	memset(&sc, 0, sizeof(sc));
+	sc.bell = v->bell;
+	sc.slots = v->slots;
+	sc.max_rings = MAX_LIVE;
+	sc.bufs = v->bufs;
+	sc.nbufs = 1;
+	sc.out = &v->out;
+	sc.wait_ms = o->wait_ms;
+	sc.period_ms = o->period_ms;
+	sc.on_ring_error = on_ring_error;
+	sc.ctx = v;
+	if (tb_service_init(&v->s, &sc))
+		return -1;
 	v->lfd = listen_on(o->sock_path);
 	if (v->lfd < 0) {
 		fprintf(stderr, "tb_service: %s: %s\n", o->sock_path,
@@ -879,17 +877,14 @@ static void teardown(struct svc *v)
 	while (v->nconns)
 		conn_close(v, v->nconns - 1);
 	free(v->conns);
-	for (i = 0; i < v->nlive; i++) {
-		struct producer *p = v->live[i];
-
-		tb_bridge_destroy(&p->br);
-		munmap(p->map, p->len);
-		free(p->scratch);
-	}
+	for (i = 0; v->live && i < MAX_LIVE; i++)
+		if (v->live[i])
+			release(v->live[i]);
+	tb_service_destroy(&v->s);
 	for (i = 0; i < v->nall; i++)
 		free(v->all[i]);
 	free(v->all);
-	free(v->rings);
+	free(v->slots);
 	free(v->live);
 	if (v->lfd >= 0) {
 		close(v->lfd);

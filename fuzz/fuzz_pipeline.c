@@ -450,7 +450,7 @@ static void honest(unsigned k, unsigned op, struct in *in)
 		TRACE("  honest %u packet seq %u len %u -> %d\n", k, seq, len,
 		      ret);
 		CHECK(ret == TB_OK || ret == TB_FULL || ret == TB_NO_CHUNK ||
-		      ret == TB_DROPPED || (ret == TB_EINVAL && h->open));
+		      ret == TB_DROPPED || (ret == TB_EOPEN && h->open));
 		if (ret == TB_OK)
 			G.must[k][seq / 8] |= (uint8_t)(1u << (seq % 8));
 		break;
@@ -642,7 +642,7 @@ static int loss_somewhere(void)
 
 static void finish(unsigned how)
 {
-	unsigned k, i, rounds;
+	unsigned k, i, rounds, n;
 	uint32_t s;
 
 	for (k = 0; k < G.nh; k++) {
@@ -658,8 +658,8 @@ static void finish(unsigned how)
 		check_out();
 	} else {
 		for (rounds = 0; rounds < 4 && !G.br.error; rounds++)
-			if (tb_bridge_drain(&G.br, 4 * G.nc,
-					    TB_READ_SCRAPE) <= 0)
+			if (tb_bridge_drain(&G.br, 4 * G.nc, TB_READ_SCRAPE,
+					    &n) < 0 || !n)
 				break;
 	}
 	for (i = 0; i < G.nbufs; i++) {	/* twice: a stalled sequence */
@@ -686,6 +686,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned cfg4 = get(&in), k;
 	unsigned ops = 0;
 	struct tb_buf_ident ident = { UID, PID };
+	struct tb_service_config sc;
+	struct tb_service_stats ss;
 
 	memset(&G, 0, offsetof(struct pl, must));
 	memset(G.must, 0, sizeof(G.must));
@@ -733,17 +735,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(tb_writer_init(&G.liar, &G.ring, G.liar_id,
 			     (uint16_t)(cfg >> 6), TB_DROP,
 			     G.liar_scratch) == TB_OK);
-	G.rings[0] = &G.br;
 	G.out.write = out_write;
-	G.svc.bell = G.ring.bell;
-	G.svc.rings = G.rings;
-	G.svc.nrings = 1;
-	G.svc.bufs = G.bufs;
-	G.svc.nbufs = G.nbufs;
-	G.svc.out = &G.out;
-	G.svc.wait_ms = 0;		/* never sleeps */
-	G.svc.period_ms = cfg4 & 0x80 ? 3 : 0;
-	G.svc.on_ring_error = on_ring_error;
+	memset(&sc, 0, sizeof(sc));
+	sc.bell = G.ring.bell;
+	sc.slots = G.rings;
+	sc.max_rings = 1;
+	sc.bufs = G.bufs;
+	sc.nbufs = G.nbufs;
+	sc.out = &G.out;
+	sc.wait_ms = 0;		/* never sleeps */
+	sc.period_ms = cfg4 & 0x80 ? 3 : 0;
+	sc.on_ring_error = on_ring_error;
+	CHECK(tb_service_init(&G.svc, &sc) == TB_OK);
+	CHECK(tb_service_add(&G.svc, &G.br, &k) == TB_OK && k == 0);
 
 	while (in.n && ops++ < MAXOPS) {
 		unsigned op = get(&in);
@@ -763,7 +767,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			k = (unsigned)tb_bridge_drain(&G.br, 1 + (op >> 4) % 8,
 						      op & 0x80 ?
 						      TB_READ_SCRAPE :
-						      TB_READ_LAZY);
+						      TB_READ_LAZY, NULL);
 			TRACE("  drain -> %d\n", (int)k);
 			break;
 		case 11:
@@ -791,8 +795,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	finish(cfg2 >> 7 | (cfg4 >> 6 & 1) << 1);
-	CHECK((unsigned)G.ring_errors == G.svc.stopped_rings +
-	      G.svc.pinned_rings);
+	tb_service_stats(&G.svc, &ss);
+	CHECK((unsigned)G.ring_errors == ss.stopped_rings + ss.pinned_rings);
 out:
 	tb_bridge_destroy(&G.br);
 	for (k = 0; k < G.nbufs; k++)

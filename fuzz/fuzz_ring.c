@@ -475,24 +475,27 @@ static int reader_drain(struct tb_reader *rd, unsigned max,
 {
 	struct rchk *c = C;
 	uint32_t pos0 = c->pos, word0, rp0 = c->r->hdr->read_pos;
-	unsigned nact = F.nact_run;
+	unsigned nact = F.nact_run, resolved;
 	int ret;
 
 	word0 = *tb_ring_word(c->r, pos0);
 	begin_call(c, max);
 	F.actor = ACT_READER;
 	TRACE("drain max %u mode %d pos %u\n", max, mode, pos0);
-	ret = tb_reader_drain(rd, max, mode, on_chunk, NULL);
+	ret = tb_reader_drain(rd, max, mode, on_chunk, NULL, &resolved);
 	F.actor = ACT_NONE;
-	TRACE("drain -> %d\n", ret);
-	CHECK(ret == TB_EPROTO || (ret >= 0 && (unsigned)ret == c->stores));
+	TRACE("drain -> %d (%u)\n", ret, resolved);
+	CHECK(resolved <= max && resolved == c->stores);
+	CHECK(ret == TB_EPROTO || ret == TB_NODATA || ret == TB_PENDING ||
+	      ret == TB_RETRY_LATER || ret == TB_LIMIT);
+	CHECK((ret == TB_LIMIT) == (resolved == max && ret != TB_EPROTO));
 	end_call(c, ret);
 	if (ret == TB_EPROTO && !c->was_stopped && !c->stores &&
 	    nact == F.nact_run) {
 		CHECK(*tb_ring_word(c->r, pos0) == word0);
 		CHECK(c->r->hdr->read_pos == rp0);
 	}
-	return ret;
+	return ret == TB_EPROTO ? ret : (int)resolved;
 }
 
 /* Packet-level drain: what it hands over lies in scratch or its slots. */
@@ -522,18 +525,21 @@ static int reader_packets(struct tb_reader *rd, unsigned max,
 			  enum tb_read_mode mode)
 {
 	struct rchk *c = C;
+	unsigned resolved;
 	int ret;
 
 	/* views go to the reassembly, not to check_view(): no tag counts */
 	c->honest = 0;
 	begin_call(c, max);
 	F.actor = ACT_READER;
-	ret = tb_reader_drain_packets(rd, &F.ra, max, mode, on_packet, &F.ra);
+	ret = tb_reader_drain_packets(rd, &F.ra, max, mode, on_packet, &F.ra,
+				      &resolved);
 	F.actor = ACT_NONE;
-	CHECK(ret == TB_EPROTO || (ret >= 0 && (unsigned)ret == c->stores));
+	CHECK(resolved <= max && resolved == c->stores);
+	CHECK((ret == TB_LIMIT) == (resolved == max && ret != TB_EPROTO));
 	c->expect_emit = 0;
 	end_call(c, ret);
-	return ret;
+	return ret == TB_EPROTO ? ret : (int)resolved;
 }
 
 static int reader_one(struct tb_reader *rd, enum tb_read_mode mode)
@@ -685,10 +691,10 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 		ret = tb_writer_write_packet(w, F.pkt, len);
 		TRACE("  packet len %u tag %u -> %d\n", len, t, ret);
 		if (f->open)
-			CHECK(ret == TB_EINVAL);
+			CHECK(ret == TB_EOPEN);
 		CHECK(ret == TB_OK || ret == TB_FULL || ret == TB_NO_CHUNK ||
 		      ret == TB_DROPPED || ret == TB_EPROTO ||
-		      ret == TB_EINVAL);
+		      ret == TB_EOPEN);
 		if (mainc.honest)
 			CHECK(ret != TB_EPROTO);
 		if (ret == TB_OK && t)
@@ -701,7 +707,7 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 		ret = tb_writer_open(w, n, get(in) & 1, &s);
 		TRACE("  open min %u -> %d\n", n, ret);
 		if (f->open) {
-			CHECK(ret == TB_EINVAL);
+			CHECK(ret == TB_EOPEN);
 			break;
 		}
 		if (n > tb_frag_max_size(F.cs))
@@ -729,13 +735,13 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 	case 3:		/* close */
 		n = get16(in);
 		if (!f->open) {
-			CHECK(tb_writer_close(w, n, 0) == TB_EINVAL);
+			CHECK(tb_writer_close(w, n, 0) == TB_ENOTOPEN);
 			break;
 		}
 		len = (uint32_t)(f->span.end - f->span.begin);
 		n %= len + 2;
 		if (n > len) {
-			CHECK(tb_writer_close(w, n, 0) == TB_EINVAL);
+			CHECK(tb_writer_close(w, n, 0) == TB_ESIZE);
 			break;
 		}
 		if (n < 4)
@@ -756,12 +762,12 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 	case 4:		/* sync: relocate the open fragment if scraped */
 		n = get16(in);
 		if (!f->open) {
-			CHECK(tb_writer_sync(w, 0, &s) == TB_EINVAL);
+			CHECK(tb_writer_sync(w, 0, &s) == TB_ENOTOPEN);
 			break;
 		}
 		len = (uint32_t)(f->span.end - f->span.begin);
 		if (n & 0x8000 && n % 4 == 0) {
-			CHECK(tb_writer_sync(w, len + 1, &s) == TB_EINVAL);
+			CHECK(tb_writer_sync(w, len + 1, &s) == TB_ESIZE);
 			break;
 		}
 		n %= f->written + 1;
@@ -976,7 +982,7 @@ static void attach_raw(struct in *in)
 	struct tb_reader rd;
 	struct tb_ring r;
 	uint8_t *mem, *scratch;
-	int ret, valid;
+	int ret, valid, want;
 
 	if (cl >= 8 && cl <= 15 && nl >= 1 && nl <= 30)
 		need = tb_ring_size(1u << cl, 1u << nl);
@@ -1001,11 +1007,17 @@ static void attach_raw(struct in *in)
 
 		hdr[at] = get(in) & 1 ? get32(in) : hdr[at] + (int8_t)get(in);
 	}
-	valid = hdr[0] == TB_RING_MAGIC && hdr[1] == TB_RING_VERSION &&
-		hdr[2] == TB_RING_HDR_SIZE && hdr[3] >= 8 && hdr[3] <= 15 &&
-		hdr[4] >= 1 && hdr[4] <= 30 &&
-		len >= tb_ring_size(1u << hdr[3], 1u << hdr[4]);
 	mis = get(in) % 8 == 0 ? 1 + get(in) % 3 : 0;
+	/* the one code each cause gets, in the order they are checked */
+	want = mis ? TB_EALIGN : len < TB_RING_HDR_SIZE ? TB_ESHORT :
+	       hdr[0] != TB_RING_MAGIC ? TB_EMAGIC :
+	       hdr[1] != TB_RING_VERSION ? TB_EVERSION :
+	       hdr[2] != TB_RING_HDR_SIZE ? TB_EHEADER :
+	       hdr[3] < 8 || hdr[3] > 15 || hdr[4] < 1 || hdr[4] > 30 ?
+	       TB_EGEOMETRY :
+	       len < tb_ring_size(1u << hdr[3], 1u << hdr[4]) ? TB_ESHORT :
+	       TB_OK;
+	valid = want == TB_OK;
 	mem = (uint8_t *)malloc((len + mis) ? len + mis : 1);
 	CHECK(mem);
 	memset(mem, 0, len + mis);
@@ -1016,8 +1028,8 @@ static void attach_raw(struct in *in)
 		mem[mis + TB_RING_HDR_SIZE +
 		    get16(in) % (len - TB_RING_HDR_SIZE)] = (uint8_t)get(in);
 	ret = tb_ring_attach(&r, mem + mis, len);
+	CHECK(ret == want);
 	if (ret != TB_OK) {
-		CHECK(ret == TB_EINVAL && (!valid || mis));
 		free(mem);
 		return;
 	}
@@ -1116,6 +1128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	F.distinct = 1;
 	for (k = 0; k < F.nw; k++) {
 		F.fw[k].id = (uint16_t)(cfg2 & 16 ? get16(&in) : k + 1);
+		if (!F.fw[k].id)
+			F.fw[k].id = 1;		/* 0 is refused (TB_EID) */
 		F.fw[k].scratch = (uint8_t *)malloc(F.cs);
 		CHECK(F.fw[k].scratch);
 		writer_reinit(k);

@@ -145,7 +145,8 @@ START_TEST(test_threads_stall_and_a_reader_drains)
 		       rd.pos != __atomic_load_n(&ring.r.hdr->write_pos,
 						 __ATOMIC_ACQUIRE))
 			if (tb_reader_drain(&rd, 64, TB_READ_SCRAPE,
-					    reassemble, &order) == 0)
+					    reassemble, &order, NULL) ==
+			    TB_NODATA)
 				tb_reader_wait(&rd, 5);
 	});
 	for (auto &t : writers)
@@ -220,10 +221,10 @@ START_TEST(test_service_path)
 		size_t n = make_packet(pkt, 1, seq, seq % 4 ? 40 : 500);
 
 		ck_assert_int_eq(tb_writer_write_packet(&wr, pkt, n), TB_OK);
-		ck_assert_int_ge(tb_bridge_drain(&br, 16, TB_READ_SCRAPE), 0);
+		ck_assert_int_ge(tb_bridge_drain(&br, 16, TB_READ_SCRAPE, NULL), 0);
 	}
 	tb_writer_release(&wr);
-	ck_assert_int_ge(tb_bridge_drain(&br, 16, TB_READ_SCRAPE), 0);
+	ck_assert_int_ge(tb_bridge_drain(&br, 16, TB_READ_SCRAPE, NULL), 0);
 	std::memset(&out, 0, sizeof(out));
 	out.write = mem_write;
 	out.ctx = &mo;

@@ -142,7 +142,7 @@ START_TEST(test_stalled_writer_sleeps_in_the_hook_and_is_woken)
 		ck_assert_msg(now_ms() - t0 < 10000, "writer never slept");
 		sleep_ms(1);
 	}
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_LAZY, NULL, NULL),
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_LAZY, NULL, NULL),
 			 1);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(s.ret, TB_OK);
@@ -182,7 +182,7 @@ START_TEST(test_waiting_reader_sleeps_in_the_hook_and_is_woken)
 	tring_new(&t, 512, 4);
 	twriter_new(&a, &t, 1, 0, TB_DROP);
 	treader_new(&tr, &t);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_LAZY, NULL, NULL),
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_LAZY, NULL, NULL),
 			 0);
 	w.tr = &tr;
 	w.woken = false;
@@ -199,7 +199,7 @@ START_TEST(test_waiting_reader_sleeps_in_the_hook_and_is_woken)
 	ck_assert(w.woken);
 	ck_assert_uint_eq(ev_read(&ev_timeouts), 0);
 	memset(&col, 0, sizeof(col));
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_LAZY, collect_fn,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_LAZY, collect_fn,
 					 &col), 1);
 	ck_assert_str_eq(col.c[0].frag[0], "hello");
 	/* the reader's copies went through the vendor's memcpy */

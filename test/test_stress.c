@@ -286,6 +286,15 @@ static void st_chunk(void *ctx, const struct tb_chunk_view *v)
 	tb__ra_chunk(&run->ra, v);
 }
 
+/* The positions one drain resolved, or TB_EPROTO. */
+static int st_drain(struct st_run *run, unsigned max, enum tb_read_mode mode)
+{
+	unsigned n;
+	int why = tb_reader_drain(&run->rd, max, mode, st_chunk, run, &n);
+
+	return why == TB_EPROTO ? why : (int)n;
+}
+
 static uint32_t st_write_pos(const struct st_run *run)
 {
 	return __atomic_load_n(&run->ring.hdr->write_pos, __ATOMIC_ACQUIRE);
@@ -340,7 +349,7 @@ static void st_read(struct st_run *run)
 		unsigned max = sh_range(&rng, 1, 2 * run->cfg.num_chunks);
 
 		run->drains[mode == TB_READ_SCRAPE]++;
-		n = tb_reader_drain(rd, max, mode, st_chunk, run);
+		n = st_drain(run, max, mode);
 		if (n < 0 || run->asm_.failures) {
 			__atomic_store_n(&run->stop, 1, __ATOMIC_RELAXED);
 			return;
@@ -358,7 +367,7 @@ static void st_read(struct st_run *run)
 	}
 	/* every writer let go of its chunks: resolve every position */
 	for (idle = 0; rd->pos != st_write_pos(run) && idle < 1000; idle++) {
-		n = tb_reader_drain(rd, ~0u, TB_READ_SCRAPE, st_chunk, run);
+		n = st_drain(run, ~0u, TB_READ_SCRAPE);
 		if (n < 0)
 			return;
 		if (n)

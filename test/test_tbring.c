@@ -500,7 +500,7 @@ START_TEST(test_attach_second_mapping_of_same_memfd_at_other_address)
 	ck_assert_int_eq(tb_writer_release(&w), TB_OK);
 	ck_assert_int_eq(tb_reader_init(&rd, &r2, rs), TB_OK);
 	memset(&col, 0, sizeof(col));
-	ck_assert_int_eq(tb_reader_drain(&rd, 8, TB_READ_SCRAPE, collect_fn,
+	ck_assert_int_eq(tdrain(&rd, 8, TB_READ_SCRAPE, collect_fn,
 					 &col), 1);
 	ck_assert_uint_eq(col.count, 1);
 	ck_assert_uint_eq(col.c[0].writer, WA);
@@ -607,7 +607,7 @@ static void between_cursor_loads(const uint32_t *p, int op, uint32_t e,
 	race->acting = 1;	/* B's and the reader's loads are not A's */
 	ck_assert_int_eq(twrite(race->b, "bee", 0, 0), TB_OK);
 	ck_assert_int_eq(tb_writer_release(&race->b->w), TB_OK);
-	ck_assert_int_eq(tb_reader_drain(&race->tr->rd, ~0u, TB_READ_SCRAPE,
+	ck_assert_int_eq(tdrain(&race->tr->rd, ~0u, TB_READ_SCRAPE,
 					 NULL, NULL), 1);
 	ck_assert_uint_eq(tread_pos(race->t), 1);
 	race->acting = 0;
@@ -1029,7 +1029,7 @@ START_TEST(test_writer_and_reader_across_cursor_rollover)
 						TB_CLOSE_CONT_NEXT), TB_OK);
 			/* continues-on-next: every message its own chunk */
 			memset(&col, 0, sizeof(col));
-			ck_assert_int_eq(tb_reader_drain(&tr.rd, 64,
+			ck_assert_int_eq(tdrain(&tr.rd, 64,
 							 TB_READ_SCRAPE,
 							 collect_fn, &col), 1);
 			ck_assert_uint_eq(col.count, 1);
@@ -1317,7 +1317,7 @@ START_TEST(test_delayed_writer_cannot_publish_behind_reader_2_1)
 	for (p = 1; p < 4; p++)
 		treserve(&t);				/* holes 1..3 */
 	/* ... the reader took its committed prefix and moved to 4 */
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), 4);
 	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 1, WA));
 	ck_assert_uint_eq(tread_pos(&t), 4);
@@ -1340,7 +1340,7 @@ START_TEST(test_delayed_writer_cannot_publish_behind_reader_2_1)
 
 	/* traffic takes the cursors around: the reader resolves 8 */
 	while (tr.rd.pos <= 8) {
-		int ret = tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+		int ret = tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					  NULL);
 
 		ck_assert_int_ge(ret, 0);
@@ -1421,7 +1421,7 @@ START_TEST(test_reader_nodata_when_nothing_reserved)
 	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_LAZY, &v),
 			 TB_NODATA);
 	ck_assert_uint_eq(tr.rd.pos, 0);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), 0);
 	ck_assert_uint_eq(tread_pos(&t), 0);
 	ck_assert_uint_eq(tword(&t, 0), 0);
@@ -1444,7 +1444,7 @@ START_TEST(test_reader_emits_complete_chunk_and_reclaims_it)
 	ck_assert_int_eq(twrite(&a, "hello", TB_OPEN_CONT_PREV, 0), TB_OK);
 	ck_assert_int_eq(twrite(&a, "world", 0, 0), TB_OK);
 	memset(&col, 0, sizeof(col));
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn,
 					 &col), 1);
 	ck_assert_uint_eq(col.count, 1);
 	ck_assert_uint_eq(col.c[0].pos, 0);
@@ -1473,7 +1473,7 @@ START_TEST(test_reader_skips_unclaimed_position_and_advances_free_tag)
 	treader_new(&tr, &t);
 	treserve(&t);
 	treserve(&t);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), 2);
 	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
 	ck_assert_uint_eq(tword(&t, 1), spec_free(1));
@@ -1501,7 +1501,7 @@ START_TEST(test_reader_leaves_rewrite_requested_alone)
 	forge_free(&t, &tr);
 
 	forge(&t, &tr, 256, rr);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), 1);
 	ck_assert_uint_eq(tword(&t, 0), rr);
 	ck_assert_uint_eq(tread_pos(&t), 1);
@@ -1518,7 +1518,7 @@ START_TEST(test_reader_reclaims_acknowledged_as_hole)
 	struct treader tr;
 
 	forge(&t, &tr, 256, SPEC_ACKED);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), 1);
 	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
 	ck_assert_uint_eq(tread_pos(&t), 1);
@@ -1538,7 +1538,7 @@ START_TEST(test_reader_complete_with_zero_fragments_is_a_hole)
 			 TB_SKIPPED);
 	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
 	ck_assert_uint_eq(tr.rd.pos, 1);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), 0);
 	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_HOLES), 1);
 	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_EMITTED), 0);
@@ -1572,7 +1572,7 @@ START_TEST(test_reader_malformed_directory_dropped_but_transition_done)
 	c = tchunk(&t, 0);
 	c[255] = 200;
 	c[254] = 100;
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), 1);
 	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
 	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_MALFORMED), 1);
@@ -1614,7 +1614,7 @@ START_TEST(test_reader_unknown_format_transitions_without_reading)
 		c = tchunk(&t, 0);
 		c[255] = 250;
 		c[254] = 250;
-		ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE,
+		ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE,
 						 NULL, NULL), 1);
 		ck_assert_uint_eq(tword(&t, 0), spec_free(1));
 		ck_assert_uint_eq(hdr_rstat(&t, TB_RS_UNKNOWN_FORMAT), 1);
@@ -1647,7 +1647,7 @@ START_TEST(test_reader_scrapes_published_prefix_of_acquired)
 	ck_assert_int_eq(twrite(&a, "p1", 0, 0), TB_OK);
 	topen_with(&a, "open", 4, 0, &sp);
 	memset(&col, 0, sizeof(col));
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn,
 					 &col), 1);
 	ck_assert_uint_eq(col.count, 1);
 	ck_assert_uint_eq(col.c[0].nfrags, 2);
@@ -1696,7 +1696,7 @@ START_TEST(test_reader_retry_later_when_every_cas_loses)
 		before = tword(&t, 0);
 		ck_assert_uint_eq(before >> 29, states[k]);
 		/* a drain pass leaves read_pos and counts it */
-		ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE,
+		ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE,
 						 NULL, NULL), 0);
 		ck_assert_uint_eq(tread_pos(&t), 0);
 		ck_assert_uint_eq(tr.rd.pos, 0);
@@ -1730,7 +1730,7 @@ static void expect_eproto(uint32_t word, uint32_t write_pos,
 	tb_ring_stats(&t.r, &st);
 	ck_assert_uint_eq(st.stopped, rule);
 	/* latched, also in a drain pass and in lazy mode */
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), TB_EPROTO);
 	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_LAZY, &v),
 			 TB_EPROTO);
@@ -1786,7 +1786,7 @@ START_TEST(test_reader_eproto_on_write_pos_beyond_num_chunks)
 	/* exactly num_chunks ahead is a legal full ring */
 	forge(&t, &tr, 256, 0);
 	tset_write_pos(&t, 4);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), 4);
 	forge_free(&t, &tr);
 }
@@ -1809,7 +1809,7 @@ START_TEST(test_lazy_reader_pending_before_acquired_chunk)
 	ck_assert_int_eq(twrite(&a, "a", 0, 0), TB_OK);		/* p1 */
 	topen_with(&a, "held", 4, 0, &sp);			/* Acq(1) */
 	memset(&col, 0, sizeof(col));
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_LAZY, collect_fn,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_LAZY, collect_fn,
 					 &col), 1);
 	ck_assert_uint_eq(col.count, 1);
 	ck_assert_str_eq(col.c[0].frag[0], "b");
@@ -2552,7 +2552,7 @@ START_TEST(test_writer_stall_wakes_when_reader_drains)
 	wait_for_waiter(&t, &arg);
 	ck_assert_uint_eq(__atomic_load_n(&t.r.hdr->write_pos,
 					  __ATOMIC_RELAXED), 2);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
 					 NULL), 1);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(arg.ret, TB_OK);
@@ -2858,12 +2858,12 @@ START_TEST(test_relocation_without_capacity_drops_and_acknowledges)
 
 	/* b finishes, the reader catches up */
 	ck_assert_int_eq(tb_writer_close(&b.w, 0, 0), TB_OK);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), 2);
 	/* a's next chunk carries data loss */
 	ck_assert_int_eq(twrite(&a, "next", 0, 0), TB_OK);
 	memset(&col, 0, sizeof(col));
-	ck_assert_int_ge(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE,
+	ck_assert_int_ge(tdrain(&tr.rd, 8, TB_READ_SCRAPE,
 					 collect_fn, &col), 1);
 	ck_assert_uint_eq(col.count, 1);
 	ck_assert_uint_eq(col.c[0].writer, WA);
@@ -2947,13 +2947,13 @@ START_TEST(test_relocating_writer_under_stall_waits_for_capacity)
 	ck_assert_uint_eq(tword_atomic(&t, 0), SPEC_ACKED);
 
 	ck_assert_int_eq(tb_writer_close(&b.w, 0, 0), TB_OK);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
 					 NULL), 1);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(arg.ret, TB_OK);
 	ck_assert_uint_lt(arg.ms, 5000);
 	memset(&col, 0, sizeof(col));
-	ck_assert_int_ge(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE,
+	ck_assert_int_ge(tdrain(&tr.rd, 8, TB_READ_SCRAPE,
 					 collect_fn, &col), 1);
 	for (i = 0; i < col.count; i++)
 		if (col.c[i].writer == WA &&
@@ -3235,7 +3235,7 @@ START_TEST(test_hostile_state_words_and_cursors_reader_survives)
 				break;
 		}
 		/* a drain pass also survives and returns */
-		ck_assert_int_ge(tb_reader_drain(&tr.rd, 4 * t.n,
+		ck_assert_int_ge(tdrain(&tr.rd, 4 * t.n,
 						 TB_READ_SCRAPE, NULL, NULL),
 				 TB_EPROTO);
 		treader_free(&tr);
@@ -3327,6 +3327,44 @@ static void expect_chunks(const struct collect *col, unsigned first,
 	}
 }
 
+/* A drain says how many positions it resolved, and why it stopped. */
+START_TEST(test_drain_reports_count_and_reason_apart)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_span sp;
+	unsigned n = 99;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_LAZY, NULL, NULL,
+					 &n), TB_NODATA);
+	ck_assert_uint_eq(n, 0);
+	write_chunks(&a, 0, 3);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 2, TB_READ_LAZY, NULL, NULL,
+					 &n), TB_LIMIT);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 0, TB_READ_LAZY, NULL, NULL,
+					 &n), TB_LIMIT);
+	ck_assert_uint_eq(n, 0);
+	topen_with(&a, "held", 4, 0, &sp);	/* position 3, held */
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_LAZY, NULL, NULL,
+					 &n), TB_PENDING);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL, NULL), TB_NODATA);
+	tset_write_pos(&t, twrite_pos(&t) + 100);	/* forged */
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
+					 NULL, &n), TB_EPROTO);
+	ck_assert_uint_eq(n, 0);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_read_one_publishes_read_pos)
 {
 	struct tring t;
@@ -3372,7 +3410,7 @@ START_TEST(test_new_reader_continues_where_the_old_one_returned)
 	write_chunks(&a, 0, 6);
 	memset(&col, 0, sizeof(col));
 	/* a drain pass cut short by its limit, then one read_one */
-	ck_assert_int_eq(tb_reader_drain(&old.rd, 2, TB_READ_LAZY,
+	ck_assert_int_eq(tdrain(&old.rd, 2, TB_READ_LAZY,
 					 collect_fn, &col), 2);
 	ck_assert_int_eq(tb_reader_read_one(&old.rd, TB_READ_LAZY, &v),
 			 TB_EMITTED);
@@ -3382,7 +3420,7 @@ START_TEST(test_new_reader_continues_where_the_old_one_returned)
 
 	treader_new(&fresh, &t);
 	memset(&col, 0, sizeof(col));
-	ck_assert_int_eq(tb_reader_drain(&fresh.rd, ~0u, TB_READ_LAZY,
+	ck_assert_int_eq(tdrain(&fresh.rd, ~0u, TB_READ_LAZY,
 					 collect_fn, &col), 3);
 	expect_chunks(&col, 3, 3);
 	ck_assert(!fresh.rd.stopped);
@@ -3420,7 +3458,7 @@ START_TEST(test_reader_killed_in_a_pass_new_reader_continues)
 	write_chunks(&a, 0, 5);
 	memset(&col, 0, sizeof(col));
 	if (!setjmp(kill_reader)) {
-		tb_reader_drain(&old.rd, ~0u, TB_READ_LAZY, collect_then_die,
+		tdrain(&old.rd, ~0u, TB_READ_LAZY, collect_then_die,
 				&col);
 		ck_abort_msg("the callback did not stop the drain");
 	}
@@ -3430,7 +3468,7 @@ START_TEST(test_reader_killed_in_a_pass_new_reader_continues)
 	ck_assert_int_eq(tb_reader_init(&fresh.rd, &t.r, fresh.scratch),
 			 TB_OK);
 	memset(&col, 0, sizeof(col));
-	ck_assert_int_eq(tb_reader_drain(&fresh.rd, ~0u, TB_READ_LAZY,
+	ck_assert_int_eq(tdrain(&fresh.rd, ~0u, TB_READ_LAZY,
 					 collect_fn, &col), 3);
 	expect_chunks(&col, 2, 3);
 	twriter_free(&a);
@@ -3480,7 +3518,7 @@ START_TEST(test_reader_killed_before_its_read_pos_store_stops_the_next)
 	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
 	ck_assert_uint_eq(tread_pos(&t), 0);
 	treader_new(&fresh, &t);
-	ck_assert_int_eq(tb_reader_drain(&fresh.rd, ~0u, TB_READ_LAZY, NULL,
+	ck_assert_int_eq(tdrain(&fresh.rd, ~0u, TB_READ_LAZY, NULL,
 					 NULL), TB_EPROTO);
 	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
 	ck_assert_uint_eq(tread_pos(&t), 0);
@@ -3505,7 +3543,7 @@ static void scrape_open_chunks(struct twriter *tw, unsigned n,
 
 	for (i = 0; i < n; i++)
 		topen_with(&tw[i], "open", 4, 0, &sp);
-	ck_assert_int_eq(tb_reader_drain(&tr->rd, ~0u, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr->rd, ~0u, TB_READ_SCRAPE, NULL,
 					 NULL), (int)n);
 }
 
@@ -3533,12 +3571,12 @@ START_TEST(test_dead_writer_pins_its_chunk_counted_every_lap)
 	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 0, WA));
 	ck_assert_uint_eq(pinned_now(&t), 1);
 	write_chunks(&a, 0, 3);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL,
 					 NULL), 3);
 	for (lap = 1; lap <= 3; lap++) {
 		/* a fills the other three chunks, burning chunk 0's turn */
 		write_chunks(&a, 3 * lap, 3);
-		ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY,
+		ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY,
 						 NULL, NULL), 4);
 		tb_ring_stats(&t.r, &st);
 		ck_assert_uint_eq(st.rstat[TB_RS_PINNED], lap);
@@ -3571,7 +3609,7 @@ START_TEST(test_every_chunk_pinned_is_reported_not_silent)
 	ck_assert(!tb_reader_pinned(&tr.rd));	/* not seen a lap yet */
 	/* a live writer burns every position it reserves; never waits */
 	ck_assert_int_eq(twrite(&e, "e", 0, 0), TB_NO_CHUNK);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL,
 					 NULL), 4);
 	tb_ring_stats(&t.r, &st);
 	ck_assert_uint_eq(st.rstat[TB_RS_PINNED], 4);
@@ -3583,7 +3621,7 @@ START_TEST(test_every_chunk_pinned_is_reported_not_silent)
 	ck_assert_uint_eq(tword(&t, 0), SPEC_ACKED);
 	ck_assert_uint_eq(pinned_now(&t), 3);
 	/* (its replacement burned four positions: the ring is full) */
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL,
 					 NULL), 4);
 	ck_assert(!tb_reader_pinned(&tr.rd));
 	ck_assert_uint_eq(tword(&t, 0), spec_free(3));
@@ -3724,22 +3762,22 @@ START_TEST(test_every_atomic_access_follows_the_ordering_table)
 	tb_test_atomic = record_atomic;
 	ck_assert_int_eq(twrite(&a, "f0", 0, 0), TB_OK);	/* claim p0 */
 	ck_assert_int_eq(twrite(&a, "f1", 0, 0), TB_OK);	/* reuse */
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
 					 NULL), 1);	/* reclaim Complete */
 	topen_with(&a, "f2", 2, 0, &sp);			/* claim p1 */
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
 					 NULL), 1);	/* mark rewrite */
 	/* publish fails: acknowledge, claim p2, publish there */
 	ck_assert_int_eq(tb_writer_close(&a.w, 2, 0), TB_OK);
 	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_OK);
 	ck_assert_uint_eq(pos, 3);				/* never claimed */
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
 					 NULL), 2);	/* p2, advance p3 */
 	/* next lap: p4 unclaimed, p5 finds chunk 1 Acknowledged */
 	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_OK);
 	ck_assert_int_eq(tb_ring_reserve(&t.r, &pos, &sample), TB_OK);
 	ck_assert_uint_eq(pos, 5);
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
 					 NULL), 2);
 	tb_test_atomic = NULL;
 	seen = check_orders(&t);
@@ -3817,7 +3855,7 @@ START_TEST(test_publication_comes_after_the_bytes_it_publishes)
 		ck_assert_int_eq(tb_writer_write_packet(&a.w, stream + off,
 							len), TB_OK);
 		off += len;
-		ck_assert_int_ge(tb_reader_drain(&tr.rd, ~0u, TB_READ_LAZY,
+		ck_assert_int_ge(tdrain(&tr.rd, ~0u, TB_READ_LAZY,
 						 NULL, NULL), 0);
 	}
 	tb_test_atomic = NULL;
@@ -3871,8 +3909,11 @@ static void pra_new(struct pra *r, unsigned open, uint32_t max,
 
 static int drain_pk(struct treader *tr, struct pra *r, struct pkts *c)
 {
-	return tb_reader_drain_packets(&tr->rd, &r->ra, ~0u, TB_READ_SCRAPE,
-				       pkt_collect, c);
+	unsigned n;
+	int why = tb_reader_drain_packets(&tr->rd, &r->ra, ~0u,
+					  TB_READ_SCRAPE, pkt_collect, c, &n);
+
+	return why == TB_EPROTO ? why : (int)n;
 }
 
 /* A packet of @len bytes whose byte i is @seed + i. */
@@ -4045,7 +4086,7 @@ START_TEST(test_packet_without_its_start_is_skipped_as_loss)
 	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(1, len), len),
 			 TB_OK);
 	/* another reader took the first chunk */
-	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_SCRAPE, NULL,
 					 NULL), 1);
 	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(2, 20), 20),
 			 TB_OK);
@@ -4302,6 +4343,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_lazy_reader_scrapes_once_under_pressure);
 	tcase_add_test(tc, test_dead_writer_pins_its_chunk_counted_every_lap);
 	tcase_add_test(tc, test_every_chunk_pinned_is_reported_not_silent);
+	tcase_add_test(tc, test_drain_reports_count_and_reason_apart);
 	tcase_add_test(tc, test_read_one_publishes_read_pos);
 	tcase_add_test(tc, test_new_reader_continues_where_the_old_one_returned);
 	tcase_add_test(tc, test_reader_killed_in_a_pass_new_reader_continues);

@@ -26,7 +26,7 @@
 #define PRESENT		TB_BUF_LOSS_PRESENT
 #define SMB_FULL	TB_BUF_LOSS_SMB_FULL
 #define NBUF		2	/* central buffers in a fixture */
-#define NRING		2	/* rings in a fixture, at most */
+#define NRING		4	/* rings in a fixture, at most */
 #define PROD0		1	/* producer id of ring 0; ring i is PROD0 + i */
 
 /* ------------------------------------------------------------------------
@@ -312,19 +312,23 @@ static void tcol_free(struct tcol *c)
 
 /* ------------------------------------------------------------------------
  * A fixture: rings sharing one doorbell, a bridge per ring over NBUF
- * central buffers, a trace output in memory and a service over them all.
+ * central buffers, and a trace output in memory.  Service tests serve the
+ * same bridges with a tb_service (fx_serve(), on first use of svc()).
  */
 struct fx {
 	struct tb_bell bell;
 	struct tring t[NRING];
 	uint8_t *rs[NRING];
 	struct tb_bridge br[NRING];
-	struct tb_bridge *brp[NRING];
 	struct tb_buf *buf[NBUF];
 	unsigned nrings;
 	struct mem_out mo;
 	struct tb_trace_out out;
+	struct tb_service_config cfg;	/* what fx_serve() starts with */
+	struct tb_bridge *slots[NRING];
 	struct tb_service s;
+	unsigned h[NRING];		/* the rings' service handles */
+	int serving;
 	/* on_ring_error() */
 	unsigned nerr;
 	unsigned err_ring;
@@ -338,6 +342,15 @@ static void on_err(void *ctx, unsigned ring, int err)
 	f->nerr++;
 	f->err_ring = ring;
 	f->err = err;
+}
+
+static struct tb_buf_ident fx_ident(unsigned i)
+{
+	struct tb_buf_ident id;
+
+	id.uid = 1000u + i;
+	id.pid = 100 + (int32_t)i;
+	return id;
 }
 
 static struct fx *fx_new(unsigned nrings, uint32_t cs, uint32_t nchunks,
@@ -354,39 +367,81 @@ static struct fx *fx_new(unsigned nrings, uint32_t cs, uint32_t nchunks,
 		ck_assert_ptr_nonnull(f->buf[i]);
 	}
 	for (i = 0; i < nrings; i++) {
-		struct tb_buf_ident id;
-
 		tring_new(&f->t[i], cs, nchunks);
 		tb_ring_set_bell(&f->t[i].r, &f->bell);
 		f->rs[i] = (uint8_t *)malloc(cs);
 		ck_assert_ptr_nonnull(f->rs[i]);
-		id.uid = 1000u + i;
-		id.pid = 100 + (int32_t)i;
 		ck_assert_int_eq(tb_bridge_init(&f->br[i], &f->t[i].r,
 						f->rs[i],
-						(uint16_t)(PROD0 + i), id,
-						f->buf, NBUF, NULL, NULL),
+						(uint16_t)(PROD0 + i),
+						fx_ident(i), f->buf, NBUF,
+						NULL, NULL),
 				 TB_OK);
-		f->brp[i] = &f->br[i];
 	}
 	f->out.write = mem_write;
 	f->out.ctx = &f->mo;
-	f->s.bell = &f->bell;
-	f->s.rings = f->brp;
-	f->s.nrings = nrings;
-	f->s.bufs = f->buf;
-	f->s.nbufs = NBUF;
-	f->s.out = &f->out;
-	f->s.wait_ms = 10;
-	f->s.on_ring_error = on_err;
-	f->s.ctx = f;
+	f->cfg.bell = &f->bell;
+	f->cfg.slots = f->slots;
+	f->cfg.max_rings = NRING;
+	f->cfg.bufs = f->buf;
+	f->cfg.nbufs = NBUF;
+	f->cfg.out = &f->out;
+	f->cfg.wait_ms = 10;
+	f->cfg.on_ring_error = on_err;
+	f->cfg.ctx = f;
 	return f;
+}
+
+/* Serves every bridge of @f with a tb_service configured from f->cfg. */
+static void fx_serve(struct fx *f)
+{
+	unsigned i;
+
+	ck_assert(!f->serving);
+	ck_assert_int_eq(tb_service_init(&f->s, &f->cfg), TB_OK);
+	for (i = 0; i < f->nrings; i++)
+		ck_assert_int_eq(tb_service_add(&f->s, &f->br[i], &f->h[i]),
+				 TB_OK);
+	f->serving = 1;
+}
+
+static struct tb_service *svc(struct fx *f)
+{
+	if (!f->serving)
+		fx_serve(f);
+	return &f->s;
+}
+
+/* The bridge the service serves as ring @i. */
+static const struct tb_bridge *sbr(struct fx *f, unsigned i)
+{
+	const struct tb_bridge *br = tb_service_bridge(svc(f), f->h[i]);
+
+	ck_assert_ptr_eq(br, &f->br[i]);
+	return br;
+}
+
+static struct tb_service_stats fx_stats(struct fx *f)
+{
+	struct tb_service_stats st;
+
+	tb_service_stats(svc(f), &st);
+	return st;
+}
+
+/* The longest sleep, before or while serving (a test-only shortcut). */
+static void fx_wait(struct fx *f, uint32_t ms)
+{
+	f->cfg.wait_ms = ms;
+	f->s.cfg.wait_ms = ms;
 }
 
 static void fx_free(struct fx *f)
 {
 	unsigned i;
 
+	if (f->serving)
+		tb_service_destroy(&f->s);
 	for (i = 0; i < f->nrings; i++) {
 		tb_bridge_destroy(&f->br[i]);
 		free(f->rs[i]);
@@ -411,9 +466,13 @@ static void wpkt_rel(struct twriter *tw, uint32_t seq, uint32_t len)
 	ck_assert_int_eq(tb_writer_release(&tw->w), TB_OK);
 }
 
+/* Drains ring @ring's bridge: the positions resolved, or its error. */
 static int drain(struct fx *f, unsigned ring, enum tb_read_mode mode)
 {
-	return tb_bridge_drain(&f->br[ring], 100000, mode);
+	unsigned n;
+	int why = tb_bridge_drain(&f->br[ring], 100000, mode, &n);
+
+	return why < 0 ? why : (int)n;
 }
 
 /* The got[] entries of writer @w are sequence numbers 0 .. @n - 1. */
@@ -851,7 +910,7 @@ START_TEST(test_bridge_protocol_error_is_returned_and_latched)
 	wpkt_rel(&a, 3, 50);
 	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), TB_EPROTO);
 	ck_assert_int_eq(drain(f, 0, TB_READ_SCRAPE), TB_EPROTO);
-	ck_assert_int_eq(tb_bridge_drain(&f->br[0], 1, TB_READ_LAZY),
+	ck_assert_int_eq(tb_bridge_drain(&f->br[0], 1, TB_READ_LAZY, NULL),
 			 TB_EPROTO);
 	ck_assert_uint_eq(f->br[0].stat[TB_BS_CHUNKS], 1);
 	ck_assert_int_eq(read_buf(f->buf[0], g, 100), 0);
@@ -1415,7 +1474,7 @@ START_TEST(test_trace_failed_write_latches_an_error)
 END_TEST
 
 /* ------------------------------------------------------------------------
- * Service loop (issue 4, section 2)
+ * Service loop
  */
 START_TEST(test_service_drains_lazily)
 {
@@ -1426,7 +1485,7 @@ START_TEST(test_service_drains_lazily)
 	uint32_t word;
 	int n;
 
-	f->s.out = NULL;
+	f->cfg.out = NULL;
 	tw_new(&a, f, 0, 1, 0);
 	tw_new(&b, f, 0, 2, 0);
 	wpkt_rel(&a, 0, 100);			/* position 0, handed over */
@@ -1434,8 +1493,8 @@ START_TEST(test_service_drains_lazily)
 	ck_assert_int_eq(tb_writer_open(&b.w, 16, 0, &sp), TB_OK);
 	word = tword(&f->t[0], 1);
 	ck_assert_uint_eq(word >> 29, 1);	/* ... Acquired, 1 published */
-	ck_assert(tb_service_poll(&f->s, 0));
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(svc(f), 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	n = read_buf(f->buf[0], g, 100);
 	ck_assert_int_eq(n, 1);
 	ck_assert_uint_eq(g[0].w, 1);
@@ -1445,7 +1504,7 @@ START_TEST(test_service_drains_lazily)
 	/* handed over: now it comes */
 	ck_assert_int_eq(tb_writer_close(&b.w, 0, 0), TB_OK);
 	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	n = read_buf(f->buf[0], g, 100);
 	ck_assert_int_eq(n, 1);
 	ck_assert_uint_eq(g[0].w, 2);
@@ -1463,20 +1522,20 @@ START_TEST(test_service_poll_that_found_work_does_not_sleep)
 	struct tb_span sp;
 	uint64_t t0;
 
-	f->s.out = NULL;
-	f->s.wait_ms = 10000;
+	f->cfg.out = NULL;
+	fx_wait(f, 10000);
 	tw_new(&a, f, 0, 1, 0);
 	wpkt_rel(&a, 0, 100);
 	t0 = now_ms();
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	ck_assert_uint_lt(now_ms() - t0, 5000);
 	ck_assert_int_eq(read_buf(f->buf[0], g, 10), 1);
 	/* a flush that took something is work too */
 	wpkt_ok(&a, 1, 100);
 	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
-	tb_service_request_flush(&f->s);
+	tb_service_request_flush(svc(f));
 	t0 = now_ms();
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	ck_assert_uint_lt(now_ms() - t0, 5000);
 	ck_assert_int_eq(read_buf(f->buf[0], g, 10), 1);
 	ck_assert_uint_eq(g[0].seq, 1);
@@ -1493,10 +1552,10 @@ START_TEST(test_service_idle_poll_sleeps_on_the_bell)
 	uint64_t t0, ms;
 	int i;
 
-	f->s.wait_ms = 50;
+	fx_wait(f, 50);
 	t0 = now_ms();
 	for (i = 0; i < 5; i++)
-		ck_assert(tb_service_poll(&f->s, now_ms()));
+		ck_assert(tb_service_poll(svc(f), now_ms()));
 	ms = now_ms() - t0;
 	ck_assert_msg(ms >= 100, "5 idle polls took %llu ms",
 		      (unsigned long long)ms);
@@ -1504,10 +1563,10 @@ START_TEST(test_service_idle_poll_sleeps_on_the_bell)
 	tw_new(&a, f, 1, 1, 0);
 	wpkt_ok(&a, 0, 100);
 	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
-	ck_assert(tb_service_poll(&f->s, now_ms()));
+	ck_assert(tb_service_poll(svc(f), now_ms()));
 	t0 = now_ms();
 	for (i = 0; i < 5; i++)
-		ck_assert(tb_service_poll(&f->s, now_ms()));
+		ck_assert(tb_service_poll(svc(f), now_ms()));
 	ms = now_ms() - t0;
 	ck_assert_msg(ms >= 100, "5 polls past a held chunk took %llu ms",
 		      (unsigned long long)ms);
@@ -1537,10 +1596,10 @@ static void *bg_fn(void *arg)
 			bg->rc = tb_writer_release(&bg->tw->w);
 		break;
 	case BG_FLUSH:
-		tb_service_request_flush(&bg->f->s);
+		tb_service_request_flush(svc(bg->f));
 		break;
 	case BG_STOP:
-		tb_service_stop(&bg->f->s);
+		tb_service_stop(svc(bg->f));
 		break;
 	}
 	return NULL;
@@ -1556,7 +1615,7 @@ static uint64_t poll_until(struct fx *f, int want, int *got_n)
 	int n = 0, i;
 
 	for (i = 0; i < 50; i++) {
-		bool more = tb_service_poll(&f->s, now_ms());
+		bool more = tb_service_poll(svc(f), now_ms());
 
 		ck_assert_msg(now_ms() - t0 < 5000,
 			      "the service slept through a wake-up");
@@ -1568,7 +1627,7 @@ static uint64_t poll_until(struct fx *f, int want, int *got_n)
 				break;
 		}
 		/* after the wake-up, do not sleep long again */
-		f->s.wait_ms = 50;
+		fx_wait(f, 50);
 	}
 	*got_n = n;
 	return now_ms() - t0;
@@ -1584,7 +1643,7 @@ static void bg_run(struct fx *f, struct twriter *tw, int what, int want,
 	bg.f = f;
 	bg.tw = tw;
 	bg.what = what;
-	f->s.wait_ms = 10000;
+	fx_wait(f, 10000);
 	ck_assert_int_eq(pthread_create(&th, NULL, bg_fn, &bg), 0);
 	poll_until(f, want, n);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
@@ -1598,7 +1657,7 @@ START_TEST(test_service_wakes_when_a_writer_hands_over_a_chunk)
 	int n;
 
 	tw_new(&a, f, 0, 1, 0);
-	ck_assert(tb_service_poll(&f->s, 0));	/* settle: idle */
+	ck_assert(tb_service_poll(svc(f), 0));	/* settle: idle */
 	bg_run(f, &a, BG_HANDOVER, 1, &n);
 	ck_assert_int_eq(n, 1);
 	ck_assert_uint_eq(g[0].w, 1);
@@ -1619,7 +1678,7 @@ START_TEST(test_service_wakes_on_flush_request_from_another_thread)
 	tw_new(&a, f, 0, 1, 0);
 	wpkt_ok(&a, 0, 100);
 	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
-	ck_assert(tb_service_poll(&f->s, 0));	/* settle: pending */
+	ck_assert(tb_service_poll(svc(f), 0));	/* settle: pending */
 	bg_run(f, NULL, BG_FLUSH, 1, &n);
 	ck_assert_int_eq(n, 1);
 	ck_assert_uint_eq(g[0].seq, 0);
@@ -1635,10 +1694,10 @@ START_TEST(test_service_wakes_on_stop_from_another_thread)
 	struct fx *f = fx_new(1, 1024, 16, 65536);
 	int n;
 
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	bg_run(f, NULL, BG_STOP, -1, &n);
-	ck_assert(tb_service_stopping(&f->s));
-	ck_assert(!tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_stopping(svc(f)));
+	ck_assert(!tb_service_poll(svc(f), 0));
 	fx_free(f);
 }
 END_TEST
@@ -1656,11 +1715,11 @@ START_TEST(test_service_wake_from_another_thread_ends_the_sleep)
 	pthread_t th;
 	uint64_t t0, ms;
 
-	ck_assert(tb_service_poll(&f->s, 0));
-	f->s.wait_ms = 10000;
+	ck_assert(tb_service_poll(svc(f), 0));
+	fx_wait(f, 10000);
 	t0 = now_ms();
-	ck_assert_int_eq(pthread_create(&th, NULL, wake_fn, &f->s), 0);
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert_int_eq(pthread_create(&th, NULL, wake_fn, svc(f)), 0);
+	ck_assert(tb_service_poll(svc(f), 0));
 	ms = now_ms() - t0;
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_msg(ms < 5000, "woken after %llu ms",
@@ -1677,17 +1736,17 @@ START_TEST(test_service_flush_request_scrapes_held_chunks)
 	struct tb_span sp;
 	int n;
 
-	f->s.out = NULL;
+	f->cfg.out = NULL;
 	tw_new(&a, f, 0, 1, 0);
 	wpkt_ok(&a, 0, 100);
 	wpkt_ok(&a, 1, 100);
 	mkpkt(pb, 1, 2, 100);
 	ck_assert_int_eq(tb_writer_open(&a.w, 100, 0, &sp), TB_OK);
 	memcpy(sp.begin, pb, 40);
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	ck_assert_int_eq(read_buf(f->buf[0], g, 100), 0);
-	tb_service_request_flush(&f->s);
-	ck_assert(tb_service_poll(&f->s, 0));
+	tb_service_request_flush(svc(f));
+	ck_assert(tb_service_poll(svc(f), 0));
 	n = read_buf(f->buf[0], g, 100);
 	ck_assert_int_eq(n, 2);
 	ck_assert_uint_eq(g[0].seq, 0);
@@ -1697,9 +1756,9 @@ START_TEST(test_service_flush_request_scrapes_held_chunks)
 	memcpy(sp.begin + 40, pb + 40, 60);
 	ck_assert_int_eq(tb_writer_close(&a.w, 100, 0), TB_OK);
 	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	tb_service_request_flush(&f->s);
-	ck_assert(tb_service_poll(&f->s, 0));
-	ck_assert(tb_service_poll(&f->s, 0));
+	tb_service_request_flush(svc(f));
+	ck_assert(tb_service_poll(svc(f), 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	n = read_buf(f->buf[0], g, 100);
 	ck_assert_int_eq(n, 1);
 	ck_assert_uint_eq(g[0].seq, 2);
@@ -1723,12 +1782,12 @@ START_TEST(test_service_stop_flushes_and_writes_every_buffer)
 	wpkt_ok(&a, 0, 100);
 	wpkt_rel(&a, 1, 100);
 	wpkt_rel(&x, 0, 100);
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	ck_assert_uint_eq(f->mo.len, 0);	/* not long-trace: no writes */
 	wpkt_ok(&c, 0, 100);			/* held, with a packet open */
 	ck_assert_int_eq(tb_writer_open(&c.w, 16, 0, &sp), TB_OK);
-	tb_service_stop(&f->s);
-	ck_assert(!tb_service_poll(&f->s, 0));
+	tb_service_stop(svc(f));
+	ck_assert(!tb_service_poll(svc(f), 0));
 	decode(&f->mo, &tc);
 	ck_assert_uint_eq(tc.n, 4);
 	for (i = 0; i < tc.n; i++) {
@@ -1776,8 +1835,8 @@ START_TEST(test_service_stop_flushes_a_full_ring_of_any_size)
 	for (i = 0; i < nchunks; i++)
 		wpkt_ok(&a, i, max);
 	ck_assert_int_eq(wpkt(&a, nchunks, max), TB_FULL);
-	tb_service_stop(&f->s);
-	ck_assert(!tb_service_poll(&f->s, 0));
+	tb_service_stop(svc(f));
+	ck_assert(!tb_service_poll(svc(f), 0));
 	decode(&f->mo, &tc);
 	ck_assert_uint_eq(tc.n, nchunks);
 	for (i = 0; i < tc.n; i++) {
@@ -1802,10 +1861,10 @@ START_TEST(test_service_ring_loss_reaches_the_trace)
 	for (i = 0; i < 4; i++)
 		wpkt_ok(&a, (uint32_t)i, max);
 	ck_assert_int_eq(wpkt(&a, 4, max), TB_FULL);
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	wpkt_rel(&a, 5, 50);
-	tb_service_stop(&f->s);
-	ck_assert(!tb_service_poll(&f->s, 0));
+	tb_service_stop(svc(f));
+	ck_assert(!tb_service_poll(svc(f), 0));
 	decode(&f->mo, &tc);
 	ck_assert_uint_eq(tc.n, 5);
 	for (i = 0; i < 4; i++)
@@ -1835,19 +1894,19 @@ static void long_trace_run(uint32_t period_ms, unsigned *n,
 	uint32_t i, next = 0;
 
 	ck_assert_uint_eq(tb_buf_stats(f->buf[0])->buffer_size, 4096);
-	f->s.period_ms = period_ms;
-	f->s.wait_ms = 1;
+	f->cfg.period_ms = period_ms;
+	fx_wait(f, 1);
 	tw_new(&a, f, 0, 1, 0);
 	for (i = 0; i < 200; i++) {
 		wpkt_ok(&a, i, 100);
 		if (i % 5 == 4) {
 			ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-			ck_assert(tb_service_poll(&f->s, now));
+			ck_assert(tb_service_poll(svc(f), now));
 			now += 10;
 		}
 	}
-	tb_service_stop(&f->s);
-	ck_assert(!tb_service_poll(&f->s, now));
+	tb_service_stop(svc(f));
+	ck_assert(!tb_service_poll(svc(f), now));
 	decode(&f->mo, &tc);
 	*n = (unsigned)tc.n;
 	*overwritten = 0;
@@ -1889,12 +1948,12 @@ START_TEST(test_service_long_trace_writes_when_the_period_is_due)
 	uint32_t i = 0;
 	size_t len = 0;
 
-	f->s.period_ms = 100;
-	f->s.wait_ms = 1;
+	f->cfg.period_ms = 100;
+	fx_wait(f, 1);
 	tw_new(&a, f, 0, 1, 0);
 	for (now = 1000; now < 2000; now += 10) {
 		wpkt_rel(&a, i++, 40);
-		ck_assert(tb_service_poll(&f->s, now));
+		ck_assert(tb_service_poll(svc(f), now));
 		if (f->mo.len == len) {
 			/* nothing written: the last write is recent */
 			ck_assert_msg(now - last < 100,
@@ -1931,18 +1990,18 @@ START_TEST(test_service_long_trace_write_is_not_held_back_by_sleep)
 	size_t len;
 	int i;
 
-	f->s.period_ms = 200;
-	f->s.wait_ms = 10000;
+	f->cfg.period_ms = 200;
+	fx_wait(f, 10000);
 	tw_new(&a, f, 0, 1, 0);
 	wpkt_rel(&a, 0, 40);
 	t0 = now_ms();
-	ck_assert(tb_service_poll(&f->s, t0));	/* drains 0, writes */
+	ck_assert(tb_service_poll(svc(f), t0));	/* drains 0, writes */
 	len = f->mo.len;
 	wpkt_rel(&a, 1, 40);
-	ck_assert(tb_service_poll(&f->s, now_ms()));	/* drains 1 */
+	ck_assert(tb_service_poll(svc(f), now_ms()));	/* drains 1 */
 	/* packet 1 is due for the output a period from t0, not 10 s */
 	for (i = 0; i < 100 && f->mo.len == len; i++) {
-		ck_assert(tb_service_poll(&f->s, now_ms()));
+		ck_assert(tb_service_poll(svc(f), now_ms()));
 		ck_assert_msg(now_ms() - t0 < 5000,
 			      "period 200 ms, written after %llu ms",
 			      (unsigned long long)(now_ms() - t0));
@@ -1974,20 +2033,20 @@ START_TEST(test_service_ring_protocol_error_stops_only_that_ring)
 		for (i = 0; i < 3; i++)
 			wpkt_ok(&a, seq++, 60);
 		ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-		ck_assert(tb_service_poll(&f->s, (uint64_t)round));
+		ck_assert(tb_service_poll(svc(f), (uint64_t)round));
 		/* ring 1 is served in the very pass that stops ring 0 */
-		ck_assert_uint_eq(f->br[1].stat[TB_BS_CHUNKS],
+		ck_assert_uint_eq(sbr(f, 1)->stat[TB_BS_CHUNKS],
 				  (uint64_t)round + 1);
 	}
 	ck_assert_uint_eq(f->nerr, 1);
 	ck_assert_uint_eq(f->err_ring, 0);
 	ck_assert_int_eq(f->err, TB_EPROTO);
-	ck_assert_uint_eq(f->s.stopped_rings, 1);
+	ck_assert_uint_eq(fx_stats(f).stopped_rings, 1);
 	/* the flush at stop does not report it again */
-	tb_service_stop(&f->s);
-	ck_assert(!tb_service_poll(&f->s, 10));
+	tb_service_stop(svc(f));
+	ck_assert(!tb_service_poll(svc(f), 10));
 	ck_assert_uint_eq(f->nerr, 1);
-	ck_assert_uint_eq(f->s.stopped_rings, 1);
+	ck_assert_uint_eq(fx_stats(f).stopped_rings, 1);
 	decode(&f->mo, &tc);
 	/* ring 0 delivered what came before the error, ring 1 everything */
 	for (i = 0, seq = 0; i < tc.n; i++) {
@@ -2028,29 +2087,97 @@ START_TEST(test_service_retires_a_ring_whose_every_chunk_is_pinned)
 	}
 	twriter_new(&e, &f->t[0], 30, 0, TB_DROP);
 	tw_new(&a, f, 1, 1, 0);
-	tb_service_request_flush(&f->s);	/* scrapes all four */
-	ck_assert(tb_service_poll(&f->s, 0));
+	tb_service_request_flush(svc(f));	/* scrapes all four */
+	ck_assert(tb_service_poll(svc(f), 0));
 	ck_assert_uint_eq(f->nerr, 0);
 	ck_assert_int_eq(twrite(&e, "e", 0, 0), TB_NO_CHUNK);
 	wpkt_rel(&a, 0, 60);
-	ck_assert(tb_service_poll(&f->s, 1));
+	ck_assert(tb_service_poll(svc(f), 1));
 	ck_assert_uint_eq(f->nerr, 1);
 	ck_assert_uint_eq(f->err_ring, 0);
 	ck_assert_int_eq(f->err, TB_EPINNED);
-	ck_assert_uint_eq(f->s.pinned_rings, 1);
-	ck_assert_uint_eq(f->s.stopped_rings, 0);
-	ck_assert_uint_eq(f->br[1].stat[TB_BS_CHUNKS], 1);
+	ck_assert_uint_eq(fx_stats(f).pinned_rings, 1);
+	ck_assert_uint_eq(fx_stats(f).stopped_rings, 0);
+	ck_assert_uint_eq(sbr(f, 1)->stat[TB_BS_CHUNKS], 1);
 	/* retired for good; the other ring is still served */
-	ck_assert_int_eq(tb_bridge_drain(&f->br[0], 10, TB_READ_SCRAPE),
+	ck_assert_int_eq(tb_bridge_drain(&f->br[0], 10, TB_READ_SCRAPE, NULL),
 			 TB_EPINNED);
 	wpkt_rel(&a, 1, 60);
-	ck_assert(tb_service_poll(&f->s, 2));
-	ck_assert_uint_eq(f->br[1].stat[TB_BS_CHUNKS], 2);
+	ck_assert(tb_service_poll(svc(f), 2));
+	ck_assert_uint_eq(sbr(f, 1)->stat[TB_BS_CHUNKS], 2);
 	ck_assert_uint_eq(f->nerr, 1);
 	for (i = 0; i < 4; i++)
 		twriter_free(&dead[i]);
 	twriter_free(&e);
 	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+/*
+ * Handles are stable: removing a ring does not move the others, and a
+ * removed ring first hands over everything its writers published.
+ */
+START_TEST(test_service_handles_stay_put_when_another_ring_goes)
+{
+	struct fx *f = fx_new(3, 256, 16, 1u << 20);
+	struct twriter a, b, c;
+	struct tb_bridge extra;
+	unsigned h;
+	int n;
+
+	f->cfg.out = NULL;
+	f->cfg.max_rings = 3;
+	tw_new(&a, f, 0, 1, 0);
+	tw_new(&b, f, 1, 2, 0);
+	tw_new(&c, f, 2, 3, 0);
+	ck_assert(tb_service_poll(svc(f), 0));
+	ck_assert_uint_eq(fx_stats(f).rings, 3);
+	/* full, and a bridge is served once */
+	ck_assert_int_eq(tb_service_add(svc(f), &extra, &h), TB_ELIMIT);
+	wpkt_ok(&b, 0, 60);		/* kept for reuse: lazy reading waits */
+	ck_assert_int_eq(tb_service_remove(svc(f), f->h[1]), TB_OK);
+	ck_assert_ptr_null(tb_service_bridge(svc(f), f->h[1]));
+	ck_assert_int_eq(tb_service_remove(svc(f), f->h[1]), TB_EINVAL);
+	ck_assert_uint_eq(fx_stats(f).rings, 2);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 1);		/* taken before it was let go */
+	ck_assert_uint_eq(g[0].w, 2);
+	wpkt_rel(&c, 0, 60);
+	ck_assert(tb_service_poll(svc(f), 1));
+	ck_assert_uint_eq(sbr(f, 2)->stat[TB_BS_CHUNKS], 1);
+	ck_assert_uint_eq(sbr(f, 0)->stat[TB_BS_CHUNKS], 0);
+	ck_assert_int_eq(tb_service_add(svc(f), &f->br[0], &h), TB_EINVAL);
+	/* a ring added again may get the freed handle; others keep theirs */
+	ck_assert_int_eq(tb_service_add(svc(f), &f->br[1], &h), TB_OK);
+	ck_assert_uint_eq(h, f->h[1]);
+	ck_assert_uint_eq(fx_stats(f).rings, 3);
+	wpkt_rel(&a, 0, 60);
+	ck_assert(tb_service_poll(svc(f), 2));
+	ck_assert_uint_eq(sbr(f, 0)->stat[TB_BS_CHUNKS], 1);
+	ck_assert_uint_eq(sbr(f, 2)->stat[TB_BS_CHUNKS], 1);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	fx_free(f);
+}
+END_TEST
+
+START_TEST(test_service_init_rejects_a_bad_configuration)
+{
+	struct fx *f = fx_new(1, 256, 16, 65536);
+	struct tb_service s;
+	struct tb_service_config c = f->cfg;
+
+	c.bell = NULL;
+	ck_assert_int_eq(tb_service_init(&s, &c), TB_EINVAL);
+	c = f->cfg;
+	c.slots = NULL;
+	ck_assert_int_eq(tb_service_init(&s, &c), TB_EINVAL);
+	c = f->cfg;
+	c.max_rings = 0;
+	ck_assert_int_eq(tb_service_init(&s, &c), TB_EINVAL);
+	ck_assert_int_eq(tb_service_init(&s, &f->cfg), TB_OK);
 	fx_free(f);
 }
 END_TEST
@@ -2062,16 +2189,16 @@ START_TEST(test_service_stopped_ring_does_not_make_the_loop_spin)
 	uint64_t t0, ms;
 	int i;
 
-	f->s.wait_ms = 50;
+	fx_wait(f, 50);
 	tw_new(&bad, f, 1, 9, 0);
 	wpkt_rel(&bad, 0, 50);
 	tset_word(&f->t[1], 0, 7u << 29 | 9u);
-	ck_assert(tb_service_poll(&f->s, 0));
+	ck_assert(tb_service_poll(svc(f), 0));
 	ck_assert_uint_eq(f->nerr, 1);
 	ck_assert_uint_eq(f->err_ring, 1);
 	t0 = now_ms();
 	for (i = 0; i < 5; i++)
-		ck_assert(tb_service_poll(&f->s, now_ms()));
+		ck_assert(tb_service_poll(svc(f), now_ms()));
 	ms = now_ms() - t0;
 	ck_assert_msg(ms >= 100, "5 idle polls took %llu ms",
 		      (unsigned long long)ms);
@@ -2171,6 +2298,8 @@ static Suite *service_suite(void)
 		test_service_ring_protocol_error_stops_only_that_ring);
 	tcase_add_test(t,
 		test_service_stopped_ring_does_not_make_the_loop_spin);
+	tcase_add_test(t, test_service_handles_stay_put_when_another_ring_goes);
+	tcase_add_test(t, test_service_init_rejects_a_bad_configuration);
 	tcase_add_test(t,
 		test_service_retires_a_ring_whose_every_chunk_is_pinned);
 	suite_add_tcase(s, t);

@@ -296,12 +296,13 @@ static void xp_child_victim(struct xp_ring *x, unsigned idx, uint32_t n,
  */
 static int xp_drain(struct xp_ring *x, enum tb_read_mode mode)
 {
-	int n = tb_reader_drain(&x->rd, 4 * x->r.num_chunks, mode,
-				sh_asm_chunk, &x->asm_);
+	unsigned n;
+	int why = tb_reader_drain(&x->rd, 4 * x->r.num_chunks, mode,
+				  sh_asm_chunk, &x->asm_, &n);
 
-	ck_assert_msg(n >= 0, "reader: protocol error");
+	ck_assert_msg(why >= 0, "reader: protocol error");
 	ck_assert_msg(!x->asm_.failures, "%s", x->asm_.err);
-	return n;
+	return (int)n;
 }
 
 static uint32_t xp_write_pos(const struct xp_ring *x)

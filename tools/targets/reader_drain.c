@@ -15,5 +15,5 @@ int tbt_reader_drain(struct tb_reader *rd, unsigned max,
 int tbt_reader_drain(struct tb_reader *rd, unsigned max,
 		     enum tb_read_mode mode, tb_chunk_fn fn, void *ctx)
 {
-	return tb_reader_drain(rd, max, mode, fn, ctx);
+	return tb_reader_drain(rd, max, mode, fn, ctx, NULL);
 }

@@ -39,7 +39,7 @@ int tbt_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 int tbt_reader_drain(struct tb_reader *rd, unsigned max,
 		     enum tb_read_mode mode, tb_chunk_fn fn, void *ctx)
 {
-	return tb_reader_drain(rd, max, mode, fn, ctx);
+	return tb_reader_drain(rd, max, mode, fn, ctx, NULL);
 }
 
 int tbt_reader_read_one(struct tb_reader *rd, enum tb_read_mode mode,
