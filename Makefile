@@ -4,6 +4,10 @@
 #   make test    every check suite (installs missing packages first)
 #   make bench   throughput tables beside a memcpy baseline
 #   make tsan | asan | m32 | fuzz | headers | install | uninstall | clean
+#   make consumers  a consumer project built through pkg-config, CMake and
+#                meson (the tree as a subproject)
+#   make deps    installs libck-dev, check, pkg-config (apt-get)
+#   make model   the Promela model of the chunk protocol under spin
 #   make cross ARCH=aarch64|armhf|s390x
 #                every suite and example cross-built with the target's own
 #                ck headers (fetched into build/sysroot), run under qemu-user;
@@ -19,7 +23,7 @@
 CC	?= cc
 PREFIX	?= /usr/local
 DESTDIR	?=
-VERSION	:= 0.1.0
+VERSION	:= $(shell sed -n 's/^\#define TB_VERSION_STRING[^"]*"\(.*\)"/\1/p' tbbase.h)
 BUILD	?= build
 HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpb.h tbuffer.h tbbridge.h tbtrace.h tbservice.h
 FUZZ_SECONDS ?= 30
@@ -45,7 +49,8 @@ TEST_DEPS := $(HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
 .PHONY: all test check demo bench tsan asan m32 fuzz headers deps deps-m32 \
 	deps-fuzz install uninstall clean help
 
-all: $(addprefix $(BUILD)/,$(TESTS) $(BENCHES) $(EXAMPLES))
+# have-deps first: without ck a plain make says what to install.
+all: have-deps $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(BENCHES) $(EXAMPLES))
 
 help:
 	@sed -n '/^#   make/,/^$$/p' Makefile | sed -e 's/^# \{0,1\}//' -e '/^$$/d'
@@ -57,16 +62,26 @@ APT_INSTALL = sh -c 'if ! command -v apt-get >/dev/null; then \
 	echo "tbring: missing packages: $$*. Install them with your package manager." >&2; exit 1; fi; \
 	if [ "$$(id -u)" != 0 ]; then SUDO=sudo; command -v sudo >/dev/null || { \
 	echo "tbring: missing packages: $$*. Run as root: apt-get install $$*" >&2; exit 1; }; fi; \
-	echo "tbring: installing $$* with apt-get"; \
-	{ $$SUDO apt-get update -qq || echo "tbring: apt-get update reported errors; trying the install anyway" >&2; }; DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq "$$@" >/dev/null || { \
-	echo "tbring: apt-get could not install $$*; install them by hand" >&2; exit 1; }' apt-install
+	echo "tbring: installing $$* with apt-get (log: $(BUILD)/apt.log)"; mkdir -p $(BUILD); \
+	{ $$SUDO apt-get update -qq || echo "tbring: apt-get update reported errors; trying the install anyway"; } >$(BUILD)/apt.log 2>&1; \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq "$$@" >>$(BUILD)/apt.log 2>&1 || { \
+	tail -n 20 $(BUILD)/apt.log >&2; echo "tbring: apt-get could not install $$*; install them by hand" >&2; exit 1; }' apt-install
+
+# What make test and make demo install; a plain make only names them.
+MISSING = $(shell [ -f /usr/include/ck_pr.h ] || echo libck-dev; \
+	command -v pkg-config >/dev/null || echo pkg-config; \
+	pkg-config --exists check 2>/dev/null || echo check)
 
 deps:
-	@missing=""; \
-	[ -f /usr/include/ck_pr.h ] || missing="$$missing libck-dev"; \
-	command -v pkg-config >/dev/null || missing="$$missing pkg-config"; \
-	pkg-config --exists check 2>/dev/null || missing="$$missing check"; \
-	[ -z "$$missing" ] || $(APT_INSTALL) $$missing
+	@m="$(strip $(MISSING))"; [ -z "$$m" ] || $(APT_INSTALL) $$m
+
+.PHONY: have-deps
+have-deps:
+	@m="$(strip $(MISSING))"; [ -z "$$m" ] || { \
+	echo "tbring: missing packages: $$m."; \
+	echo "  make deps installs them (apt-get, as root); make test and make demo"; \
+	echo "  do that first.  Elsewhere, install them with your package manager."; \
+	exit 1; } >&2
 
 deps-m32: deps
 	@gcc -m32 -print-libgcc-file-name 2>/dev/null | grep -q 32 && \
@@ -356,16 +371,49 @@ demo: deps $(BUILD)/demo
 	./$(BUILD)/demo
 
 # --- install ---------------------------------------------------------------
+# Headers under include/tbring/ (their names are too generic for
+# /usr/include), a pkg-config file and a CMake package; neither hands out
+# ck's flags (ck.pc hard-codes the build machine's architecture, and a
+# header-only user links nothing).
+INC_DIR	= $(DESTDIR)$(PREFIX)/include/tbring
+PC_DIR	= $(DESTDIR)$(PREFIX)/lib/pkgconfig
+CMAKE_DIR = $(DESTDIR)$(PREFIX)/lib/cmake/tbring
+SUBST	= sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	      -e 's|@MAJOR@|$(firstword $(subst ., ,$(VERSION)))|'
+
 install:
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 0644 $(wildcard $(HEADERS)) $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tbring.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/tbring.pc
-	chmod 0644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/tbring.pc
+	install -d $(INC_DIR) $(PC_DIR) $(CMAKE_DIR)
+	install -m 0644 $(HEADERS) $(INC_DIR)/
+	$(SUBST) tbring.pc.in > $(PC_DIR)/tbring.pc
+	$(SUBST) tbringConfig.cmake.in > $(CMAKE_DIR)/tbringConfig.cmake
+	$(SUBST) tbringConfigVersion.cmake.in > \
+		$(CMAKE_DIR)/tbringConfigVersion.cmake
+	chmod 0644 $(PC_DIR)/tbring.pc $(CMAKE_DIR)/*.cmake
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/include/,$(HEADERS)) \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig/tbring.pc
+	rm -f $(addprefix $(INC_DIR)/,$(HEADERS)) $(PC_DIR)/tbring.pc \
+		$(CMAKE_DIR)/tbringConfig.cmake \
+		$(CMAKE_DIR)/tbringConfigVersion.cmake
+	-rmdir $(INC_DIR) $(CMAKE_DIR) 2>/dev/null
+
+# --- the protocol's model -------------------------------------------------
+deps-model:
+	@command -v spin >/dev/null || $(APT_INSTALL) spin
+
+# The Promela model of the chunk protocol (model/chunk.pml): every clean
+# configuration must pass a full search, every planted mutation must be
+# caught.  About 6 minutes and 5 GB with two runs at once (MODEL_JOBS=1
+# halves the memory).
+model: deps-model
+	@bash model/run.sh -j $(or $(MODEL_JOBS),2)
+
+# A consumer project built against the install through pkg-config and
+# CMake, and against the tree as a meson subproject.
+.PHONY: consumers model deps-model
+consumers:
+	@command -v cmake >/dev/null && command -v meson >/dev/null || \
+	$(APT_INSTALL) cmake meson ninja-build
+	@sh tools/consumer/run.sh
 
 clean:
 	rm -rf build demo.pftrace
