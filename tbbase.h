@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Copyright (c) 2026 The tbring authors.
+ * Copyright (c) 2026, tbring contributors.  BSD-2-Clause: see COPYING, or
+ * https://opensource.org/license/bsd-2-clause for the text.
  *
  * tbbase.h - what every tbring header shares: the version, the one result
  * space and tb_strerror(), and what a vendor may replace.

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
+ * Copyright (c) 2026, tbring contributors.  BSD-2-Clause: see COPYING, or
+ * https://opensource.org/license/bsd-2-clause for the text.
+ *
  * tbfrag.h - the fragment layout inside one ring chunk.
  *
  * A chunk of format 00 is laid out as

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Copyright (c) 2026 The tbring authors.
+ * Copyright (c) 2026, tbring contributors.  BSD-2-Clause: see COPYING, or
+ * https://opensource.org/license/bsd-2-clause for the text.
  *
  * tbpb.h - the protobuf wire format, as much as tbring needs: varints,
  * field tags, a validating reader of fields, and Perfetto's framing of

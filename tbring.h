@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Copyright (c) 2026 The tbring authors.
+ * Copyright (c) 2026, tbring contributors.  BSD-2-Clause: see COPYING, or
+ * https://opensource.org/license/bsd-2-clause for the text.
  *
  * tbring.h - a producer-local shared-memory ring of fixed-size chunks:
  * many writers, one reader, each chunk arbitrated by one 32-bit state word.

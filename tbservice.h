@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Copyright (c) 2026 The tbring authors.
+ * Copyright (c) 2026, tbring contributors.  BSD-2-Clause: see COPYING, or
+ * https://opensource.org/license/bsd-2-clause for the text.
  *
  * tbservice.h - a tracing service loop: many rings, one thread.
  *

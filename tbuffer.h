@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
+ * Copyright (c) 2026, tbring contributors.  BSD-2-Clause: see COPYING, or
+ * https://opensource.org/license/bsd-2-clause for the text.
+ *
  * tbuffer.h - the service's central trace buffer.
  *
  * One tb_buf holds the chunks committed by producers until a consumer reads
