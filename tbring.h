@@ -76,7 +76,8 @@
  * them under these names (the writer's: tb_ring_reserve, _claim,
  * _publish, _reuse, _acknowledge; the reader's: tb_ring_load_state,
  * _advance, _reclaim_complete, _mark_rewrite, _reclaim_acked,
- * _publish_read_pos), with tb_ring_init_at() and the position helpers.
+ * _publish_read_pos), with tb_ring_init_at(), the position helpers and
+ * the state-word constructors (tb_state_free, _data, _with, _is_data).
  *
  * Limits
  *   - chunk_size: a power of two in [256, 32768]; num_chunks: a power of
@@ -191,13 +192,13 @@ enum tb_state {
 #define TB_WORD_ACKED		((uint32_t)TB_ACKED << TB_STATE_SHIFT)
 #define TB_FORMAT_TARGET	0u		/* format 00: BufferID */
 
-static inline uint32_t tb_state_free(uint32_t wrap)
+static inline uint32_t tb__state_free(uint32_t wrap)
 {
 	return wrap & TB_WRAP_MASK;
 }
 
 /* A data-bearing word; @flags are the TB_F_* bits in place. */
-static inline uint32_t tb_state_data(unsigned state, unsigned format,
+static inline uint32_t tb__state_data(unsigned state, unsigned format,
 				     uint32_t flags, unsigned nfrags,
 				     uint16_t writer)
 {
@@ -212,7 +213,7 @@ static inline unsigned tb_state_of(uint32_t word)
 	return word >> TB_STATE_SHIFT;
 }
 
-static inline bool tb_state_is_data(unsigned state)
+static inline bool tb__state_is_data(unsigned state)
 {
 	return state >= TB_ACQUIRED && state <= TB_REWRITE;
 }
@@ -243,7 +244,7 @@ static inline uint16_t tb_state_writer(uint32_t word)
 }
 
 /* Same word in another state: only bits 31..29 change. */
-static inline uint32_t tb_state_with(uint32_t word, unsigned state)
+static inline uint32_t tb__state_with(uint32_t word, unsigned state)
 {
 	return (word & TB_LOW_MASK) | (uint32_t)state << TB_STATE_SHIFT;
 }
@@ -488,7 +489,7 @@ static inline int tb__ring_init_at(struct tb_ring *r, void *mem, size_t len,
 		uint32_t pos = start + ((i - start) & (num_chunks - 1));
 
 		/* relaxed: published by the magic's release below */
-		tb_atomic_store(tb__ring_word(r, pos), tb_state_free(
+		tb_atomic_store(tb__ring_word(r, pos), tb__state_free(
 				   tb__ring_wrap(r, pos)), TB_RLX);
 	}
 	/* release: pairs with the acquire load of magic in attach */
@@ -604,7 +605,7 @@ static inline int tb__w_reserve(const struct tb_ring *r, uint32_t *pos,
 static inline bool tb__w_claim(const struct tb_ring *r, uint32_t pos,
 				 uint32_t acquired)
 {
-	uint32_t seen = tb_state_free(tb__ring_wrap(r, pos));
+	uint32_t seen = tb__state_free(tb__ring_wrap(r, pos));
 
 	/*
 	 * acquire on success: pairs with the reader's release into this
@@ -643,7 +644,7 @@ static inline bool tb__w_reuse(const struct tb_ring *r, uint32_t pos,
 	 * own earlier publication; the next publish releases again.
 	 */
 	return tb_atomic_cas(tb__ring_word(r, pos), seen,
-			tb_state_with(*seen, TB_ACQUIRED), TB_RLX, TB_RLX);
+			tb__state_with(*seen, TB_ACQUIRED), TB_RLX, TB_RLX);
 }
 
 /* Reader: Acquired(n) -> RewriteRequested(n), after copying the prefix. */
@@ -658,7 +659,7 @@ static inline bool tb__r_mark_rewrite(const struct tb_ring *r, uint32_t pos,
 	 * failure: pairs with the writer's release of a new publication.
 	 */
 	return tb_atomic_cas(tb__ring_word(r, pos), seen,
-			tb_state_with(*seen, TB_REWRITE), TB_REL, TB_ACQ);
+			tb__state_with(*seen, TB_REWRITE), TB_REL, TB_ACQ);
 }
 
 /* Writer: RewriteRequested -> Acknowledged, after copying its suffix. */
@@ -679,7 +680,7 @@ static inline bool tb__w_acknowledge(const struct tb_ring *r, uint32_t pos,
 static inline bool tb__r_advance(const struct tb_ring *r, uint32_t pos,
 				   uint32_t *seen)
 {
-	if (*seen != tb_state_free(tb__ring_wrap(r, pos)))
+	if (*seen != tb__state_free(tb__ring_wrap(r, pos)))
 		return false;
 	/*
 	 * release: hands the chunk to the next traversal, pairs with that
@@ -687,7 +688,7 @@ static inline bool tb__r_advance(const struct tb_ring *r, uint32_t pos,
 	 * released yet (a fresh claim), but lets us redispatch safely.
 	 */
 	return tb_atomic_cas(tb__ring_word(r, pos), seen,
-			tb_state_free(tb__ring_next_wrap(r, pos)), TB_REL,
+			tb__state_free(tb__ring_next_wrap(r, pos)), TB_REL,
 			TB_ACQ);
 }
 
@@ -702,7 +703,7 @@ static inline bool tb__r_reclaim_complete(const struct tb_ring *r,
 	 * acquire on failure: pairs with the writer's reuse+publication.
 	 */
 	return tb_atomic_cas(tb__ring_word(r, pos), seen,
-			tb_state_free(tb__ring_next_wrap(r, pos)), TB_REL,
+			tb__state_free(tb__ring_next_wrap(r, pos)), TB_REL,
 			TB_ACQ);
 }
 
@@ -717,7 +718,7 @@ static inline bool tb__r_reclaim_acked(const struct tb_ring *r,
 	 * (its last accesses), release with the next writer's claim.
 	 */
 	return tb_atomic_cas(tb__ring_word(r, pos), seen,
-			tb_state_free(tb__ring_next_wrap(r, pos)), TB_ACQREL,
+			tb__state_free(tb__ring_next_wrap(r, pos)), TB_ACQREL,
 			TB_RLX);
 }
 
@@ -932,7 +933,7 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 			tb__wstat(w, TB_WS_FULL, 1);
 			return TB_FULL;
 		}
-		word = tb_state_data(TB_ACQUIRED, TB_FORMAT_TARGET,
+		word = tb__state_data(TB_ACQUIRED, TB_FORMAT_TARGET,
 				     flags | (w->loss_owed ? TB_F_DATA_LOSS : 0),
 				     0, w->id);
 		if (tb__w_claim(r, pos, word)) {
@@ -988,7 +989,7 @@ static inline int tb__writer_relocate(struct tb_writer *w, uint32_t seen,
 	uint32_t carry, open = w->cur.open;
 	int ret;
 
-	if (seen != tb_state_with(w->word, TB_REWRITE)) {
+	if (seen != tb__state_with(w->word, TB_REWRITE)) {
 		/* not our word: touch nothing, the suffix is lost */
 		tb__writer_drop(w, k + w->cur.open);
 		return TB_EPROTO;
@@ -1043,8 +1044,8 @@ static inline void tb__writer_abandon(struct tb_writer *w)
 	uint32_t seen = w->word;
 
 	if (!tb__w_publish(w->ring, w->pos, &seen,
-			     tb_state_with(w->word, TB_COMPLETE)) &&
-	    seen == tb_state_with(w->word, TB_REWRITE))
+			     tb__state_with(w->word, TB_COMPLETE)) &&
+	    seen == tb__state_with(w->word, TB_REWRITE))
 		tb__w_acknowledge(w->ring, w->pos, &seen);
 	tb__w_notify(w->ring);
 }
@@ -1073,7 +1074,7 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 
 		if (w->cur.open && w->cur.nfrags == tb_state_nfrags(w->word))
 			return TB_OK;	/* nothing new; stay Acquired */
-		want = tb_state_data(w->cur.open ? TB_ACQUIRED : TB_COMPLETE,
+		want = tb__state_data(w->cur.open ? TB_ACQUIRED : TB_COMPLETE,
 				     tb_state_format(w->word),
 				     tb_state_flags(w->word) |
 				     (w->cont_next && !w->cur.open ?
@@ -1128,7 +1129,7 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 
 		if (!cont && tb_frag_room(&w->cur) >= (int32_t)min &&
 		    tb__w_reuse(w->ring, w->pos, &seen)) {
-			w->word = tb_state_with(w->word, TB_ACQUIRED);
+			w->word = tb__state_with(w->word, TB_ACQUIRED);
 			w->own = TB_OWN_ACQUIRED;
 		} else if (seen == w->word) {
 			tb__writer_forget(w);	/* no CAS */
@@ -1439,7 +1440,7 @@ static inline int tb__reader_resolve(struct tb_reader *rd,
 
 		switch (tb_state_of(word)) {
 		case TB_FREE:
-			if (word != tb_state_free(tb__ring_wrap(r, pos)))
+			if (word != tb__state_free(tb__ring_wrap(r, pos)))
 				return tb__reader_stop(rd, TB_PROTO_FREE_TAG);
 			if (lazy)
 				goto pending;	/* a writer is claiming */
@@ -1959,6 +1960,10 @@ static inline int tb_reader_drain_packets(struct tb_reader *rd,
 #define tb_pos_index			tb__pos_index
 #define tb_pos_wrap			tb__pos_wrap
 #define tb_pos_next_wrap		tb__pos_next_wrap
+#define tb_state_free			tb__state_free
+#define tb_state_data			tb__state_data
+#define tb_state_with			tb__state_with
+#define tb_state_is_data		tb__state_is_data
 #endif
 
 #ifdef __cplusplus
