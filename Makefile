@@ -41,6 +41,8 @@ TESTS	:= $(patsubst test/%.c,%,$(wildcard test/test_*.c))
 # not in the -m32 and cross builds (they have no C++ compiler here).
 CXX_TESTS := $(patsubst test/%.cc,%,$(wildcard test/test_*.cc))
 RUN_CXX	?= $(CXX_TESTS)
+# Examples that check themselves and exit non-zero when they fail.
+RUN_EXAMPLES ?= quickstart
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
@@ -117,7 +119,10 @@ run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES))
 	echo "== $$t"; \
 	if TB_BUILD_DIR=$(BUILD) $(RUNNER) ./$(BUILD)/$$t; then \
 	pass=$$((pass + 1)); else fail=$$((fail + 1)); failed="$$failed $$t"; fi; \
-	done; echo "tests ($(BUILD)): $$pass passed, $$fail failed$${failed:+:$$failed}"; \
+	done; for t in $(RUN_EXAMPLES); do echo "== example $$t"; \
+	if $(RUNNER) ./$(BUILD)/$$t >/dev/null; then pass=$$((pass + 1)); \
+	echo "ok"; else fail=$$((fail + 1)); failed="$$failed $$t"; fi; done; \
+	echo "tests ($(BUILD)): $$pass passed, $$fail failed$${failed:+:$$failed}"; \
 	[ $$fail = 0 ]
 
 # Each public header compiles alone (twice, to check its guard) as C99 with
@@ -134,7 +139,8 @@ headers: deps
 	printf '#include "%s"\n#include "%s"\n' $$h $$h | \
 	$$cxx -std=$$std $(WARN) -I. -x c++ -fsyntax-only - || exit 1; \
 	done; done; done; \
-	echo "headers: each compiles on its own as C99, C++11 and C++17"
+	echo "headers: each compiles on its own as C99, C++11 and C++17"; \
+	sh tools/readme-check.sh
 
 # Under ThreadSanitizer the atomics helpers switch to __atomic builtins
 # (TSan cannot see ck's inline assembly); stress tests run longer.
