@@ -338,8 +338,11 @@ struct tb_ring_hdr {
 	uint32_t wstat[16];
 	/* line 5: reader counters (enum tb_rstat), stored by every call */
 	uint32_t rstat[16];
-	/* lines 6-7: reserved, zero */
-	uint32_t pad6[32];
+	/* line 6: the service's requests to the writers */
+	uint32_t gen;		/* bumped: start a fresh incremental state */
+	uint32_t pad6[15];
+	/* line 7: reserved, zero */
+	uint32_t pad7[16];
 };
 
 /* C99 has no _Static_assert: a negative array size fails the build. */
@@ -553,6 +556,27 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 		s->states[tb_state_of(tb_atomic_load(tb__ring_word(r, i),
 						     TB_RLX))]++;
 	s->pinned = s->states[TB_REWRITE];
+}
+
+/*
+ * The incremental-state generation (line 6 of the header).  Tracing
+ * formats with incremental state (Perfetto's interning, track
+ * descriptors) need every writer to start afresh when what it emitted
+ * before may be gone: the service bumps this word (after it wrote a
+ * long-trace period out, or its central buffer overwrote chunks), and a
+ * writer compares it with what it saw last, one relaxed load per packet.
+ * A hint like the counters: a hostile process can only make writers
+ * re-emit their state.
+ */
+static inline uint32_t tb_ring_generation(const struct tb_ring *r)
+{
+	/* relaxed: a late look only delays a re-emission by a packet */
+	return tb_atomic_load(&r->hdr->gen, TB_RLX);
+}
+
+static inline void tb_ring_bump_generation(const struct tb_ring *r)
+{
+	tb_atomic_add(&r->hdr->gen, 1);	/* relaxed: a hint, see above */
 }
 
 /* ------------------------------------------------------------------------

@@ -65,6 +65,7 @@ struct tb_service_stats {
 	uint64_t sleeps;		/* ... that slept on the doorbell */
 	uint64_t flushes;
 	uint64_t writes;		/* central buffers written out */
+	uint64_t generations;		/* fresh incremental states asked */
 };
 
 /* Internal state: read it through the functions below, never write it. */
@@ -77,6 +78,7 @@ struct tb_service {
 	uint32_t wake_req;		/* bumped by any thread */
 	uint32_t wake_done;
 	uint32_t stop_req;
+	uint64_t overwritten;		/* chunks, all buffers, last look */
 	struct tb_service_stats stats;
 };
 
@@ -233,7 +235,23 @@ static inline bool tb_service_stopping(const struct tb_service *s)
 	return tb_atomic_load(&s->stop_req, TB_ACQ) != 0;
 }
 
-/* Writes every central buffer to the output now. */
+/* Asks every served ring's writers for a fresh incremental state. */
+static inline void tb__service_new_generation(struct tb_service *s)
+{
+	unsigned h;
+
+	for (h = 0; h < s->top; h++)
+		if (s->cfg.slots[h])
+			tb_ring_bump_generation(s->cfg.slots[h]->reader.ring);
+	s->stats.generations++;
+}
+
+/*
+ * Writes every central buffer to the output now.  What writers emitted
+ * once for a whole sequence (track descriptors, interned names) went out
+ * with it, and a later write starts a part of the trace that must stand
+ * alone: every ring's writers are asked for a fresh incremental state.
+ */
 static inline void tb_service_write_buffers(struct tb_service *s)
 {
 	unsigned i;
@@ -243,6 +261,27 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 			tb_trace_write(s->cfg.out, s->cfg.bufs[i]);
 			s->stats.writes++;
 		}
+	if (s->cfg.out && s->cfg.nbufs)
+		tb__service_new_generation(s);
+}
+
+/*
+ * A central buffer overwrote chunks since the last look: the state some
+ * writers emitted once may be gone with them, so every ring's writers are
+ * asked for a fresh one (all rings: cheaper than knowing whose it was).
+ */
+static inline void tb__service_check_overwrites(struct tb_service *s)
+{
+	uint64_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < s->cfg.nbufs; i++)
+		if (s->cfg.bufs[i])
+			n += tb_buf_stats(s->cfg.bufs[i])->chunks_overwritten;
+	if (n != s->overwritten) {
+		s->overwritten = n;
+		tb__service_new_generation(s);
+	}
 }
 
 /* Drains every live ring once; returns the positions resolved. */
@@ -308,6 +347,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 	s->stats.passes++;
 	s->wake_done = tb_atomic_load(&s->wake_req, TB_RLX);
 	busy = tb__service_drain(s, TB_READ_LAZY) != 0;
+	tb__service_check_overwrites(s);
 	if (req != s->flush_done) {
 		tb_service_flush(s);
 		s->flush_done = req;

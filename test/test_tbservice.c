@@ -2182,6 +2182,48 @@ START_TEST(test_service_init_rejects_a_bad_configuration)
 }
 END_TEST
 
+/*
+ * The service asks every writer for a fresh incremental state (bumps the
+ * ring's generation) after each long-trace write and whenever a central
+ * buffer overwrote chunks, and not otherwise.
+ */
+START_TEST(test_service_bumps_the_generation_on_writes_and_overwrites)
+{
+	struct fx *f = fx_new(2, 1024, 16, 4096);
+	struct twriter a;
+	uint32_t g0, g1;
+	int i;
+
+	f->cfg.period_ms = 1000;
+	tw_new(&a, f, 0, 1, 0);
+	g0 = tb_ring_generation(&f->t[0].r);
+	ck_assert(tb_service_poll(svc(f), 0));	/* the first write is due */
+	g1 = tb_ring_generation(&f->t[0].r);
+	ck_assert_uint_eq(g1, g0 + 1);
+	ck_assert_uint_eq(tb_ring_generation(&f->t[1].r), g1);
+	wpkt_rel(&a, 0, 100);
+	ck_assert(tb_service_poll(svc(f), 10));	/* no write, no overwrite */
+	ck_assert_uint_eq(tb_ring_generation(&f->t[0].r), g1);
+	for (i = 1; i < 60; i++) {		/* 4 KiB buffers overwrite */
+		wpkt_rel(&a, (uint32_t)i, 300);
+		if (!(i % 8))
+			ck_assert(tb_service_poll(svc(f), 20));
+	}
+	ck_assert(tb_service_poll(svc(f), 20));
+	ck_assert_uint_gt(tb_buf_stats(f->buf[0])->chunks_overwritten, 0);
+	g0 = tb_ring_generation(&f->t[0].r);
+	ck_assert_uint_gt(g0, g1);
+	ck_assert_uint_eq(tb_ring_generation(&f->t[1].r), g0);
+	ck_assert_uint_eq(fx_stats(f).generations, 1 + g0 - g1);
+	ck_assert(tb_service_poll(svc(f), 20));	/* nothing new */
+	ck_assert_uint_eq(tb_ring_generation(&f->t[0].r), g0);
+	ck_assert(tb_service_poll(svc(f), 1000));	/* the period is due */
+	ck_assert_uint_eq(tb_ring_generation(&f->t[0].r), g0 + 1);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
 START_TEST(test_service_stopped_ring_does_not_make_the_loop_spin)
 {
 	struct fx *f = fx_new(2, 256, 16, 65536);
@@ -2300,6 +2342,8 @@ static Suite *service_suite(void)
 		test_service_stopped_ring_does_not_make_the_loop_spin);
 	tcase_add_test(t, test_service_handles_stay_put_when_another_ring_goes);
 	tcase_add_test(t, test_service_init_rejects_a_bad_configuration);
+	tcase_add_test(t,
+		test_service_bumps_the_generation_on_writes_and_overwrites);
 	tcase_add_test(t,
 		test_service_retires_a_ring_whose_every_chunk_is_pinned);
 	suite_add_tcase(s, t);
