@@ -4,6 +4,7 @@
 # in that file verbatim, so the README shows code that builds and runs.
 set -eu
 cd "$(dirname "$0")/.."
+mkdir -p build
 awk '
 /^<!-- from examples\/[a-z_]+\.c -->$/ { file = $3; next }
 file && /^```c$/ { inblock = 1; n++; out = "build/readme." n ".c";
