@@ -636,6 +636,45 @@ struct tb__buf_frag {
 };
 
 /*
+ * tb_pb_frags_next() on the @size bytes at @p from offset @off, with the
+ * one- and two-byte lengths nearly every fragment has decoded in line.
+ * The same results: on TB_PB_FRAG_OK *@len gets the data bytes and *@next
+ * the offset after the fragment; otherwise neither is touched.
+ */
+static inline int tb__buf_frag_next(const uint8_t *p, uint32_t size,
+				     uint32_t off, uint32_t *len,
+				     uint32_t *next)
+{
+	struct tb_pb_frags it;
+	const uint8_t *d;
+	uint32_t avail, v, n = 1;
+	int r;
+
+	if (off >= size)
+		return TB_PB_FRAG_END;
+	avail = size - off;
+	v = p[off];
+	if (v >= 0x80u) {
+		if (avail < 2 || p[off + 1] >= 0x80u) {
+			tb_pb_frags_init(&it, p, size, off);
+			r = tb_pb_frags_next(&it, &d, &v);
+			if (r == TB_PB_FRAG_OK) {
+				*len = v;
+				*next = it.off;
+			}
+			return r;
+		}
+		v = (v & 0x7fu) | (uint32_t)p[off + 1] << 7;
+		n = 2;
+	}
+	if (v > avail - n)
+		return TB_PB_FRAG_BAD;
+	*len = v;
+	*next = off + n + v;
+	return TB_PB_FRAG_OK;
+}
+
+/*
  * Tokenizes the fragment of chunk @c at payload offset @off and derives its
  * type from its position and the chunk flags.  Returns a TB_PB_FRAG_*
  * status (TB_PB_FRAG_OK when @f is filled).
@@ -643,18 +682,19 @@ struct tb__buf_frag {
 static inline int tb__buf_frag_at(struct tb__buf_hdr *c, uint32_t off,
 				   struct tb__buf_frag *f)
 {
-	struct tb_pb_frags it;
+	uint32_t next;
 	bool first, last;
 	int r;
 
-	tb_pb_frags_init(&it, tb__buf_payload(c), c->payload_size, off);
-	r = tb_pb_frags_next(&it, &f->data, &f->size);
+	r = tb__buf_frag_next(tb__buf_payload(c), c->payload_size, off,
+			      &f->size, &next);
 	if (r != TB_PB_FRAG_OK)
 		return r;
 	f->off = off;
-	f->len = it.off - off;
+	f->len = next - off;
+	f->data = tb__buf_payload(c) + next - f->size;
 	first = off == 0;
-	last = it.off >= c->payload_size;
+	last = next >= c->payload_size;
 	if (last && (c->flags & TB_BUF_LAST_CONT))
 		f->type = first && (c->flags & TB_BUF_FIRST_CONT) ?
 			  TB__BUF_CONT : TB__BUF_BEGIN;
@@ -869,16 +909,42 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 }
 
 /*
+ * The end of the run of whole packets that starts at payload offset @off
+ * of chunk @c: it stops before the last fragment when that one begins a
+ * packet, and before anything that does not tokenize.  Sets *@data when
+ * a packet of the run is not empty.
+ */
+static inline uint32_t tb__buf_whole_run(struct tb__buf_hdr *c, uint32_t off,
+					  bool *data)
+{
+	const uint8_t *p = tb__buf_payload(c);
+	uint32_t size = c->payload_size, len, next;
+	bool begin = c->flags & TB_BUF_LAST_CONT;
+
+	while (tb__buf_frag_next(p, size, off, &len, &next) == TB_PB_FRAG_OK) {
+		if (begin && next >= size)
+			break;
+		*data |= len != 0;
+		off = next;
+	}
+	return off;
+}
+
+/*
  * Produces the next packet of sequence @s in sequence order, consuming
  * and erasing chunks from its head until the chunk at offset @target has
  * been erased.  Read mode stalls the sequence (for this read generation)
  * on an incomplete chunk or a packet that cannot be completed yet; erase
  * mode never stalls.  Returns true with the packet in b->slices (filled
- * only when @want).
+ * only when @want).  Erasing without @want needs no packet one by one: it
+ * goes on to the target, consuming runs of whole packets at once, and
+ * returns whether it destroyed any packet.
  */
 static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 				     uint32_t target, bool erase, bool want)
 {
+	bool count = erase && !want, any = false;
+
 	if (!erase && s->skip_gen == b->gen)
 		return false;
 	while (s->n) {
@@ -902,12 +968,19 @@ static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 			 */
 			tb__buf_erase_head(b, s);
 			if (off == target)
-				return false;
+				return any;
 			tb__buf_gap_check(b, s);
 			continue;
 		}
 		switch (f.type) {
 		case TB__BUF_WHOLE:
+			if (count) {
+				any |= f.size != 0;
+				tb__buf_consume(b, c, tb__buf_whole_run(c,
+						f.off + f.len, &any) - f.off,
+						true);
+				break;
+			}
 			tb__buf_consume(b, c, f.len, erase);
 			if (!f.size)
 				break;	/* empty packet: never returned */
@@ -928,6 +1001,9 @@ static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 						&loss);
 			if (r == TB__BUF_RA_OK) {
 				b->stats.readaheads_succeeded++;
+				any = true;
+				if (count)
+					break;
 				return true;
 			}
 			b->stats.readaheads_failed++;
@@ -939,7 +1015,7 @@ static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 			break;
 		}
 	}
-	return false;
+	return any;
 }
 
 static inline void tb__buf_fill_packet(const struct tb_buf *b,
@@ -968,17 +1044,17 @@ static inline void tb__buf_overwrite(struct tb_buf *b, uint32_t off)
 	TB_BUG_ON(!s);
 	if (s) {
 		tb__buf_gap_check(b, s);
-		while (tb__buf_seq_next(b, s, off, true, want)) {
-			destroyed = true;
-			if (want) {
-				struct tb_buf_packet p;
+		if (!want)
+			destroyed = tb__buf_seq_next(b, s, off, true, false);
+		while (want && tb__buf_seq_next(b, s, off, true, true)) {
+			struct tb_buf_packet p;
 
-				TB_MEMSET(&p, 0, sizeof(p));
-				tb__buf_fill_packet(b, s, &p);
-				b->in_cb = 1;
-				b->cb(b->cb_ctx, &p);
-				b->in_cb = 0;
-			}
+			destroyed = true;
+			TB_MEMSET(&p, 0, sizeof(p));
+			tb__buf_fill_packet(b, s, &p);
+			b->in_cb = 1;
+			b->cb(b->cb_ctx, &p);
+			b->in_cb = 0;
 		}
 		if (destroyed)
 			s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_OVERWRITE;
