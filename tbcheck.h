@@ -1,0 +1,1895 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Copyright (c) 2026, tbring contributors.  BSD-2-Clause: see COPYING, or
+ * https://opensource.org/license/bsd-2-clause for the text.
+ *
+ * tbcheck.h - a Perfetto trace checked against the rules of Perfetto's
+ * importer: every packet or event that trace processor (and so the UI)
+ * would drop, skip, misname or misplace, counted by rule, with the first
+ * offending packet of each.
+ *
+ * What it follows, from Perfetto's sources (src/trace_processor/importers/
+ * proto/: proto_trace_reader.cc, packet_sequence_state_builder.h,
+ * packet_sequence_state_generation.cc, track_event_tokenizer.cc,
+ * track_event_event_importer.h, track_event_tracker.cc; common/
+ * slice_tracker.cc; the .proto files under protos/perfetto/trace/):
+ *
+ *  - Incremental state is kept per trusted_packet_sequence_id.  It starts
+ *    invalid, becomes valid (and empty: no interned data, no defaults) at
+ *    each packet with SEQ_INCREMENTAL_STATE_CLEARED (or the deprecated
+ *    incremental_state_cleared), and turns invalid again at a packet with
+ *    previous_packet_dropped that does not also clear it.  A packet with
+ *    SEQ_NEEDS_INCREMENTAL_STATE on a sequence whose state is invalid is
+ *    skipped whole; interned_data arriving while it is invalid is ignored
+ *    (entries interned before a loss stay usable).
+ *  - An iid (TrackEvent name_iid, legacy name_iid, category_iids, debug
+ *    annotation name_iid, also inside dict_entries, source_location_iid)
+ *    resolves only to an entry interned on the same sequence, in this or
+ *    an earlier packet, since the last clear.  The first value of an iid
+ *    in one generation is the one used.
+ *  - Track descriptors are global to the trace and read before any event
+ *    is placed, so a descriptor anywhere in the trace (in a packet the
+ *    importer does not skip) names its track.  An event's track is its
+ *    track_uuid, else its sequence's TrackEventDefaults.track_uuid, else
+ *    uuid 0: the sequence's thread (from a thread descriptor) when the
+ *    event set no track_uuid, or the implicit global track.  A nonzero
+ *    uuid with no descriptor, or whose parent chain loops or has more
+ *    than 10 parent links, drops the event.
+ *  - Slices nest per track: an END pops the track's innermost open slice,
+ *    an END on a track with none open is ignored, slices open at the end
+ *    never end.  Matching is done in file order, which is the importer's
+ *    timestamp order as long as no time-backwards violation is reported
+ *    on the track's sequence.
+ *
+ * Loss: a violation that follows from lost packets - an unresolved iid, a
+ * skipped or ignored packet, a track with no descriptor, a clock with no
+ * snapshot - is "explained" when its sequence carried
+ * previous_packet_dropped since its last incremental-state clear; an END
+ * without BEGIN when a loss flag on its sequence fell after the track's
+ * previous event and at or before the END; a slice never ended when a
+ * loss flag on its sequence fell after the BEGIN.  Explained violations
+ * are counted apart; tb_check_clean() is true when nothing unexplained is
+ * left.
+ *
+ * Threading: one thread per struct tb_check.  Input is untrusted: a
+ * trace image that is not one (or a budget that runs out) stops the check
+ * with an error, never a crash, and every table lives within the memory
+ * budget, allocated through one hook (tbuffer.h's tb_buf_alloc_fn).  The
+ * image is walked three times (clock snapshots, track descriptors,
+ * everything else) and never written.
+ *
+ * Optional: only what checks traces needs it (tests, tools, a demo's
+ * self-check).
+ */
+#ifndef TBCHECK_H
+#define TBCHECK_H
+
+#include "tbtrace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * The rules.
+ */
+enum tb_check_rule {
+	TB_CK_NOT_A_TRACE,	/* not Trace.packet records: import fails */
+	TB_CK_TRUNCATED,	/* the image ends inside its last packet */
+	TB_CK_IMPORT_ERROR,	/* a packet that stops the import */
+	TB_CK_NO_UID,		/* packet without trusted_uid (3) */
+	TB_CK_NO_SEQ_ID,	/* ... trusted_packet_sequence_id (10) */
+	TB_CK_NO_PID,		/* ... without trusted_pid (79) */
+	TB_CK_SEQ_RESERVED,	/* sequence id 0 or 1 (the service's) */
+	TB_CK_SEQ_COLLISION,	/* one sequence id, another pid or uid */
+	TB_CK_NEEDS_STATE,	/* SEQ_NEEDS_INCREMENTAL_STATE, none valid */
+	TB_CK_INTERNED_IGNORED,	/* interned_data while the state is invalid */
+	TB_CK_INTERNED_BAD,	/* entry without iid, or redefined */
+	TB_CK_IID_NAME,		/* event name iid resolves to nothing */
+	TB_CK_IID_CATEGORY,	/* category iid ... */
+	TB_CK_IID_ANNOTATION,	/* debug annotation name iid ... */
+	TB_CK_IID_SOURCE,	/* source location iid ... */
+	TB_CK_DESCRIPTOR_BAD,	/* descriptor without uuid, pid or tid */
+	TB_CK_DESCRIPTOR_CONFLICT, /* uuid redefined as another track */
+	TB_CK_TRACK_UNKNOWN,	/* event on a uuid no descriptor names */
+	TB_CK_TRACK_LOOP,	/* parent chain loops or is too deep */
+	TB_CK_EVENT_MALFORMED,	/* TrackEvent bytes are not protobuf */
+	TB_CK_EVENT_NO_TIME,	/* TrackEvent without a usable timestamp */
+	TB_CK_EVENT_NO_TYPE,	/* TrackEvent without a known type */
+	TB_CK_COUNTER_BAD,	/* counter value without a counter track */
+	TB_CK_CLOCK_UNKNOWN,	/* clock with no path to the trace clock */
+	TB_CK_TIME_BACKWARDS,	/* event before its sequence's previous one */
+	TB_CK_END_WITHOUT_BEGIN, /* END on a track with no open slice */
+	TB_CK_SLICE_NOT_ENDED,	/* BEGIN never ended */
+	TB_CK_LIMIT,		/* the checker's memory budget ran out */
+	TB_CK_MAX
+};
+
+#define TB_CHECK_NONE		UINT64_MAX	/* no packet */
+#define TB_CHECK_BUDGET		(256u << 20)	/* default memory budget */
+#define TB_CHECK_LOSS_BITS	9		/* DataLossReason bits */
+#define TB_CHECK_MAX_PARENTS	10		/* parent links followed */
+
+/* How often a rule was broken, and where first. */
+struct tb_check_count {
+	uint64_t count;			/* unexplained */
+	uint64_t explained;		/* explained by a loss flag */
+	uint64_t first;			/* packet index, or TB_CHECK_NONE */
+	uint64_t first_offset;		/* its byte offset in the image */
+	uint32_t first_seq;		/* its sequence id (0: none) */
+	uint64_t first_detail;		/* uuid, iid, clock: per rule */
+	uint64_t first_explained;	/* the first explained one */
+	uint32_t first_explained_seq;
+};
+
+/* One violation, as the optional callback sees it. */
+struct tb_check_violation {
+	enum tb_check_rule rule;
+	bool explained;
+	uint64_t packet;		/* index of the Trace.packet record */
+	uint64_t offset;		/* byte offset of the record */
+	uint32_t seq_id;
+	uint64_t detail;		/* uuid, iid, clock id, ... or 0 */
+};
+
+typedef void (*tb_check_fn)(void *ctx, const struct tb_check_violation *v);
+
+/* What a sequence (one trusted_packet_sequence_id) held. */
+struct tb_check_seq {
+	uint32_t seq_id;		/* 0: packets without one */
+	unsigned has;			/* TB_TRACE_HAS_UID, _PID (first) */
+	uint32_t uid;
+	int32_t pid;
+	uint64_t packets;
+	uint64_t events;		/* TrackEvents placed on a track */
+	uint64_t first_packet, last_packet;
+	uint64_t clears;		/* packets that cleared the state */
+	uint64_t skipped;		/* packets skipped: state needed */
+	uint64_t lossy_packets;		/* previous_packet_dropped != 0 */
+	uint32_t loss_bits;		/* every bit seen */
+	uint64_t first_loss, last_loss;	/* packet indices, or NONE */
+	/* the importer's state of the sequence: private */
+	uint32_t gen;			/* incremental-state generation */
+	uint8_t valid;			/* incremental state valid */
+	uint8_t lossy;			/* loss flag since the last clear */
+	uint8_t has_default_track;
+	uint8_t thread_valid;		/* a thread descriptor was seen */
+	uint8_t delta_valid;		/* legacy delta timestamps usable */
+	uint8_t has_last_ts;
+	uint32_t default_clock;
+	uint64_t default_track;
+	int32_t thread_pid, thread_tid;
+	uint32_t last_clock;
+	uint64_t last_ts;
+};
+
+enum tb_check_track_kind {
+	TB_CHECK_TRACK_UNDEFINED,	/* referenced, no valid descriptor */
+	TB_CHECK_TRACK_THREAD,
+	TB_CHECK_TRACK_PROCESS,
+	TB_CHECK_TRACK_COUNTER,
+	TB_CHECK_TRACK_CHILD,		/* named, or nested under a parent */
+	TB_CHECK_TRACK_GLOBAL,		/* uuid 0: the implicit global track */
+	TB_CHECK_TRACK_SEQ_THREAD,	/* no uuid: the sequence's thread */
+};
+
+/* A track: one uuid, or an implicit one. */
+struct tb_check_track {
+	uint64_t uuid;
+	uint64_t parent;
+	enum tb_check_track_kind kind;
+	int32_t pid, tid;
+	uint64_t descriptor;		/* packet of its first descriptor */
+	uint64_t events;		/* placed on it */
+	uint64_t slices;		/* BEGINs on it */
+	uint64_t last_event;		/* packet index, or NONE */
+	uint32_t open;			/* open slices (pool index + 1) */
+	uint32_t depth;
+	uint8_t resolved;		/* 0: not yet, 1: ok, 2: loops */
+};
+
+struct tb_check_stats {
+	uint64_t packets;
+	uint64_t bytes;
+	uint64_t track_events;		/* TrackEvents seen */
+	uint64_t descriptors;		/* TrackDescriptors seen */
+	uint64_t interned;		/* interned entries taken */
+	uint64_t clock_snapshots;
+	uint64_t slice_begins, slice_ends, instants, counters;
+	uint64_t global_track_events;	/* on uuid 0 */
+	uint64_t lossy_packets;
+	uint64_t loss_bit_packets[TB_CHECK_LOSS_BITS];
+	uint64_t loss_bit_first[TB_CHECK_LOSS_BITS];	/* packet, or NONE */
+	uint64_t open_slices;		/* left open at the end */
+};
+
+/* Private: an open-addressing index of (k1, k2) to two values. */
+struct tb__ck_ent {
+	uint64_t k1;
+	uint32_t k2;
+	uint32_t used;
+	uint32_t v1;
+	uint32_t v2;
+};
+
+struct tb__ck_index {
+	struct tb__ck_ent *e;
+	uint32_t cap;			/* a power of two, or 0 */
+	uint32_t n;
+};
+
+/* Private: an open slice, in a pool of linked stacks. */
+struct tb__ck_open {
+	uint64_t packet;
+	uint32_t seq;			/* index into seqs */
+	uint32_t next;			/* pool index + 1 below it, or 0 */
+};
+
+/* Private: a clock of the union-find over clock snapshots. */
+struct tb__ck_clock {
+	uint64_t id;
+	uint32_t scope;			/* seqs index + 1 for 64..127, or 0 */
+	uint32_t parent;		/* index into clocks */
+};
+
+struct tb_check {
+	/* configuration, from tb_check_init() */
+	tb_buf_alloc_fn alloc;
+	void *alloc_ctx;
+	size_t max_bytes;
+	tb_check_fn on_violation;	/* may be set after init; NULL: none */
+	void *ctx;
+	/* results */
+	int error;			/* 0, TB_EFRAMING, _ELIMIT, _ENOMEM */
+	uint64_t error_packet;		/* where the check stopped */
+	struct tb_check_count rule[TB_CK_MAX];
+	struct tb_check_stats stats;
+	struct tb_check_seq *seqs;	/* nseqs, in order of appearance */
+	uint32_t nseqs;
+	struct tb_check_track *tracks;	/* ntracks, in order of appearance */
+	uint32_t ntracks;
+	/* private */
+	size_t used;
+	int pass;
+	uint32_t trace_clock;
+	uint32_t seqs_cap, tracks_cap, clocks_cap, nclocks;
+	uint32_t open_cap, open_n, open_free;
+	struct tb__ck_clock *clocks;
+	struct tb__ck_open *open;
+	struct tb__ck_index seq_ix, track_ix, iid_ix, clock_ix;
+};
+
+/* ------------------------------------------------------------------------
+ * Perfetto's field numbers (protos/perfetto/trace/...).
+ */
+enum {
+	TB__CK_TP_CLOCK_SNAPSHOT = 6,	/* TracePacket */
+	TB__CK_TP_TIMESTAMP = 8,
+	TB__CK_TP_TRACK_EVENT = 11,
+	TB__CK_TP_INTERNED = 12,
+	TB__CK_TP_FLAGS = 13,
+	TB__CK_TP_CLEARED_OLD = 41,
+	TB__CK_TP_THREAD_DESC = 44,
+	TB__CK_TP_CLOCK_ID = 58,
+	TB__CK_TP_DEFAULTS = 59,
+	TB__CK_TP_TRACK_DESC = 60,
+	TB__CK_SEQ_CLEARED = 1,		/* TracePacket.SequenceFlags */
+	TB__CK_SEQ_NEEDS = 2,
+	TB__CK_TD_UUID = 1,		/* TrackDescriptor */
+	TB__CK_TD_PROCESS = 3,
+	TB__CK_TD_THREAD = 4,
+	TB__CK_TD_PARENT = 5,
+	TB__CK_TD_COUNTER = 8,
+	TB__CK_PID = 1,			/* Thread/ProcessDescriptor */
+	TB__CK_TID = 2,
+	TB__CK_DEF_TRACK_EVENT = 11,	/* TracePacketDefaults */
+	TB__CK_DEF_TRACK = 11,		/* TrackEventDefaults */
+	TB__CK_CS_CLOCKS = 1,		/* ClockSnapshot */
+	TB__CK_CS_PRIMARY = 2,
+	TB__CK_CLK_ID = 1,		/* ClockSnapshot.Clock */
+	TB__CK_TE_TS_DELTA = 1,		/* TrackEvent */
+	TB__CK_TE_CATEGORY_IIDS = 3,
+	TB__CK_TE_ANNOTATIONS = 4,
+	TB__CK_TE_LEGACY = 6,
+	TB__CK_TE_TYPE = 9,
+	TB__CK_TE_NAME_IID = 10,
+	TB__CK_TE_TRACK = 11,
+	TB__CK_TE_XC_VALUES = 12,
+	TB__CK_TE_TS_ABS = 16,
+	TB__CK_TE_COUNTER = 30,
+	TB__CK_TE_XC_UUIDS = 31,
+	TB__CK_TE_SOURCE_IID = 34,
+	TB__CK_TE_DCOUNTER = 44,
+	TB__CK_TE_XD_UUIDS = 45,
+	TB__CK_TE_XD_VALUES = 46,
+	TB__CK_LE_NAME_IID = 1,		/* TrackEvent.LegacyEvent */
+	TB__CK_LE_PHASE = 2,
+	TB__CK_DA_NAME_IID = 1,		/* DebugAnnotation */
+	TB__CK_DA_DICT = 11,
+	TB__CK_ID_CATEGORIES = 1,	/* InternedData */
+	TB__CK_ID_NAMES = 2,
+	TB__CK_ID_ANNOTATION_NAMES = 3,
+	TB__CK_ID_SOURCES = 4,
+	TB__CK_TYPE_BEGIN = 1,		/* TrackEvent.Type */
+	TB__CK_TYPE_END = 2,
+	TB__CK_TYPE_INSTANT = 3,
+	TB__CK_TYPE_COUNTER = 4,
+	TB__CK_BOOTTIME = 6,		/* BuiltinClock */
+};
+
+#define TB__CK_DA_DEPTH		8	/* dict_entries followed this deep */
+
+/* ------------------------------------------------------------------------
+ * Rule names and explanations.
+ */
+static inline const char *tb_check_rule_name(int rule)
+{
+	static const char *const name[TB_CK_MAX] = {
+		"not-a-trace", "truncated", "import-error", "no-trusted-uid",
+		"no-trusted-seq-id", "no-trusted-pid", "seq-id-reserved",
+		"seq-id-collision", "needs-incremental-state",
+		"interned-while-invalid", "interned-entry-bad",
+		"iid-event-name", "iid-category", "iid-annotation-name",
+		"iid-source-location", "descriptor-bad",
+		"descriptor-conflict", "track-unknown", "track-parent-loop",
+		"event-malformed", "event-no-timestamp", "event-no-type",
+		"counter-bad", "clock-unknown", "time-backwards",
+		"end-without-begin", "slice-not-ended", "checker-limit",
+	};
+
+	return rule >= 0 && rule < TB_CK_MAX ? name[rule] : "unknown";
+}
+
+static inline const char *tb_check_rule_text(int rule)
+{
+	static const char *const text[TB_CK_MAX] = {
+		"the image is not a sequence of Trace.packet records: "
+		"the import fails",
+		"the image ends inside a Trace.packet record: that packet "
+		"is lost",
+		"SEQ_NEEDS_INCREMENTAL_STATE or a sequence-scoped clock on a "
+		"packet without a sequence id: the import stops with an error",
+		"packet without trusted_uid",
+		"packet without trusted_packet_sequence_id: its track event, "
+		"interned data and flags are ignored",
+		"packet without trusted_pid",
+		"trusted_packet_sequence_id 0 (invalid) or 1 (the service's "
+		"own sequence)",
+		"one sequence id claimed by another pid or uid: their "
+		"incremental state is mixed",
+		"packet needs incremental state its sequence does not have "
+		"(no clear since the start or since a loss): skipped",
+		"interned_data while the sequence's incremental state is "
+		"invalid: ignored",
+		"interned entry without an iid, or an iid given a second "
+		"value in one generation (the first is kept)",
+		"event name_iid interned nowhere on its sequence since the "
+		"last clear: the event has no name",
+		"category iid interned nowhere on its sequence since the "
+		"last clear",
+		"debug annotation name_iid interned nowhere on its sequence "
+		"since the last clear",
+		"source_location_iid interned nowhere on its sequence since "
+		"the last clear",
+		"track descriptor without a uuid, or a thread without "
+		"pid and tid, or a process without pid: ignored",
+		"track descriptor redefining a uuid as another track: ignored",
+		"event on a track uuid no descriptor names: dropped",
+		"event on a track whose parent chain loops or is deeper than "
+		"10: dropped",
+		"TrackEvent that is not valid protobuf",
+		"TrackEvent without a usable timestamp: dropped",
+		"TrackEvent without a type (or an unknown one): dropped",
+		"counter value without a counter track (or without a value): "
+		"dropped",
+		"timestamp on a clock no clock snapshot relates to the trace "
+		"clock: dropped",
+		"event timestamp before the previous event's on its "
+		"sequence: slices reorder on import",
+		"slice END on a track with no open slice: ignored",
+		"slice BEGIN that never ends: shown unfinished",
+		"the checker ran out of its memory budget: check incomplete",
+	};
+
+	return rule >= 0 && rule < TB_CK_MAX ? text[rule] : "unknown rule";
+}
+
+/* Whether a loss flag can explain the rule (see the header comment). */
+static inline bool tb_check_explainable(int rule)
+{
+	switch (rule) {
+	case TB_CK_NEEDS_STATE: case TB_CK_INTERNED_IGNORED:
+	case TB_CK_IID_NAME: case TB_CK_IID_CATEGORY:
+	case TB_CK_IID_ANNOTATION: case TB_CK_IID_SOURCE:
+	case TB_CK_TRACK_UNKNOWN: case TB_CK_CLOCK_UNKNOWN:
+	case TB_CK_END_WITHOUT_BEGIN: case TB_CK_SLICE_NOT_ENDED:
+		return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------------
+ * Memory: everything through the hook, within the budget.
+ */
+static inline void *tb__ck_mem(struct tb_check *c, void *p, size_t old,
+			       size_t n)
+{
+	void *q;
+
+	if (n > old && n - old > c->max_bytes - c->used) {
+		if (!c->error)
+			c->error = TB_ELIMIT;
+		return NULL;
+	}
+	q = c->alloc(c->alloc_ctx, p, old, n);
+	if (!q && n) {
+		if (!c->error)
+			c->error = TB_ENOMEM;
+		return NULL;
+	}
+	c->used = c->used - old + n;
+	return q;
+}
+
+/* Whether @n elements of @size bytes fit in a size_t. */
+static inline bool tb__ck_fits(uint32_t n, size_t size)
+{
+	return n <= SIZE_MAX / size;
+}
+
+/* Grows the array *@arr of *@cap elements of @size to hold @need. */
+static inline bool tb__ck_grow(struct tb_check *c, void **arr, uint32_t *cap,
+			       size_t size, uint32_t need)
+{
+	uint32_t ncap = *cap ? *cap : 16;
+	void *p;
+
+	if (need <= *cap)
+		return true;
+	while (ncap < need) {
+		if (ncap > UINT32_MAX / 2)
+			return false;
+		ncap *= 2;
+	}
+	if (!tb__ck_fits(ncap, size))
+		return false;
+	p = tb__ck_mem(c, *arr, (size_t)*cap * size, (size_t)ncap * size);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = ncap;
+	return true;
+}
+
+static inline uint32_t tb__ck_hash(uint64_t k1, uint32_t k2)
+{
+	uint64_t x = k1 ^ ((uint64_t)k2 * 0x9e3779b97f4a7c15u);
+
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9u;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebu;
+	x ^= x >> 31;
+	return (uint32_t)x;
+}
+
+static inline struct tb__ck_ent *tb__ck_slot(struct tb__ck_ent *e,
+					     uint32_t cap, uint64_t k1,
+					     uint32_t k2)
+{
+	uint32_t i = tb__ck_hash(k1, k2) & (cap - 1);
+
+	while (e[i].used && (e[i].k1 != k1 || e[i].k2 != k2))
+		i = (i + 1) & (cap - 1);
+	return &e[i];
+}
+
+static inline struct tb__ck_ent *tb__ck_find(const struct tb__ck_index *ix,
+					     uint64_t k1, uint32_t k2)
+{
+	struct tb__ck_ent *e;
+
+	if (!ix->cap)
+		return NULL;
+	e = tb__ck_slot(ix->e, ix->cap, k1, k2);
+	return e->used ? e : NULL;
+}
+
+/* The entry of (@k1, @k2), made (values 0, *@made set) if new; NULL when
+ * the index cannot grow. */
+static inline struct tb__ck_ent *tb__ck_get(struct tb_check *c,
+					    struct tb__ck_index *ix,
+					    uint64_t k1, uint32_t k2,
+					    bool *made)
+{
+	struct tb__ck_ent *e = tb__ck_find(ix, k1, k2), *ne;
+	uint32_t cap, i;
+
+	*made = false;
+	if (e)
+		return e;
+	if ((ix->n + 1) * 2 > ix->cap) {
+		cap = ix->cap ? ix->cap * 2 : 64;
+		if (cap > (UINT32_MAX >> 2) || !tb__ck_fits(cap, sizeof(*ne)))
+			return NULL;
+		ne = (struct tb__ck_ent *)tb__ck_mem(c, NULL, 0,
+						     (size_t)cap * sizeof(*ne));
+		if (!ne)
+			return NULL;
+		TB_MEMSET(ne, 0, (size_t)cap * sizeof(*ne));
+		for (i = 0; i < ix->cap; i++)
+			if (ix->e[i].used)
+				*tb__ck_slot(ne, cap, ix->e[i].k1,
+					     ix->e[i].k2) = ix->e[i];
+		tb__ck_mem(c, ix->e, (size_t)ix->cap * sizeof(*ne), 0);
+		ix->e = ne;
+		ix->cap = cap;
+	}
+	e = tb__ck_slot(ix->e, ix->cap, k1, k2);
+	e->k1 = k1;
+	e->k2 = k2;
+	e->used = 1;
+	e->v1 = e->v2 = 0;
+	ix->n++;
+	*made = true;
+	return e;
+}
+
+static inline void tb__ck_index_free(struct tb_check *c,
+				     struct tb__ck_index *ix)
+{
+	tb__ck_mem(c, ix->e, (size_t)ix->cap * sizeof(*ix->e), 0);
+	ix->e = NULL;
+	ix->cap = ix->n = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Set-up.
+ */
+
+/*
+ * Sets up a checker: tables through @alloc (NULL: the C library's, unless
+ * TB_BUF_NO_DEFAULT_ALLOC) within @max_bytes (0: TB_CHECK_BUDGET).  Set
+ * c->on_violation and c->ctx after this to see every violation.
+ */
+static inline int tb_check_init(struct tb_check *c, tb_buf_alloc_fn alloc,
+				void *alloc_ctx, size_t max_bytes)
+{
+	unsigned i;
+
+	if (!c)
+		return TB_EINVAL;
+	TB_MEMSET(c, 0, sizeof(*c));
+#ifndef TB_BUF_NO_DEFAULT_ALLOC
+	if (!alloc)
+		alloc = tb_buf_default_alloc;
+#endif
+	if (!alloc)
+		return TB_EINVAL;
+	c->alloc = alloc;
+	c->alloc_ctx = alloc_ctx;
+	c->max_bytes = max_bytes ? max_bytes : TB_CHECK_BUDGET;
+	c->error_packet = TB_CHECK_NONE;
+	for (i = 0; i < TB_CK_MAX; i++) {
+		c->rule[i].first = TB_CHECK_NONE;
+		c->rule[i].first_offset = TB_CHECK_NONE;
+		c->rule[i].first_explained = TB_CHECK_NONE;
+	}
+	for (i = 0; i < TB_CHECK_LOSS_BITS; i++)
+		c->stats.loss_bit_first[i] = TB_CHECK_NONE;
+	return TB_OK;
+}
+
+/* Frees every table; the counts and stats stay readable. */
+static inline void tb_check_destroy(struct tb_check *c)
+{
+	tb__ck_mem(c, c->seqs, (size_t)c->seqs_cap * sizeof(*c->seqs), 0);
+	tb__ck_mem(c, c->tracks, (size_t)c->tracks_cap * sizeof(*c->tracks),
+		   0);
+	tb__ck_mem(c, c->clocks, (size_t)c->clocks_cap * sizeof(*c->clocks),
+		   0);
+	tb__ck_mem(c, c->open, (size_t)c->open_cap * sizeof(*c->open), 0);
+	tb__ck_index_free(c, &c->seq_ix);
+	tb__ck_index_free(c, &c->track_ix);
+	tb__ck_index_free(c, &c->iid_ix);
+	tb__ck_index_free(c, &c->clock_ix);
+	c->seqs = NULL;
+	c->tracks = NULL;
+	c->clocks = NULL;
+	c->open = NULL;
+	c->seqs_cap = c->tracks_cap = c->clocks_cap = c->open_cap = 0;
+	c->nseqs = c->ntracks = c->nclocks = 0;
+}
+
+/* True when the check ran to the end and found nothing unexplained. */
+static inline bool tb_check_clean(const struct tb_check *c)
+{
+	unsigned i;
+
+	if (c->error)
+		return false;
+	for (i = 0; i < TB_CK_MAX; i++)
+		if (c->rule[i].count)
+			return false;
+	return true;
+}
+
+/* Unexplained and explained violations, all rules. */
+static inline uint64_t tb_check_total(const struct tb_check *c,
+				      bool explained)
+{
+	uint64_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < TB_CK_MAX; i++)
+		n += explained ? c->rule[i].explained : c->rule[i].count;
+	return n;
+}
+
+/* ------------------------------------------------------------------------
+ * Reporting.
+ */
+struct tb__ck_at {			/* the packet being checked */
+	uint64_t packet;
+	uint64_t offset;
+	uint32_t seq_id;
+};
+
+static inline void tb__ck_report(struct tb_check *c,
+				 const struct tb__ck_at *at,
+				 enum tb_check_rule rule, bool explained,
+				 uint64_t detail)
+{
+	struct tb_check_count *k = &c->rule[rule];
+	struct tb_check_violation v;
+
+	if (c->pass != 2)
+		return;
+	if (explained) {
+		if (!k->explained++) {
+			k->first_explained = at->packet;
+			k->first_explained_seq = at->seq_id;
+		}
+	} else if (!k->count++) {
+		k->first = at->packet;
+		k->first_offset = at->offset;
+		k->first_seq = at->seq_id;
+		k->first_detail = detail;
+	}
+	if (!c->on_violation)
+		return;
+	v.rule = rule;
+	v.explained = explained;
+	v.packet = at->packet;
+	v.offset = at->offset;
+	v.seq_id = at->seq_id;
+	v.detail = detail;
+	c->on_violation(c->ctx, &v);
+}
+
+/* ------------------------------------------------------------------------
+ * Protobuf helpers over untrusted bytes.
+ */
+
+/* Iterates the values of a repeated varint field, packed or not. */
+struct tb__ck_rep {
+	struct tb_pb_reader msg;
+	struct tb_pb_reader packed;
+	uint32_t field;
+	bool in_packed;
+};
+
+static inline void tb__ck_rep_init(struct tb__ck_rep *it, const uint8_t *p,
+				   size_t n, uint32_t field)
+{
+	tb_pb_reader_init(&it->msg, p, n);
+	it->field = field;
+	it->in_packed = false;
+}
+
+/* 1 and *@v, 0 at the end, -1 when malformed. */
+static inline int tb__ck_rep_next(struct tb__ck_rep *it, uint64_t *v)
+{
+	struct tb_pb_field f;
+	unsigned n;
+	int ret;
+
+	for (;;) {
+		if (it->in_packed) {
+			size_t left = (size_t)(it->packed.end -
+					       it->packed.p);
+
+			if (left) {
+				n = tb_pb_varint_get(it->packed.p, left, v);
+				if (!n)
+					return -1;
+				it->packed.p += n;
+				return 1;
+			}
+			it->in_packed = false;
+		}
+		ret = tb_pb_next(&it->msg, &f);
+		if (ret <= 0)
+			return ret;
+		if (f.number != it->field)
+			continue;
+		if (f.type == TB_PB_VARINT) {
+			*v = f.value;
+			return 1;
+		}
+		if (f.type == TB_PB_LEN) {
+			tb_pb_reader_init(&it->packed, f.data, f.size);
+			it->in_packed = true;
+		}
+	}
+}
+
+/* Elements of a repeated field: varints (packed or not) or fixed64s. */
+static inline uint32_t tb__ck_rep_count(const uint8_t *p, size_t n,
+					uint32_t field, bool fixed64)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	struct tb__ck_rep it;
+	uint32_t k = 0;
+	uint64_t v;
+
+	if (!fixed64) {
+		tb__ck_rep_init(&it, p, n, field);
+		while (tb__ck_rep_next(&it, &v) > 0)
+			k++;
+		return k;
+	}
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number != field)
+			continue;
+		if (f.type == TB_PB_FIXED64)
+			k++;
+		else if (f.type == TB_PB_LEN)
+			k += (uint32_t)(f.size / 8);
+	}
+	return k;
+}
+
+/* A varint field's last value (0 if none): true when it was there. */
+static inline bool tb__ck_uint(const uint8_t *p, size_t n, uint32_t field,
+			       uint64_t *v)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	bool has = false;
+
+	*v = 0;
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0)
+		if (f.number == field && f.type == TB_PB_VARINT) {
+			*v = f.value;
+			has = true;
+		}
+	return has;
+}
+
+/* A message field's last value: true when it was there. */
+static inline bool tb__ck_msg(const uint8_t *p, size_t n, uint32_t field,
+			      const uint8_t **data, size_t *size)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	bool has = false;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0)
+		if (f.number == field && f.type == TB_PB_LEN) {
+			*data = f.data;
+			*size = f.size;
+			has = true;
+		}
+	return has;
+}
+
+/* Whether @p, @n is a well-formed sequence of fields. */
+static inline bool tb__ck_wellformed(const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	int ret;
+
+	tb_pb_reader_init(&r, p, n);
+	while ((ret = tb_pb_next(&r, &f)) > 0)
+		;
+	return ret == 0;
+}
+
+static inline uint32_t tb__ck_fnv(const uint8_t *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ *p++) * 16777619u;
+	return h;
+}
+
+/* ------------------------------------------------------------------------
+ * Sequences, tracks, clocks.
+ */
+static inline void tb__ck_seq_reset(struct tb_check_seq *s, uint32_t id)
+{
+	TB_MEMSET(s, 0, sizeof(*s));
+	s->seq_id = id;
+	s->first_packet = s->last_packet = TB_CHECK_NONE;
+	s->first_loss = s->last_loss = TB_CHECK_NONE;
+}
+
+/* The record of sequence @id (0: no id), made if new; NULL: budget. */
+static inline struct tb_check_seq *tb__ck_seq(struct tb_check *c,
+					      uint32_t id)
+{
+	struct tb__ck_ent *e;
+	bool made;
+
+	e = tb__ck_get(c, &c->seq_ix, id, 0, &made);
+	if (!e)
+		return NULL;
+	if (!made)
+		return &c->seqs[e->v1];
+	if (!tb__ck_grow(c, (void **)&c->seqs, &c->seqs_cap,
+			 sizeof(*c->seqs), c->nseqs + 1)) {
+		e->used = 0;	/* only ever the last one made: unlinked */
+		c->seq_ix.n--;
+		return NULL;
+	}
+	e->v1 = c->nseqs;
+	tb__ck_seq_reset(&c->seqs[c->nseqs], id);
+	return &c->seqs[c->nseqs++];
+}
+
+/* The track of @uuid (@synthetic: an implicit one), made if new. */
+static inline struct tb_check_track *tb__ck_track(struct tb_check *c,
+						  uint64_t uuid,
+						  uint32_t synthetic)
+{
+	struct tb_check_track *t;
+	struct tb__ck_ent *e;
+	bool made;
+
+	e = tb__ck_get(c, &c->track_ix, uuid, synthetic, &made);
+	if (!e)
+		return NULL;
+	if (!made)
+		return &c->tracks[e->v1];
+	if (!tb__ck_grow(c, (void **)&c->tracks, &c->tracks_cap,
+			 sizeof(*c->tracks), c->ntracks + 1))
+		return NULL;	/* the index entry stays: the check stops */
+	e->v1 = c->ntracks;
+	t = &c->tracks[c->ntracks++];
+	TB_MEMSET(t, 0, sizeof(*t));
+	t->uuid = uuid;
+	t->descriptor = TB_CHECK_NONE;
+	t->last_event = TB_CHECK_NONE;
+	return t;
+}
+
+static inline struct tb_check_track *tb__ck_find_track(struct tb_check *c,
+						       uint64_t uuid)
+{
+	struct tb__ck_ent *e = tb__ck_find(&c->track_ix, uuid, 0);
+
+	return e ? &c->tracks[e->v1] : NULL;
+}
+
+/* Clock @id's scope: sequence-scoped ids (64..127) are per sequence. */
+static inline uint32_t tb__ck_clock_scope(const struct tb_check *c,
+					  const struct tb_check_seq *s,
+					  uint64_t id)
+{
+	return id >= 64 && id < 128 ? (uint32_t)(s - c->seqs) + 1 : 0;
+}
+
+/* The union-find node of a clock, made if @make; -1 if none. */
+static inline int64_t tb__ck_clock(struct tb_check *c, uint64_t id,
+				   uint32_t scope, bool make)
+{
+	struct tb__ck_ent *e;
+	bool made;
+
+	if (!make) {
+		e = tb__ck_find(&c->clock_ix, id, scope);
+		return e ? (int64_t)e->v1 : -1;
+	}
+	e = tb__ck_get(c, &c->clock_ix, id, scope, &made);
+	if (!e)
+		return -1;
+	if (!made)
+		return e->v1;
+	if (!tb__ck_grow(c, (void **)&c->clocks, &c->clocks_cap,
+			 sizeof(*c->clocks), c->nclocks + 1))
+		return -1;
+	e->v1 = c->nclocks;
+	c->clocks[c->nclocks].id = id;
+	c->clocks[c->nclocks].scope = scope;
+	c->clocks[c->nclocks].parent = c->nclocks;
+	return c->nclocks++;
+}
+
+static inline uint32_t tb__ck_root(struct tb_check *c, uint32_t i)
+{
+	while (c->clocks[i].parent != i) {
+		c->clocks[i].parent = c->clocks[c->clocks[i].parent].parent;
+		i = c->clocks[i].parent;
+	}
+	return i;
+}
+
+/*
+ * Whether clock @id on sequence @s converts to the trace clock: some
+ * chain of clock snapshots relates the two (the importer searches the
+ * same graph).
+ */
+static inline bool tb__ck_clock_ok(struct tb_check *c,
+				   const struct tb_check_seq *s, uint64_t id)
+{
+	int64_t a, b;
+
+	if (!id || id == c->trace_clock)
+		return true;
+	a = tb__ck_clock(c, id, tb__ck_clock_scope(c, s, id), false);
+	b = tb__ck_clock(c, c->trace_clock, 0, false);
+	return a >= 0 && b >= 0 &&
+	       tb__ck_root(c, (uint32_t)a) == tb__ck_root(c, (uint32_t)b);
+}
+
+/* Pass 0: one ClockSnapshot joins every clock it names. */
+static inline void tb__ck_snapshot(struct tb_check *c,
+				   const struct tb_check_seq *s, bool has_seq,
+				   const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	int64_t first = -1, node;
+	uint64_t id;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number == TB__CK_CS_PRIMARY && f.type == TB_PB_VARINT) {
+			c->trace_clock = (uint32_t)f.value;
+			continue;
+		}
+		if (f.number != TB__CK_CS_CLOCKS || f.type != TB_PB_LEN)
+			continue;
+		if (!tb__ck_uint(f.data, f.size, TB__CK_CLK_ID, &id))
+			id = 0;
+		if (id >= 64 && id < 128 && !has_seq)
+			continue;	/* the importer refuses it */
+		node = tb__ck_clock(c, id, tb__ck_clock_scope(c, s, id),
+				    true);
+		if (node < 0)
+			return;
+		if (first < 0)
+			first = node;
+		else
+			c->clocks[tb__ck_root(c, (uint32_t)node)].parent =
+				tb__ck_root(c, (uint32_t)first);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Track descriptors.
+ */
+struct tb__ck_desc {
+	bool ok;
+	enum tb_check_track_kind kind;
+	uint64_t uuid, parent;
+	int32_t pid, tid;
+};
+
+static inline void tb__ck_desc_parse(const uint8_t *p, size_t n,
+				     struct tb__ck_desc *d)
+{
+	const uint8_t *sub;
+	size_t sn;
+	uint64_t v;
+	bool has_pid, has_tid;
+
+	TB_MEMSET(d, 0, sizeof(*d));
+	if (!tb__ck_wellformed(p, n) || !tb__ck_uint(p, n, TB__CK_TD_UUID,
+						     &d->uuid))
+		return;
+	if (!tb__ck_uint(p, n, TB__CK_TD_PARENT, &d->parent))
+		d->parent = 0;
+	if (tb__ck_msg(p, n, TB__CK_TD_THREAD, &sub, &sn)) {
+		d->kind = TB_CHECK_TRACK_THREAD;
+		has_pid = tb__ck_uint(sub, sn, TB__CK_PID, &v);
+		d->pid = (int32_t)v;
+		has_tid = tb__ck_uint(sub, sn, TB__CK_TID, &v);
+		d->tid = (int32_t)v;
+		d->ok = has_pid && has_tid;
+	} else if (tb__ck_msg(p, n, TB__CK_TD_PROCESS, &sub, &sn)) {
+		d->kind = TB_CHECK_TRACK_PROCESS;
+		d->ok = tb__ck_uint(sub, sn, TB__CK_PID, &v);
+		d->pid = (int32_t)v;
+	} else if (tb__ck_msg(p, n, TB__CK_TD_COUNTER, &sub, &sn)) {
+		d->kind = TB_CHECK_TRACK_COUNTER;
+		d->ok = true;
+	} else {
+		d->kind = TB_CHECK_TRACK_CHILD;
+		d->ok = true;
+	}
+}
+
+static inline bool tb__ck_desc_same(const struct tb_check_track *t,
+				    const struct tb__ck_desc *d)
+{
+	return t->kind == d->kind && t->parent == d->parent &&
+	       t->pid == d->pid && t->tid == d->tid;
+}
+
+/*
+ * Pass 1 reserves the first valid descriptor of each uuid; pass 2 reports
+ * the bad ones and the later ones that contradict it.
+ */
+static inline void tb__ck_descriptor(struct tb_check *c,
+				     const struct tb__ck_at *at,
+				     struct tb_check_seq *s,
+				     const uint8_t *p, size_t n)
+{
+	struct tb_check_track *t;
+	struct tb__ck_desc d;
+
+	tb__ck_desc_parse(p, n, &d);
+	if (c->pass == 2)
+		c->stats.descriptors++;
+	if (!d.ok) {
+		tb__ck_report(c, at, TB_CK_DESCRIPTOR_BAD, false, d.uuid);
+		return;
+	}
+	if (d.kind == TB_CHECK_TRACK_THREAD && s->valid) {
+		s->thread_valid = 1;	/* the sequence's default thread */
+		s->thread_pid = d.pid;
+		s->thread_tid = d.tid;
+	}
+	t = c->pass == 1 ? tb__ck_track(c, d.uuid, 0) :
+			   tb__ck_find_track(c, d.uuid);
+	if (!t)
+		return;
+	if (t->descriptor == TB_CHECK_NONE) {
+		t->kind = d.kind;
+		t->parent = d.parent;
+		t->pid = d.pid;
+		t->tid = d.tid;
+		t->descriptor = at->packet;
+	} else if (!tb__ck_desc_same(t, &d)) {
+		tb__ck_report(c, at, TB_CK_DESCRIPTOR_CONFLICT, false,
+			      d.uuid);
+	}
+}
+
+/*
+ * Whether @t resolves: its parent links, followed as the importer does,
+ * neither loop nor run longer than TB_CHECK_MAX_PARENTS.  A parent no
+ * descriptor names ends the chain (the importer logs it and goes on).
+ */
+static inline bool tb__ck_resolves(struct tb_check *c,
+				   struct tb_check_track *t)
+{
+	uint64_t seen[TB_CHECK_MAX_PARENTS + 1];
+	struct tb_check_track *u = t;
+	unsigned n = 0, i;
+	bool ok = true;
+
+	if (t->resolved)
+		return t->resolved == 1;
+	while (u && u->kind != TB_CHECK_TRACK_UNDEFINED && u->parent) {
+		if (n == TB_CHECK_MAX_PARENTS) {
+			ok = false;
+			break;
+		}
+		seen[n++] = u->uuid;
+		for (i = 0; i < n && seen[i] != u->parent; i++)
+			;
+		if (i < n) {
+			ok = false;
+			break;
+		}
+		u = tb__ck_find_track(c, u->parent);
+	}
+	t->resolved = ok ? 1 : 2;
+	return ok;
+}
+
+/* ------------------------------------------------------------------------
+ * Interned data and iids.
+ */
+static inline uint32_t tb__ck_iid_key(const struct tb_check *c,
+				      const struct tb_check_seq *s,
+				      unsigned field)
+{
+	return (uint32_t)(s - c->seqs) << 3 | field;
+}
+
+static inline void tb__ck_intern(struct tb_check *c,
+				 const struct tb__ck_at *at,
+				 struct tb_check_seq *s,
+				 const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	struct tb__ck_ent *e;
+	uint64_t iid;
+	uint32_t h;
+	bool made;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number < TB__CK_ID_CATEGORIES ||
+		    f.number > TB__CK_ID_SOURCES || f.type != TB_PB_LEN)
+			continue;
+		if (!tb__ck_uint(f.data, f.size, 1, &iid)) {
+			tb__ck_report(c, at, TB_CK_INTERNED_BAD, false, 0);
+			continue;
+		}
+		h = tb__ck_fnv(f.data, f.size);
+		e = tb__ck_get(c, &c->iid_ix, iid,
+			       tb__ck_iid_key(c, s, f.number), &made);
+		if (!e)
+			return;
+		c->stats.interned++;
+		if (!made && e->v1 == s->gen) {
+			if (e->v2 != h)
+				tb__ck_report(c, at, TB_CK_INTERNED_BAD,
+					      false, iid);
+			continue;	/* the first value is kept */
+		}
+		e->v1 = s->gen;
+		e->v2 = h;
+	}
+}
+
+/* Checks one iid of interned field @field; iid 0 resolves to nothing. */
+static inline void tb__ck_iid(struct tb_check *c, const struct tb__ck_at *at,
+			      const struct tb_check_seq *s, unsigned field,
+			      uint64_t iid, enum tb_check_rule rule)
+{
+	struct tb__ck_ent *e = tb__ck_find(&c->iid_ix, iid,
+					   tb__ck_iid_key(c, s, field));
+
+	if (!e || e->v1 != s->gen)
+		tb__ck_report(c, at, rule, s->lossy, iid);
+}
+
+/* The name iids of a debug annotation and its dict entries. */
+static inline void tb__ck_annotation(struct tb_check *c,
+				     const struct tb__ck_at *at,
+				     const struct tb_check_seq *s,
+				     const uint8_t *p, size_t n,
+				     unsigned depth)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number == TB__CK_DA_NAME_IID && f.type == TB_PB_VARINT)
+			tb__ck_iid(c, at, s, TB__CK_ID_ANNOTATION_NAMES,
+				   f.value, TB_CK_IID_ANNOTATION);
+		else if (f.number == TB__CK_DA_DICT &&
+			 f.type == TB_PB_LEN && depth < TB__CK_DA_DEPTH)
+			tb__ck_annotation(c, at, s, f.data, f.size,
+					  depth + 1);
+	}
+}
+
+/* Every iid a TrackEvent names. */
+static inline void tb__ck_event_iids(struct tb_check *c,
+				     const struct tb__ck_at *at,
+				     const struct tb_check_seq *s,
+				     const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	struct tb__ck_rep it;
+	uint64_t v, name = 0;
+	const uint8_t *le;
+	size_t len;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number == TB__CK_TE_NAME_IID && f.type == TB_PB_VARINT)
+			name = f.value;
+		else if (f.number == TB__CK_TE_SOURCE_IID &&
+			 f.type == TB_PB_VARINT)
+			tb__ck_iid(c, at, s, TB__CK_ID_SOURCES, f.value,
+				   TB_CK_IID_SOURCE);
+		else if (f.number == TB__CK_TE_ANNOTATIONS &&
+			 f.type == TB_PB_LEN)
+			tb__ck_annotation(c, at, s, f.data, f.size, 0);
+	}
+	if (!name && tb__ck_msg(p, n, TB__CK_TE_LEGACY, &le, &len) &&
+	    !tb__ck_uint(le, len, TB__CK_LE_NAME_IID, &name))
+		name = 0;
+	if (name)	/* 0 is "not set": the plain name is used */
+		tb__ck_iid(c, at, s, TB__CK_ID_NAMES, name, TB_CK_IID_NAME);
+	tb__ck_rep_init(&it, p, n, TB__CK_TE_CATEGORY_IIDS);
+	while (tb__ck_rep_next(&it, &v) > 0)
+		tb__ck_iid(c, at, s, TB__CK_ID_CATEGORIES, v,
+			   TB_CK_IID_CATEGORY);
+}
+
+/* ------------------------------------------------------------------------
+ * Track events.
+ */
+struct tb__ck_pkt {
+	const uint8_t *te, *td, *interned, *defaults, *snapshot, *thread;
+	size_t te_n, td_n, interned_n, defaults_n, snapshot_n, thread_n;
+	bool has_te, has_td, has_interned, has_defaults, has_snapshot;
+	bool has_ts, has_clock, has_thread, cleared;
+	uint64_t ts;
+	uint32_t clock;
+	uint32_t flags;
+};
+
+struct tb__ck_ev {
+	uint64_t type, track, value_n;
+	bool has_type, has_track, has_value, has_phase, ts_delta, ts_abs;
+};
+
+static inline void tb__ck_ev_parse(const uint8_t *p, size_t n,
+				   struct tb__ck_ev *ev)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	const uint8_t *le;
+	size_t len;
+	uint64_t v;
+
+	TB_MEMSET(ev, 0, sizeof(*ev));
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		switch (f.number) {
+		case TB__CK_TE_TYPE:
+			ev->has_type = f.type == TB_PB_VARINT;
+			ev->type = f.value;
+			break;
+		case TB__CK_TE_TRACK:
+			ev->has_track = f.type == TB_PB_VARINT;
+			ev->track = f.value;
+			break;
+		case TB__CK_TE_COUNTER:
+			ev->has_value |= f.type == TB_PB_VARINT;
+			break;
+		case TB__CK_TE_DCOUNTER:
+			ev->has_value |= f.type == TB_PB_FIXED64;
+			break;
+		case TB__CK_TE_TS_DELTA:
+			ev->ts_delta = f.type == TB_PB_VARINT;
+			break;
+		case TB__CK_TE_TS_ABS:
+			ev->ts_abs = f.type == TB_PB_VARINT && f.value;
+			break;
+		}
+	}
+	ev->has_phase = tb__ck_msg(p, n, TB__CK_TE_LEGACY, &le, &len) &&
+			tb__ck_uint(le, len, TB__CK_LE_PHASE, &v);
+}
+
+/* Checks the first @n uuids of @field: each a counter track. */
+static inline bool tb__ck_counter_uuids(struct tb_check *c,
+					const struct tb__ck_at *at,
+					const struct tb_check_seq *s,
+					const uint8_t *p, size_t len,
+					uint32_t field, uint32_t n)
+{
+	struct tb_check_track *t;
+	struct tb__ck_rep it;
+	uint64_t uuid;
+
+	tb__ck_rep_init(&it, p, len, field);
+	while (n-- && tb__ck_rep_next(&it, &uuid) > 0) {
+		t = tb__ck_find_track(c, uuid);
+		if (!t || t->kind == TB_CHECK_TRACK_UNDEFINED) {
+			tb__ck_report(c, at, TB_CK_TRACK_UNKNOWN, s->lossy,
+				      uuid);
+			return false;
+		}
+		if (t->kind != TB_CHECK_TRACK_COUNTER) {
+			tb__ck_report(c, at, TB_CK_COUNTER_BAD, false, uuid);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Extra counter values: as many uuids as values, each a counter track. */
+static inline bool tb__ck_extra_counters(struct tb_check *c,
+					 const struct tb__ck_at *at,
+					 const struct tb_check_seq *s,
+					 const uint8_t *p, size_t n)
+{
+	static const uint32_t field[2][3] = {
+		{ TB__CK_TE_XC_VALUES, TB__CK_TE_XC_UUIDS, 0 },
+		{ TB__CK_TE_XD_VALUES, TB__CK_TE_XD_UUIDS, 1 },
+	};
+	uint32_t values, uuids;
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		values = tb__ck_rep_count(p, n, field[i][0], field[i][2]);
+		uuids = tb__ck_rep_count(p, n, field[i][1], false);
+		if (!values || !uuids)
+			continue;	/* none, or the defaults' uuids */
+		if (values > uuids) {
+			tb__ck_report(c, at, TB_CK_COUNTER_BAD, false, 0);
+			return false;
+		}
+		if (!tb__ck_counter_uuids(c, at, s, p, n, field[i][1],
+					  values))
+			return false;
+	}
+	return true;
+}
+
+/* A TYPE_COUNTER event: a uuid, a value, a counter track. */
+static inline bool tb__ck_counter(struct tb_check *c,
+				  const struct tb__ck_at *at,
+				  const struct tb_check_seq *s,
+				  const struct tb__ck_ev *ev, uint64_t uuid)
+{
+	struct tb_check_track *t;
+
+	if ((!ev->has_track && !s->has_default_track) || !ev->has_value) {
+		tb__ck_report(c, at, TB_CK_COUNTER_BAD, false, uuid);
+		return false;
+	}
+	t = tb__ck_find_track(c, uuid);
+	if (!t || t->kind == TB_CHECK_TRACK_UNDEFINED) {
+		tb__ck_report(c, at, TB_CK_TRACK_UNKNOWN, s->lossy, uuid);
+		return false;
+	}
+	if (t->kind != TB_CHECK_TRACK_COUNTER) {
+		tb__ck_report(c, at, TB_CK_COUNTER_BAD, false, uuid);
+		return false;
+	}
+	return true;
+}
+
+/* The track an event lands on, or NULL when it is dropped. */
+static inline struct tb_check_track *
+tb__ck_event_track(struct tb_check *c, const struct tb__ck_at *at,
+		   const struct tb_check_seq *s, const struct tb__ck_ev *ev,
+		   uint64_t uuid)
+{
+	struct tb_check_track *t;
+	uint64_t key;
+
+	if (uuid) {
+		t = tb__ck_find_track(c, uuid);
+		if (!t || t->kind == TB_CHECK_TRACK_UNDEFINED) {
+			tb__ck_report(c, at, TB_CK_TRACK_UNKNOWN, s->lossy,
+				      uuid);
+			t = t ? t : tb__ck_track(c, uuid, 0);
+			if (t)
+				t->events++;	/* what it would have held */
+			return NULL;
+		}
+		if (!tb__ck_resolves(c, t)) {
+			tb__ck_report(c, at, TB_CK_TRACK_LOOP, false, uuid);
+			return NULL;
+		}
+		return t;
+	}
+	if ((!ev->has_track || !ev->has_type) && s->thread_valid) {
+		/* the sequence's thread: keyed by pid and tid */
+		key = (uint64_t)(uint32_t)s->thread_pid << 32 |
+		      (uint32_t)s->thread_tid;
+		t = tb__ck_track(c, key, 1);
+		if (t) {
+			t->kind = TB_CHECK_TRACK_SEQ_THREAD;
+			t->pid = s->thread_pid;
+			t->tid = s->thread_tid;
+		}
+		return t;
+	}
+	t = tb__ck_track(c, 0, 2);
+	if (t)
+		t->kind = TB_CHECK_TRACK_GLOBAL;
+	return t;
+}
+
+/* Slices on @t: BEGIN opens, END closes the innermost. */
+static inline void tb__ck_slice(struct tb_check *c,
+				const struct tb__ck_at *at,
+				struct tb_check_seq *s,
+				struct tb_check_track *t, uint64_t type)
+{
+	struct tb__ck_open *o;
+	uint32_t i;
+
+	if (type == TB__CK_TYPE_BEGIN) {
+		c->stats.slice_begins++;
+		t->slices++;
+		if (c->open_free) {
+			i = c->open_free - 1;
+			c->open_free = c->open[i].next;
+		} else {
+			if (!tb__ck_grow(c, (void **)&c->open, &c->open_cap,
+					 sizeof(*c->open), c->open_n + 1))
+				return;
+			i = c->open_n++;
+		}
+		o = &c->open[i];
+		o->packet = at->packet;
+		o->seq = (uint32_t)(s - c->seqs);
+		o->next = t->open;
+		t->open = i + 1;
+		t->depth++;
+	} else if (type == TB__CK_TYPE_END) {
+		c->stats.slice_ends++;
+		if (!t->open) {
+			tb__ck_report(c, at, TB_CK_END_WITHOUT_BEGIN,
+				      s->last_loss != TB_CHECK_NONE &&
+				      (t->last_event == TB_CHECK_NONE ||
+				       s->last_loss > t->last_event),
+				      t->uuid);
+			return;
+		}
+		i = t->open - 1;
+		t->open = c->open[i].next;
+		t->depth--;
+		c->open[i].next = c->open_free;
+		c->open_free = i + 1;
+	} else if (type == TB__CK_TYPE_INSTANT) {
+		c->stats.instants++;
+	}
+}
+
+/* Timestamps of one sequence's events must not go back. */
+static inline void tb__ck_time(struct tb_check *c, const struct tb__ck_at *at,
+			       struct tb_check_seq *s,
+			       const struct tb__ck_pkt *p)
+{
+	uint32_t clock = p->has_clock ? p->clock : s->default_clock;
+
+	if (!p->has_ts)
+		return;
+	if (s->has_last_ts && s->last_clock == clock && p->ts < s->last_ts)
+		tb__ck_report(c, at, TB_CK_TIME_BACKWARDS, false, p->ts);
+	s->has_last_ts = 1;
+	s->last_clock = clock;
+	s->last_ts = p->ts;
+}
+
+/* Pass 2: one TrackEvent, in the importer's order of checks. */
+static inline void tb__ck_event(struct tb_check *c, const struct tb__ck_at *at,
+				struct tb_check_seq *s,
+				const struct tb__ck_pkt *p)
+{
+	struct tb_check_track *t;
+	struct tb__ck_ev ev;
+	uint64_t uuid;
+
+	c->stats.track_events++;
+	if (!tb__ck_wellformed(p->te, p->te_n)) {
+		tb__ck_report(c, at, TB_CK_EVENT_MALFORMED, false, 0);
+		return;
+	}
+	tb__ck_ev_parse(p->te, p->te_n, &ev);
+	if (ev.ts_delta ? !s->delta_valid : (!ev.ts_abs && !p->has_ts)) {
+		tb__ck_report(c, at, TB_CK_EVENT_NO_TIME, false, 0);
+		return;
+	}
+	uuid = ev.has_track ? ev.track :
+	       s->has_default_track ? s->default_track : 0;
+	if (ev.has_type && ev.type == TB__CK_TYPE_COUNTER &&
+	    !tb__ck_counter(c, at, s, &ev, uuid))
+		return;
+	if (!tb__ck_extra_counters(c, at, s, p->te, p->te_n))
+		return;
+	if ((!ev.has_type || !ev.type || ev.type > TB__CK_TYPE_COUNTER) &&
+	    !ev.has_phase) {
+		tb__ck_report(c, at, TB_CK_EVENT_NO_TYPE, false, ev.type);
+		return;
+	}
+	tb__ck_event_iids(c, at, s, p->te, p->te_n);
+	t = tb__ck_event_track(c, at, s, &ev, uuid);
+	if (!t)
+		return;
+	s->events++;
+	t->events++;
+	c->stats.global_track_events += t->kind == TB_CHECK_TRACK_GLOBAL;
+	tb__ck_time(c, at, s, p);
+	if (ev.has_phase)
+		;	/* legacy phases: placed, not matched */
+	else if (ev.type == TB__CK_TYPE_COUNTER)
+		c->stats.counters++;
+	else
+		tb__ck_slice(c, at, s, t, ev.type);
+	t->last_event = at->packet;
+}
+
+/* ------------------------------------------------------------------------
+ * Packets.
+ */
+static inline void tb__ck_pkt_parse(const uint8_t *d, size_t n,
+				    struct tb__ck_pkt *p)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+
+	TB_MEMSET(p, 0, sizeof(*p));
+	tb_pb_reader_init(&r, d, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.type == TB_PB_VARINT) {
+			switch (f.number) {
+			case TB__CK_TP_TIMESTAMP:
+				p->has_ts = true;
+				p->ts = f.value;
+				break;
+			case TB__CK_TP_CLOCK_ID:
+				p->has_clock = true;
+				p->clock = (uint32_t)f.value;
+				break;
+			case TB__CK_TP_FLAGS:
+				p->flags = (uint32_t)f.value;
+				break;
+			case TB__CK_TP_CLEARED_OLD:
+				p->cleared = f.value != 0;
+				break;
+			}
+			continue;
+		}
+		if (f.type != TB_PB_LEN)
+			continue;
+		switch (f.number) {
+		case TB__CK_TP_TRACK_EVENT:
+			p->has_te = true;
+			p->te = f.data;
+			p->te_n = f.size;
+			break;
+		case TB__CK_TP_TRACK_DESC:
+			p->has_td = true;
+			p->td = f.data;
+			p->td_n = f.size;
+			break;
+		case TB__CK_TP_INTERNED:
+			p->has_interned = true;
+			p->interned = f.data;
+			p->interned_n = f.size;
+			break;
+		case TB__CK_TP_DEFAULTS:
+			p->has_defaults = true;
+			p->defaults = f.data;
+			p->defaults_n = f.size;
+			break;
+		case TB__CK_TP_CLOCK_SNAPSHOT:
+			p->has_snapshot = true;
+			p->snapshot = f.data;
+			p->snapshot_n = f.size;
+			break;
+		case TB__CK_TP_THREAD_DESC:
+			p->has_thread = true;
+			p->thread = f.data;
+			p->thread_n = f.size;
+			break;
+		}
+	}
+	p->cleared |= (p->flags & TB__CK_SEQ_CLEARED) != 0;
+}
+
+/* A legacy ThreadDescriptor packet: the sequence's thread and deltas. */
+static inline void tb__ck_thread(struct tb_check_seq *s, const uint8_t *p,
+				 size_t n)
+{
+	uint64_t pid, tid;
+
+	s->delta_valid = 1;
+	if (!tb__ck_uint(p, n, TB__CK_PID, &pid) ||
+	    !tb__ck_uint(p, n, TB__CK_TID, &tid))
+		return;
+	s->thread_valid = 1;
+	s->thread_pid = (int32_t)pid;
+	s->thread_tid = (int32_t)tid;
+}
+
+/* TracePacketDefaults replace the sequence's defaults wholesale. */
+static inline void tb__ck_defaults(struct tb_check_seq *s,
+				   const uint8_t *p, size_t n)
+{
+	const uint8_t *te;
+	size_t len;
+	uint64_t v;
+
+	s->default_clock = tb__ck_uint(p, n, TB__CK_TP_CLOCK_ID, &v) ?
+			   (uint32_t)v : 0;
+	s->has_default_track =
+		tb__ck_msg(p, n, TB__CK_DEF_TRACK_EVENT, &te, &len) &&
+		tb__ck_uint(te, len, TB__CK_DEF_TRACK, &s->default_track);
+}
+
+/* What a packet says about its sequence's incremental state. */
+static inline void tb__ck_state(uint64_t idx, struct tb_check_seq *s,
+				const struct tb_trace_packet *tp,
+				const struct tb__ck_pkt *p)
+{
+	if (tp->dropped) {
+		s->lossy = 1;
+		s->lossy_packets++;
+		s->loss_bits |= (uint32_t)tp->dropped;
+		if (s->first_loss == TB_CHECK_NONE)
+			s->first_loss = idx;
+		s->last_loss = idx;
+		s->delta_valid = 0;
+	}
+	if (p->cleared) {
+		s->gen++;
+		s->valid = 1;
+		s->lossy = 0;
+		s->clears++;
+		s->has_default_track = 0;
+		s->default_clock = 0;
+		s->delta_valid = 0;
+	} else if (tp->dropped) {
+		s->valid = 0;
+	}
+}
+
+/* The trusted fields: present, not reserved, one claim per sequence. */
+static inline void tb__ck_trusted(struct tb_check *c,
+				  const struct tb__ck_at *at,
+				  struct tb_check_seq *s,
+				  const struct tb_trace_packet *tp)
+{
+	unsigned mine = tp->has & (TB_TRACE_HAS_UID | TB_TRACE_HAS_PID);
+
+	if (!(tp->has & TB_TRACE_HAS_UID))
+		tb__ck_report(c, at, TB_CK_NO_UID, false, 0);
+	if (!(tp->has & TB_TRACE_HAS_SEQ_ID))
+		tb__ck_report(c, at, TB_CK_NO_SEQ_ID, false, 0);
+	else if (tp->trusted_seq_id <= 1)
+		tb__ck_report(c, at, TB_CK_SEQ_RESERVED, false,
+			      tp->trusted_seq_id);
+	if (!(tp->has & TB_TRACE_HAS_PID))
+		tb__ck_report(c, at, TB_CK_NO_PID, false, 0);
+	if (!(tp->has & TB_TRACE_HAS_SEQ_ID))
+		return;
+	if (s->packets == 1) {
+		s->has = mine;
+		s->uid = (uint32_t)tp->trusted_uid;
+		s->pid = (int32_t)tp->trusted_pid;
+		return;
+	}
+	if (((mine & s->has & TB_TRACE_HAS_UID) &&
+	     (uint32_t)tp->trusted_uid != s->uid) ||
+	    ((mine & s->has & TB_TRACE_HAS_PID) &&
+	     (int32_t)tp->trusted_pid != s->pid))
+		tb__ck_report(c, at, TB_CK_SEQ_COLLISION, false,
+			      tp->trusted_seq_id);
+}
+
+static inline void tb__ck_loss_stats(struct tb_check *c, uint64_t idx,
+				     uint64_t bits)
+{
+	unsigned i;
+
+	if (!bits)
+		return;
+	c->stats.lossy_packets++;
+	for (i = 0; i < TB_CHECK_LOSS_BITS; i++) {
+		if (!(bits >> i & 1))
+			continue;
+		if (!c->stats.loss_bit_packets[i]++)
+			c->stats.loss_bit_first[i] = idx;
+	}
+}
+
+/* One packet, in the importer's order. */
+static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
+				 uint64_t off,
+				 const struct tb_trace_packet *tp)
+{
+	bool has_seq = (tp->has & TB_TRACE_HAS_SEQ_ID) != 0;
+	struct tb__ck_at at;
+	struct tb_check_seq *s;
+	struct tb__ck_pkt p;
+	uint32_t clock;
+
+	at.packet = idx;
+	at.offset = off;
+	at.seq_id = (uint32_t)tp->trusted_seq_id;
+	s = tb__ck_seq(c, has_seq ? (uint32_t)tp->trusted_seq_id : 0);
+	if (!s)
+		return;
+	tb__ck_pkt_parse(tp->data, tp->size, &p);
+	if (c->pass == 0) {
+		if (p.has_snapshot)
+			tb__ck_snapshot(c, s, has_seq, p.snapshot,
+					p.snapshot_n);
+		return;
+	}
+	if (c->pass == 2) {
+		s->packets++;
+		if (s->first_packet == TB_CHECK_NONE)
+			s->first_packet = idx;
+		s->last_packet = idx;
+		c->stats.packets++;
+		c->stats.bytes += tp->size;
+		tb__ck_loss_stats(c, idx, tp->dropped);
+		tb__ck_trusted(c, &at, s, tp);
+	}
+	if (!has_seq)
+		goto no_seq;
+	tb__ck_state(idx, s, tp, &p);
+	if (p.has_defaults)
+		tb__ck_defaults(s, p.defaults, p.defaults_n);
+	if (p.has_interned && c->pass == 2) {
+		if (s->valid)
+			tb__ck_intern(c, &at, s, p.interned, p.interned_n);
+		else
+			tb__ck_report(c, &at, TB_CK_INTERNED_IGNORED,
+				      s->lossy, 0);
+	}
+no_seq:
+	if (p.has_snapshot) {
+		c->stats.clock_snapshots += c->pass == 2;
+		return;		/* the importer reads nothing else of it */
+	}
+	if (p.flags & TB__CK_SEQ_NEEDS) {
+		if (!has_seq) {
+			tb__ck_report(c, &at, TB_CK_IMPORT_ERROR, false, 0);
+			return;
+		}
+		if (!s->valid) {
+			s->skipped += c->pass == 2;
+			tb__ck_report(c, &at, TB_CK_NEEDS_STATE, s->lossy, 0);
+			return;
+		}
+	}
+	clock = p.has_clock ? p.clock : s->default_clock;
+	if (p.has_ts && clock >= 64 && clock < 128 && !has_seq) {
+		tb__ck_report(c, &at, TB_CK_IMPORT_ERROR, false, clock);
+		return;
+	}
+	if (p.has_ts && !tb__ck_clock_ok(c, s, clock)) {
+		tb__ck_report(c, &at, TB_CK_CLOCK_UNKNOWN, s->lossy, clock);
+		return;
+	}
+	if (p.has_thread && has_seq && s->valid)
+		tb__ck_thread(s, p.thread, p.thread_n);
+	if (p.has_td)
+		tb__ck_descriptor(c, &at, s, p.td, p.td_n);
+	if (p.has_te && c->pass == 2 && has_seq)
+		tb__ck_event(c, &at, s, &p);
+}
+
+/* Before a pass: the importer's state starts over, results are kept. */
+static inline void tb__ck_restart(struct tb_check *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nseqs; i++)
+		tb__ck_seq_reset(&c->seqs[i], c->seqs[i].seq_id);
+}
+
+/*
+ * Whether the @n bytes left at a record that did not parse are the start
+ * of a Trace.packet cut short by the end of the image (the importer keeps
+ * such a tail waiting for more bytes, and drops it at the end).
+ */
+static inline bool tb__ck_cut(const uint8_t *p, size_t n)
+{
+	uint64_t key, size;
+	unsigned k, m;
+
+	k = tb_pb_varint_get(p, n, &key);
+	if (!k)		/* cut inside the key: only if it reached the end */
+		return n < TB_PB_VARINT_MAX;
+	if (key != (TB_PB_TRACE_PACKET << 3 | TB_PB_LEN))
+		return false;
+	m = tb_pb_varint_get(p + k, n - k, &size);
+	if (!m)
+		return n - k < TB_PB_VARINT_MAX;
+	return size > n - k - m;
+}
+
+/*
+ * One walk over the image: false if it stopped early, at the end of what
+ * is a trace (TB_EFRAMING, reported in the last pass) or out of memory.
+ */
+static inline bool tb__ck_walk(struct tb_check *c, const uint8_t *img,
+			       size_t len)
+{
+	struct tb_trace_packet tp;
+	struct tb_pb_reader r;
+	struct tb__ck_at at;
+	uint64_t idx = 0;
+	size_t off = 0;
+	int ret = 0;
+
+	tb_pb_reader_init(&r, img, len);
+	while (!c->error && (ret = tb_trace_next(&r, &tp)) > 0) {
+		tb__ck_packet(c, idx++, off, &tp);
+		off = (size_t)(r.p - img);
+	}
+	if (!c->error && ret >= 0)
+		return true;
+	c->error_packet = idx;
+	if (c->error)
+		return false;
+	at.packet = idx;
+	at.offset = off;
+	at.seq_id = 0;
+	if (tb__ck_cut(img + off, len - off)) {
+		tb__ck_report(c, &at, TB_CK_TRUNCATED, false, len - off);
+		return true;
+	}
+	c->error = TB_EFRAMING;
+	tb__ck_report(c, &at, TB_CK_NOT_A_TRACE, false, off);
+	return false;
+}
+
+/* After the last pass: slices still open never end. */
+static inline void tb__ck_finish(struct tb_check *c)
+{
+	struct tb__ck_at at;
+	struct tb_check_seq *s;
+	uint32_t i, k;
+
+	for (i = 0; i < c->ntracks; i++) {
+		for (k = c->tracks[i].open; k; k = c->open[k - 1].next) {
+			s = &c->seqs[c->open[k - 1].seq];
+			at.packet = c->open[k - 1].packet;
+			at.offset = TB_CHECK_NONE;
+			at.seq_id = s->seq_id;
+			c->stats.open_slices++;
+			tb__ck_report(c, &at, TB_CK_SLICE_NOT_ENDED,
+				      s->last_loss != TB_CHECK_NONE &&
+				      s->last_loss > at.packet,
+				      c->tracks[i].uuid);
+		}
+	}
+}
+
+/*
+ * Checks the trace image @trace of @len bytes (a whole .pftrace).  Returns
+ * TB_OK when it was checked to the end (violations or not: see
+ * c->rule[] and tb_check_clean()), TB_EFRAMING when it is not a trace
+ * (checked as far as it is one), TB_ELIMIT or TB_ENOMEM when the budget or
+ * the allocator ran out (counted as TB_CK_LIMIT; the check is incomplete).
+ * Once per tb_check_init().
+ */
+static inline int tb_check_trace(struct tb_check *c, const void *trace,
+				 size_t len)
+{
+	const uint8_t *img = (const uint8_t *)trace;
+	struct tb__ck_at at;
+
+	if (!c || (!trace && len))
+		return TB_EINVAL;
+	c->trace_clock = TB__CK_BOOTTIME;
+	for (c->pass = 0; c->pass < 3; c->pass++) {
+		tb__ck_restart(c);
+		if (tb__ck_walk(c, img, len))
+			continue;
+		if (c->error != TB_EFRAMING)
+			break;
+		if (c->pass < 2)	/* each pass stops at the same place */
+			c->error = 0;
+	}
+	c->pass = 2;
+	if (c->error == TB_EFRAMING)
+		return TB_EFRAMING;	/* the import fails: no more */
+	if (c->error) {
+		at.packet = c->error_packet;
+		at.offset = TB_CHECK_NONE;
+		at.seq_id = 0;
+		tb__ck_report(c, &at, TB_CK_LIMIT, false, c->used);
+		return c->error;
+	}
+	tb__ck_finish(c);
+	return TB_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TBCHECK_H */
