@@ -1,0 +1,1977 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Copyright (c) 2026, tbring contributors.  BSD-2-Clause: see COPYING, or
+ * https://opensource.org/license/bsd-2-clause for the text.
+ *
+ * tbevent.h - Perfetto TrackEvents over a struct tb_writer: slices,
+ * instants, counters, flows and debug annotations on process, thread,
+ * custom and counter tracks, with per-sequence interning and an
+ * incremental state that survives loss and overwrite.
+ *
+ * Using it
+ *   categories  TB_CATEGORY_DEFINE(var, "name", on) at file scope;
+ *               tb_category_set() flips one at run time, from any thread
+ *   tracks      struct tb_track, owned by the caller: tb_track_process(),
+ *               _thread(), _custom() (nested under a parent), _counter(),
+ *               or the TB_TRACK_*_INIT initialisers for static ones
+ *   a writer    one struct tb_ev_writer per thread, over that thread's
+ *               struct tb_writer: tb_ev_writer_init(), then
+ *               tb_ev_set_current() for the macros
+ *   events      TB_TRACE_BEGIN(cat, "name", items...), TB_TRACE_END(cat),
+ *               TB_TRACE_INSTANT(cat, "name", items...), TB_TRACE_SCOPE
+ *               (C++, and GNU C), TB_TRACE_COUNTER(cat, track, v) and
+ *               TB_TRACE_COUNTER_DOUBLE; the items are annotations
+ *               (TB_ARG_INT, _UINT, _DOUBLE, _BOOL, _STR, _STRN, _PTR),
+ *               flows (TB_FLOW, TB_FLOW_END), another track (TB_ON_TRACK)
+ *               and an explicit timestamp (TB_AT).  Each macro has a _W
+ *               form taking the writer first; functions underneath do
+ *               everything (tb_ev_begin, _end, _instant, _counter,
+ *               _counter_double, tb_ev_emit for a struct tb_event).
+ *
+ *       TB_CATEGORY_DEFINE(cat_io, "io", 1);
+ *       ...
+ *       TB_TRACE_BEGIN(&cat_io, "Read", TB_ARG_UINT("bytes", n));
+ *       ...
+ *       TB_TRACE_END(&cat_io);
+ *
+ * Threading contract
+ *   - A struct tb_ev_writer belongs to one thread at a time, like the
+ *     struct tb_writer under it (an interrupt handler needs its own pair,
+ *     and the _W macros).  Categories and tracks are shared: a category's
+ *     flag is a 32-bit atomic, tracks are read only.
+ *   - A disabled category costs one relaxed load and a branch: the macros
+ *     test it before they evaluate anything else (the writer, the items).
+ *
+ * The writer the macros use: a thread-local default, TB_EV_CURRENT
+ *   Instrumentation sits deep in code that has no writer to hand down,
+ *   which is why TRACE_EVENT-style macros exist; so the plain macros use
+ *   a per-thread current writer (tb_ev_set_current() once per thread) and
+ *   the _W forms take one explicitly (interrupt handlers, several writers
+ *   per thread).  The default is one pointer, `__thread` in GNU C and
+ *   C++, defined weak in the header so that no translation unit has to
+ *   own it (this is the header's only object with linkage).  A
+ *   freestanding build (firmware: no TLS runtime) gets a plain global
+ *   instead, one writer per program; TB_EV_NO_TLS asks for that anywhere.
+ *   Other compilers: TB_EV_DEFINE_CURRENT in exactly one file.  Or define
+ *   TB_EV_CURRENT to any expression of type struct tb_ev_writer * (a
+ *   per-task pointer in an RTOS, say) and the header declares nothing.
+ *   Without a current writer (NULL) the macros write nothing.
+ *
+ * Interning
+ *   Event names, categories and annotation names are interned per
+ *   sequence (InternedData, iids): the first use in a state emits the
+ *   string in the packet's interned_data, later ones only its iid.  The
+ *   table is keyed by the string's address, so interned strings must not
+ *   change or go away while the writer lives: the macros accept only
+ *   string literals ("" name), the functions take TB_EV_COPY_NAMES for
+ *   names that are not static.  The table is fixed-size, inside the
+ *   writer: TB_EV_INTERN_SLOTS (default 64, a power of two) slots, at
+ *   most three quarters used (48 strings; the demo needs 17); a string
+ *   that finds it full goes inline (counted in stats.inline_names), and
+ *   the next fresh state then empties the table.  A string keeps its iid
+ *   across states while it stays in the table; iids are never reused for
+ *   another string (Perfetto forbids it within a session).
+ *
+ * Incremental state
+ *   The writer starts a fresh state before its first event, after any
+ *   write of its that failed (TB_FULL, TB_NO_CHUNK, TB_DROPPED, ...), on
+ *   tb_ev_reset(), and when tb_ring_generation() of its ring moved since
+ *   the last event (one relaxed load per event: the service bumps it when
+ *   its central buffer overwrote chunks or a long-trace period was written
+ *   out).  A fresh state writes, in order: a ClockSnapshot (user clocks
+ *   of ids 64..127 with a reference clock), then the TrackDescriptor of
+ *   every track this writer used (its table of tracks, TB_EV_TRACKS,
+ *   default 16, parents before children); the first of those packets
+ *   carries SEQ_INCREMENTAL_STATE_CLEARED.  Each event packet then
+ *   carries the interned data it needs that this state has not seen, and
+ *   SEQ_NEEDS_INCREMENTAL_STATE when it refers to any iid.  If any of
+ *   those writes fails, the event is not written (it would refer to
+ *   state the trace may not have) and the next event tries again.
+ *   A track the table has no room for is described again before every
+ *   event on it: it costs a packet per event, but nothing goes unresolved.
+ *   So every event resolves to a descriptor, and every iid to its
+ *   interned data, written on the same sequence after the last loss this
+ *   writer can see; losses it cannot see (the service's) are what the
+ *   generation word is for.
+ *
+ * Slices under loss
+ *   For tracks in its table the writer keeps a stack of the slices it
+ *   began (64 deep): when a BEGIN could not be written, its END is not
+ *   written either (counted in stats.ends_skipped), since an END whose
+ *   BEGIN is missing would close the enclosing slice in the importer.
+ *   Disabling a category between a BEGIN and its END leaves the slice
+ *   open; TB_TRACE_SCOPE remembers whether it began and always ends.
+ *
+ * Timestamps
+ *   CLOCK_BOOTTIME (Perfetto's default trace clock) through
+ *   clock_gettime() where <time.h> declares it (POSIX: _POSIX_C_SOURCE
+ *   or _GNU_SOURCE under strict C99; TB_EV_HAVE_BOOTTIME says), else a
+ *   clock of the caller's (struct tb_ev_clock: a function returning ns,
+ *   a clock id, and a reference clock for the ClockSnapshot), which is
+ *   what firmware has and must pass.  A user clock id (64..127, scoped to
+ *   the sequence) goes on every packet (timestamp_clock_id).
+ *
+ * What it writes
+ *   Each packet goes into the ring in place (tb_writer_open/_close): the
+ *   encoder computes the packet's size first, then writes it straight
+ *   into the chunk, with no copy.  A packet that fits one chunk never
+ *   splits (it starts a new chunk instead); a larger one (a long string
+ *   annotation) streams across chunks.  Field numbers are Perfetto's
+ *   (protos/perfetto/trace/: trace_packet, track_event/{track_event,
+ *   track_descriptor, process_descriptor, thread_descriptor,
+ *   counter_descriptor, debug_annotation}, interned_data/interned_data,
+ *   clock_snapshot).  The fields the service appends (trusted_uid 3,
+ *   trusted_packet_sequence_id 10, trusted_pid 79) and the other
+ *   service-only ones are never written.
+ *
+ * Limits
+ *   - TB_EV_MAX_ARGS (16) items per event, else TB_EINVAL; strings up to
+ *     2^30 bytes.  Slice stacks 64 deep per track; deeper slices are
+ *     written as if their BEGIN always was.
+ *   - TB_EV_INTERN_SLOTS, TB_EV_TRACKS and TB_EV_MAX_ARGS size
+ *     struct tb_ev_writer and the encoder's stack frame: define them the
+ *     same in every translation unit, before including this header.
+ *   - Tracks must outlive the writers that used them (or be dropped from
+ *     them with tb_ev_forget_track()), and their names stay static.
+ *
+ * C99, no allocation; needs tbring.h and tbpb.h (and <time.h> on hosted
+ * builds for the default clock).  Works with TB_NO_FUTEX and
+ * TB_ATOMIC_BUILTINS=1, and as C++.
+ */
+#ifndef TBEVENT_H
+#define TBEVENT_H
+
+#include "tbring.h"
+#include "tbpb.h"
+
+#ifndef TB_EV_INTERN_SLOTS
+#define TB_EV_INTERN_SLOTS	64	/* a power of two */
+#endif
+#ifndef TB_EV_TRACKS
+#define TB_EV_TRACKS		16	/* tracks a writer re-describes */
+#endif
+#ifndef TB_EV_MAX_ARGS
+#define TB_EV_MAX_ARGS		16	/* items per event */
+#endif
+
+typedef char tb__ev_slots_check[TB_EV_INTERN_SLOTS >= 4 &&
+				!(TB_EV_INTERN_SLOTS &
+				  (TB_EV_INTERN_SLOTS - 1)) ? 1 : -1];
+typedef char tb__ev_tracks_check[TB_EV_TRACKS >= 1 ? 1 : -1];
+
+/* The default clock: CLOCK_BOOTTIME where the platform declares it. */
+#if !defined(TB_EV_HAVE_BOOTTIME)
+#if defined(__STDC_HOSTED__) && __STDC_HOSTED__ && \
+	!defined(TB_EV_NO_DEFAULT_CLOCK)
+#include <time.h>
+#endif
+#if defined(CLOCK_BOOTTIME)
+#define TB_EV_HAVE_BOOTTIME	1
+#else
+#define TB_EV_HAVE_BOOTTIME	0
+#endif
+#endif
+
+#ifndef TB_STRLEN
+#if defined(__GNUC__) && defined(__STDC_HOSTED__) && __STDC_HOSTED__
+#define TB_STRLEN(s)	__builtin_strlen(s)	/* folds literals */
+#else
+#define TB_STRLEN(s)	tb__ev_strlen(s)	/* freestanding: no libc */
+#endif
+#endif
+
+/*
+ * The slow paths (fresh states, descriptors, a packet crossing chunks)
+ * stay out of line, so that every event site does not inline them.
+ */
+#if defined(__GNUC__)
+#define TB__EV_SLOW	static __attribute__((noinline, unused))
+#else
+#define TB__EV_SLOW	static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Perfetto's field numbers and enum values, each checked against the
+ * .proto files named at the top.
+ */
+enum {
+	/* TracePacket */
+	TB__TP_CLOCK_SNAPSHOT = 6,
+	TB__TP_TIMESTAMP = 8,
+	TB__TP_TRACK_EVENT = 11,
+	TB__TP_INTERNED_DATA = 12,
+	TB__TP_SEQUENCE_FLAGS = 13,
+	TB__TP_TIMESTAMP_CLOCK_ID = 58,
+	TB__TP_TRACK_DESCRIPTOR = 60,
+	/* TrackEvent */
+	TB__TE_CATEGORY_IIDS = 3,
+	TB__TE_DEBUG_ANNOTATIONS = 4,
+	TB__TE_TYPE = 9,
+	TB__TE_NAME_IID = 10,
+	TB__TE_TRACK_UUID = 11,
+	TB__TE_CATEGORIES = 22,
+	TB__TE_NAME = 23,
+	TB__TE_COUNTER_VALUE = 30,
+	TB__TE_DOUBLE_COUNTER_VALUE = 44,
+	TB__TE_FLOW_IDS = 47,			/* repeated fixed64 */
+	TB__TE_TERMINATING_FLOW_IDS = 48,	/* repeated fixed64 */
+	/* TrackDescriptor */
+	TB__TD_UUID = 1,
+	TB__TD_NAME = 2,
+	TB__TD_PROCESS = 3,
+	TB__TD_THREAD = 4,
+	TB__TD_PARENT_UUID = 5,
+	TB__TD_COUNTER = 8,
+	/* ProcessDescriptor */
+	TB__PD_PID = 1,
+	TB__PD_PROCESS_NAME = 6,
+	/* ThreadDescriptor */
+	TB__THD_PID = 1,
+	TB__THD_TID = 2,
+	TB__THD_THREAD_NAME = 5,
+	/* CounterDescriptor */
+	TB__CD_UNIT = 3,
+	/* DebugAnnotation */
+	TB__DA_NAME_IID = 1,
+	TB__DA_BOOL = 2,
+	TB__DA_UINT = 3,
+	TB__DA_INT = 4,
+	TB__DA_DOUBLE = 5,
+	TB__DA_STRING = 6,
+	TB__DA_POINTER = 7,
+	TB__DA_NAME = 10,
+	/* InternedData: event_categories, event_names, annotation names */
+	TB__ID_EVENT_CATEGORIES = 1,
+	TB__ID_EVENT_NAMES = 2,
+	TB__ID_DEBUG_ANNOTATION_NAMES = 3,
+	/* EventCategory, EventName, DebugAnnotationName */
+	TB__IE_IID = 1,
+	TB__IE_NAME = 2,
+	/* ClockSnapshot, ClockSnapshot.Clock */
+	TB__CS_CLOCKS = 1,
+	TB__CK_CLOCK_ID = 1,
+	TB__CK_TIMESTAMP = 2,
+};
+
+/* TracePacket.SequenceFlags */
+#define TB_SEQ_INCREMENTAL_STATE_CLEARED	1u
+#define TB_SEQ_NEEDS_INCREMENTAL_STATE		2u
+
+/* BuiltinClock ids; 64..127 are the producer's, scoped to a sequence. */
+#define TB_CLOCK_REALTIME	1u
+#define TB_CLOCK_MONOTONIC	3u
+#define TB_CLOCK_MONOTONIC_RAW	5u
+#define TB_CLOCK_BOOTTIME	6u
+#define TB_CLOCK_USER		64u	/* first sequence-scoped id */
+#define TB_CLOCK_USER_MAX	127u
+
+/* ------------------------------------------------------------------------
+ * Categories: static structs, shared by every thread.
+ */
+struct tb_category {
+	const char *name;
+	uint32_t enabled;	/* atomic: tb_category_enabled(), _set() */
+};
+
+#define TB_CATEGORY_INIT(name, on)	{ "" name, (on) ? 1u : 0u }
+#define TB_CATEGORY_DEFINE(var, name, on)				\
+	struct tb_category var = TB_CATEGORY_INIT(name, on)
+#define TB_CATEGORY_DECLARE(var)	extern struct tb_category var
+
+static inline bool tb_category_enabled(const struct tb_category *c)
+{
+	/* relaxed: a switch; a late look costs an event or two, no more */
+	return tb_atomic_load(&c->enabled, TB_RLX) != 0;
+}
+
+static inline void tb_category_set(struct tb_category *c, bool on)
+{
+	/* relaxed: see above */
+	tb_atomic_store(&c->enabled, on ? 1u : 0u, TB_RLX);
+}
+
+/* ------------------------------------------------------------------------
+ * Tracks: caller-owned, read only once in use.  A uuid is global to the
+ * whole trace (every producer): tb_ev_uuid() mixes two numbers into one
+ * (a pid and a tid, a pid and a counter).
+ */
+enum tb_track_kind {
+	TB_TRACK_CUSTOM,	/* named, optionally nested under a parent */
+	TB_TRACK_PROCESS,	/* ProcessDescriptor: pid, process name */
+	TB_TRACK_THREAD,	/* ThreadDescriptor: pid, tid, thread name */
+	TB_TRACK_COUNTER,	/* CounterDescriptor: TYPE_COUNTER events */
+};
+
+enum tb_counter_unit {		/* CounterDescriptor.Unit */
+	TB_UNIT_UNSPECIFIED = 0,
+	TB_UNIT_TIME_NS = 1,
+	TB_UNIT_COUNT = 2,
+	TB_UNIT_SIZE_BYTES = 3,
+};
+
+struct tb_track {
+	uint64_t uuid;			/* nonzero */
+	const struct tb_track *parent;	/* NULL: a root track */
+	const char *name;		/* NULL: none */
+	int32_t pid;			/* process and thread tracks */
+	int32_t tid;			/* thread tracks */
+	uint8_t kind;			/* enum tb_track_kind */
+	uint8_t unit;			/* counters: tb_counter_unit */
+};
+
+#define TB_TRACK_PROCESS_INIT(uuid, pid, name)				\
+	{ (uuid), NULL, (name), (pid), 0, TB_TRACK_PROCESS, 0 }
+#define TB_TRACK_THREAD_INIT(uuid, process, pid, tid, name)		\
+	{ (uuid), (process), (name), (pid), (tid), TB_TRACK_THREAD, 0 }
+#define TB_TRACK_CUSTOM_INIT(uuid, parent, name)			\
+	{ (uuid), (parent), (name), 0, 0, TB_TRACK_CUSTOM, 0 }
+#define TB_TRACK_COUNTER_INIT(uuid, parent, name, unit)		\
+	{ (uuid), (parent), (name), 0, 0, TB_TRACK_COUNTER, (unit) }
+
+/* A well-mixed nonzero 64-bit id from two numbers (splitmix64). */
+static inline uint64_t tb_ev_uuid(uint64_t a, uint64_t b)
+{
+	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ b;
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x ? x : 1;
+}
+
+static inline void tb__track_set(struct tb_track *t, uint64_t uuid,
+				 const struct tb_track *parent,
+				 const char *name, unsigned kind)
+{
+	t->uuid = uuid;
+	t->parent = parent;
+	t->name = name;
+	t->pid = 0;
+	t->tid = 0;
+	t->kind = (uint8_t)kind;
+	t->unit = 0;
+}
+
+static inline void tb_track_process(struct tb_track *t, uint64_t uuid,
+				    int32_t pid, const char *name)
+{
+	tb__track_set(t, uuid, NULL, name, TB_TRACK_PROCESS);
+	t->pid = pid;
+}
+
+/* A thread's track, under its process's track (@process may be NULL). */
+static inline void tb_track_thread(struct tb_track *t, uint64_t uuid,
+				   const struct tb_track *process,
+				   int32_t pid, int32_t tid, const char *name)
+{
+	tb__track_set(t, uuid, process, name, TB_TRACK_THREAD);
+	t->pid = pid;
+	t->tid = tid;
+}
+
+static inline void tb_track_custom(struct tb_track *t, uint64_t uuid,
+				   const struct tb_track *parent,
+				   const char *name)
+{
+	tb__track_set(t, uuid, parent, name, TB_TRACK_CUSTOM);
+}
+
+static inline void tb_track_counter(struct tb_track *t, uint64_t uuid,
+				    const struct tb_track *parent,
+				    const char *name, enum tb_counter_unit unit)
+{
+	tb__track_set(t, uuid, parent, name, TB_TRACK_COUNTER);
+	t->unit = (uint8_t)unit;
+}
+
+/* ------------------------------------------------------------------------
+ * Clocks.  NULL means the default (CLOCK_BOOTTIME, where there is one).
+ * A caller's clock: @now returns nanoseconds on clock @id.  For a
+ * sequence-scoped id (64..127) every fresh state writes a ClockSnapshot
+ * that reads @now and, right after it, the reference clock @ref_id
+ * (@ref_now, or the default clock when @ref_now is NULL and @ref_id is
+ * TB_CLOCK_BOOTTIME); @ref_id 0 writes none (the importer then cannot
+ * place the events in time).  A builtin @id (1..63) needs no snapshot;
+ * TB_CLOCK_BOOTTIME needs no clock id on the packets either.
+ */
+struct tb_ev_clock {
+	uint64_t (*now)(void *ctx);
+	void *ctx;
+	uint32_t id;
+	uint32_t ref_id;
+	uint64_t (*ref_now)(void *ctx);
+};
+
+#if TB_EV_HAVE_BOOTTIME
+/* CLOCK_BOOTTIME in nanoseconds. */
+static inline uint64_t tb_ev_boottime_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#endif
+
+/* ------------------------------------------------------------------------
+ * Event items: debug annotations, flows, a track, a timestamp.  Build
+ * them with the tb_arg_* functions or the TB_ARG_* macros (which insist
+ * on literal names).
+ */
+enum tb_arg_type {
+	TB_ARG_T_NONE,		/* ends the macros' arrays: not encoded */
+	TB_ARG_T_BOOL,
+	TB_ARG_T_UINT,
+	TB_ARG_T_INT,
+	TB_ARG_T_DOUBLE,
+	TB_ARG_T_STRING,
+	TB_ARG_T_POINTER,
+	TB_ARG_T_FLOW,		/* flow_ids: starts or continues a flow */
+	TB_ARG_T_FLOW_END,	/* terminating_flow_ids */
+	TB_ARG_T_TRACK,		/* the event goes on this track */
+	TB_ARG_T_TIME,		/* the event's timestamp (not now) */
+};
+
+struct tb_arg {
+	const char *name;	/* annotations: interned by address */
+	uint32_t type;		/* enum tb_arg_type */
+	uint32_t len;		/* TB_ARG_T_STRING: bytes */
+	union {
+		uint64_t u;
+		int64_t i;
+		double d;
+		const char *s;
+		const struct tb_track *t;
+	} v;
+};
+
+static inline struct tb_arg tb__arg(const char *name, unsigned type)
+{
+	struct tb_arg a;
+
+	a.name = name;
+	a.type = type;
+	a.len = 0;
+	a.v.u = 0;
+	return a;
+}
+
+static inline struct tb_arg tb__arg_end(void)
+{
+	return tb__arg(NULL, TB_ARG_T_NONE);
+}
+
+static inline struct tb_arg tb_arg_bool(const char *name, bool v)
+{
+	struct tb_arg a = tb__arg(name, TB_ARG_T_BOOL);
+
+	a.v.u = v ? 1 : 0;
+	return a;
+}
+
+static inline struct tb_arg tb_arg_uint(const char *name, uint64_t v)
+{
+	struct tb_arg a = tb__arg(name, TB_ARG_T_UINT);
+
+	a.v.u = v;
+	return a;
+}
+
+static inline struct tb_arg tb_arg_int(const char *name, int64_t v)
+{
+	struct tb_arg a = tb__arg(name, TB_ARG_T_INT);
+
+	a.v.i = v;
+	return a;
+}
+
+static inline struct tb_arg tb_arg_double(const char *name, double v)
+{
+	struct tb_arg a = tb__arg(name, TB_ARG_T_DOUBLE);
+
+	a.v.d = v;
+	return a;
+}
+
+static inline uint32_t tb__ev_strlen(const char *s)
+{
+	uint32_t n = 0;
+
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* @len bytes of @s (not NUL-terminated: any bytes; NULL: empty). */
+static inline struct tb_arg tb_arg_strn(const char *name, const char *s,
+					size_t len)
+{
+	struct tb_arg a = tb__arg(name, TB_ARG_T_STRING);
+
+	a.v.s = s ? s : "";
+	a.len = s && len < (1u << 30) ? (uint32_t)len : 0;
+	return a;
+}
+
+static inline struct tb_arg tb_arg_str(const char *name, const char *s)
+{
+	return tb_arg_strn(name, s, s ? (size_t)TB_STRLEN(s) : 0);
+}
+
+static inline struct tb_arg tb_arg_ptr(const char *name, const void *p)
+{
+	struct tb_arg a = tb__arg(name, TB_ARG_T_POINTER);
+
+	a.v.u = (uint64_t)(uintptr_t)p;
+	return a;
+}
+
+/* A flow from this event on (ids are global to the trace). */
+static inline struct tb_arg tb_arg_flow(uint64_t id)
+{
+	struct tb_arg a = tb__arg(NULL, TB_ARG_T_FLOW);
+
+	a.v.u = id;
+	return a;
+}
+
+/* The flow @id ends at this event. */
+static inline struct tb_arg tb_arg_flow_end(uint64_t id)
+{
+	struct tb_arg a = tb__arg(NULL, TB_ARG_T_FLOW_END);
+
+	a.v.u = id;
+	return a;
+}
+
+/* The event goes on @t instead of the writer's track. */
+static inline struct tb_arg tb_arg_track(const struct tb_track *t)
+{
+	struct tb_arg a = tb__arg(NULL, TB_ARG_T_TRACK);
+
+	a.v.t = t;
+	return a;
+}
+
+/* The event happened at @ts (on the writer's clock), not now. */
+static inline struct tb_arg tb_arg_time(uint64_t ts)
+{
+	struct tb_arg a = tb__arg(NULL, TB_ARG_T_TIME);
+
+	a.v.u = ts;
+	return a;
+}
+
+#define TB_ARG_BOOL(name, v)		tb_arg_bool("" name, (v))
+#define TB_ARG_UINT(name, v)		tb_arg_uint("" name, (uint64_t)(v))
+#define TB_ARG_INT(name, v)		tb_arg_int("" name, (int64_t)(v))
+#define TB_ARG_DOUBLE(name, v)	tb_arg_double("" name, (double)(v))
+#define TB_ARG_STR(name, s)		tb_arg_str("" name, (s))
+#define TB_ARG_STRN(name, s, len)	tb_arg_strn("" name, (s), (len))
+#define TB_ARG_PTR(name, p)		tb_arg_ptr("" name, (p))
+#define TB_FLOW(id)			tb_arg_flow(id)
+#define TB_FLOW_END(id)			tb_arg_flow_end(id)
+#define TB_ON_TRACK(t)			tb_arg_track(t)
+#define TB_AT(ts)			tb_arg_time(ts)
+
+/* ------------------------------------------------------------------------
+ * Events, as the functions take them.
+ */
+enum tb_event_type {		/* TrackEvent.Type */
+	TB_EV_SLICE_BEGIN = 1,
+	TB_EV_SLICE_END = 2,
+	TB_EV_INSTANT = 3,
+	TB_EV_COUNTER = 4,
+};
+
+/* struct tb_event.flags */
+#define TB_EV_COPY_NAMES	1u	/* the names are not static: inline */
+#define TB_EV_DOUBLE		2u	/* counters: value.d, not .i */
+
+struct tb_event {
+	uint8_t type;			/* enum tb_event_type */
+	uint8_t flags;			/* TB_EV_COPY_NAMES, _DOUBLE */
+	const struct tb_category *cat;	/* NULL: none, always enabled */
+	const char *name;		/* slices and instants */
+	const struct tb_track *track;	/* NULL: the writer's track */
+	const struct tb_arg *args;
+	uint32_t nargs;
+	uint64_t ts;			/* 0: now */
+	union {
+		int64_t i;
+		double d;
+	} value;			/* counters */
+};
+
+/* ------------------------------------------------------------------------
+ * The event writer.
+ */
+
+/* tb_ev_writer_init() flags */
+#define TB_EV_NO_INTERN		1u	/* names inline, no iids */
+
+struct tb_ev_stats {
+	uint32_t events;	/* event packets written */
+	uint32_t lost;		/* packets whose write failed */
+	uint32_t not_written;	/* events not written: lost, or state */
+	uint32_t states;	/* fresh incremental states started */
+	uint32_t generations;	/* of those, asked for by the ring */
+	uint32_t descriptors;	/* track descriptor packets written */
+	uint32_t snapshots;	/* clock snapshot packets written */
+	uint32_t inline_names;	/* names inline: interning table full */
+	uint32_t ends_skipped;	/* ENDs not written: BEGIN was lost */
+};
+
+struct tb__ev_intern {
+	const char *str;	/* the key, with the kind */
+	uint32_t iid;		/* bits 31..30 the kind, 29..0 the iid */
+	uint32_t epoch;		/* emitted in this state */
+};
+
+struct tb__ev_track {
+	const struct tb_track *t;
+	uint64_t lost;		/* bit d: BEGIN at depth d not written */
+	uint32_t depth;		/* slices open */
+	uint32_t epoch;		/* described in this state */
+};
+
+struct tb_ev_writer {
+	struct tb_writer *w;
+	const struct tb_track *track;	/* the default track */
+	const struct tb_ev_clock *clock;	/* NULL: CLOCK_BOOTTIME */
+	uint32_t gen;		/* the ring's generation last seen */
+	uint32_t epoch;		/* this incremental state; 0: none yet */
+	uint32_t next_iid;
+	uint32_t nintern;
+	uint32_t ntracks;
+	uint32_t own;		/* the default track's slot */
+	uint8_t fresh;		/* a fresh state before the next event */
+	uint8_t clear;		/* the next packet clears the state */
+	uint8_t flags;		/* TB_EV_NO_INTERN */
+	uint8_t overflow;	/* the interning table filled since emptied */
+	struct tb_ev_stats stats;
+	struct tb__ev_track tracks[TB_EV_TRACKS];
+	struct tb__ev_intern intern[TB_EV_INTERN_SLOTS];
+};
+
+#define TB__EV_MAX_INTERN	(TB_EV_INTERN_SLOTS / 4 * 3)
+#define TB__EV_IID_MAX		0x3fffffffu
+#define TB__EV_DEPTH_MAX	64u
+
+enum { TB__EV_K_CAT, TB__EV_K_NAME, TB__EV_K_ANN };	/* intern kinds */
+
+static inline uint64_t tb_ev_now(const struct tb_ev_writer *ew)
+{
+	if (ew->clock)
+		return ew->clock->now(ew->clock->ctx);
+#if TB_EV_HAVE_BOOTTIME
+	return tb_ev_boottime_ns();
+#else
+	return 0;	/* not reached: init refuses a NULL clock */
+#endif
+}
+
+/* The clock id packets carry, 0 for none (BOOTTIME, the default). */
+static inline uint32_t tb__ev_clock_id(const struct tb_ev_writer *ew)
+{
+	return ew->clock && ew->clock->id != TB_CLOCK_BOOTTIME ?
+	       ew->clock->id : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Sizes of protobuf fields (the field numbers are constants: these fold).
+ */
+static inline uint32_t tb__ev_tag(uint32_t field)
+{
+	return tb_pb_varint_len((uint64_t)field << 3);
+}
+
+static inline uint32_t tb__ev_vsize(uint32_t field, uint64_t v)
+{
+	return tb__ev_tag(field) + tb_pb_varint_len(v);
+}
+
+static inline uint32_t tb__ev_lsize(uint32_t field, uint32_t len)
+{
+	return tb__ev_tag(field) + tb_pb_varint_len(len) + len;
+}
+
+/* ------------------------------------------------------------------------
+ * The output: a packet of a size known in advance, encoded straight into
+ * the ring.  One fragment when it fits a chunk; else it streams across
+ * chunks with the continuation flags, as tb_writer_write_packet() does.
+ * After an error every put is a no-op and close returns the error.
+ */
+struct tb__ev_out {
+	struct tb_writer *w;
+	uint8_t *p;		/* next byte */
+	uint8_t *end;		/* end of the open fragment's range */
+	uint8_t *frag;		/* its first byte */
+	uint32_t left;		/* bytes of the packet from @frag on */
+	int ret;
+};
+
+#define TB__EV_FAST	24u	/* room for any tag + varint or fixed64 */
+
+static inline int tb__ev_out_open(struct tb__ev_out *o, struct tb_writer *w,
+				  uint32_t size, unsigned flags)
+{
+	uint32_t max = tb_frag_max_size(w->ring->chunk_size);
+	uint32_t min = size <= max && !flags ? size :
+		       size < TB_SPLIT_MIN ? size : TB_SPLIT_MIN;
+	struct tb_span s;
+	int ret = tb_writer_open(w, min, flags, &s);
+
+	o->w = w;
+	o->left = size;
+	if (ret) {
+		tb_writer_record_loss(w);
+		o->p = o->end = o->frag = NULL;
+		o->ret = ret;
+		return ret;
+	}
+	o->p = o->frag = s.begin;
+	o->end = s.end;
+	o->ret = TB_OK;
+	return TB_OK;
+}
+
+/* The open fragment is full: close it, go on in the next chunk. */
+TB__EV_SLOW int tb__ev_out_next(struct tb__ev_out *o)
+{
+	uint32_t used = (uint32_t)(o->p - o->frag);
+	int ret;
+
+	if (o->ret)
+		return o->ret;
+	o->left -= used;
+	ret = tb_writer_close(o->w, used, TB_CLOSE_CONT_NEXT);
+	if (!ret)
+		return tb__ev_out_open(o, o->w, o->left, TB_OPEN_CONT_PREV);
+	o->p = o->end = o->frag = NULL;
+	o->ret = ret;
+	return ret;
+}
+
+static inline void tb__ev_put(struct tb__ev_out *o, const void *src,
+			      uint32_t n)
+{
+	const uint8_t *s = (const uint8_t *)src;
+
+	while (n) {
+		uint32_t room = (uint32_t)(o->end - o->p);
+
+		if (!room) {
+			if (tb__ev_out_next(o))
+				return;
+			continue;
+		}
+		if (room > n)
+			room = n;
+		TB_MEMCPY(o->p, s, room);
+		o->p += room;
+		s += room;
+		n -= room;
+	}
+}
+
+static inline bool tb__ev_fast(const struct tb__ev_out *o)
+{
+	return (size_t)(o->end - o->p) >= TB__EV_FAST;
+}
+
+static inline void tb__ev_put_uint(struct tb__ev_out *o, uint32_t field,
+				   uint64_t v)
+{
+	uint8_t t[TB__EV_FAST];
+
+	if (tb__ev_fast(o)) {
+		o->p += tb_pb_uint(o->p, field, v);
+		return;
+	}
+	tb__ev_put(o, t, (uint32_t)tb_pb_uint(t, field, v));
+}
+
+/* The header of a length-delimited field (a nested message's). */
+static inline void tb__ev_put_hdr(struct tb__ev_out *o, uint32_t field,
+				  uint32_t len)
+{
+	uint8_t t[TB__EV_FAST];
+
+	if (tb__ev_fast(o)) {
+		o->p += tb_pb_len(o->p, field, len);
+		return;
+	}
+	tb__ev_put(o, t, (uint32_t)tb_pb_len(t, field, len));
+}
+
+static inline void tb__ev_put_bytes(struct tb__ev_out *o, uint32_t field,
+				    const void *s, uint32_t len)
+{
+	tb__ev_put_hdr(o, field, len);
+	if (len <= (size_t)(o->end - o->p)) {
+		if (len)
+			TB_MEMCPY(o->p, s, len);
+		o->p += len;
+		return;
+	}
+	tb__ev_put(o, s, len);
+}
+
+static inline void tb__ev_put_fixed64(struct tb__ev_out *o, uint32_t field,
+				      uint64_t v)
+{
+	uint8_t t[TB__EV_FAST];
+
+	if (tb__ev_fast(o)) {
+		o->p += tb_pb_fixed64(o->p, field, v);
+		return;
+	}
+	tb__ev_put(o, t, (uint32_t)tb_pb_fixed64(t, field, v));
+}
+
+static inline uint64_t tb__ev_dbits(double d)
+{
+	uint64_t v;
+
+	TB_MEMCPY(&v, &d, sizeof(v));
+	return v;
+}
+
+/* Closes the packet; the sizes planned and written must agree. */
+static inline int tb__ev_out_close(struct tb__ev_out *o)
+{
+	uint32_t used = (uint32_t)(o->p - o->frag);
+
+	if (o->ret)
+		return o->ret;
+	TB_BUG_ON(used != o->left);
+	return tb_writer_close(o->w, used, 0);
+}
+
+/* ------------------------------------------------------------------------
+ * Interning: open addressing on the string's address and kind.
+ */
+static inline uint32_t tb__ev_slot(const char *s, unsigned kind)
+{
+	uint64_t x = ((uint64_t)(uintptr_t)s * 4 + kind) *
+		     0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(x >> 40) & (TB_EV_INTERN_SLOTS - 1);
+}
+
+/*
+ * The iid of (@s, @kind), interned now if it is new and there is room,
+ * or 0: send it inline.  *@emit says whether this state has not seen it
+ * yet (it goes in this packet's interned_data); the entry is marked seen.
+ */
+static inline uint32_t tb__ev_intern(struct tb_ev_writer *ew, const char *s,
+				     unsigned kind, uint8_t *emit)
+{
+	uint32_t i = tb__ev_slot(s, kind), n;
+	struct tb__ev_intern *e;
+
+	for (n = 0; n < TB_EV_INTERN_SLOTS; n++) {
+		e = &ew->intern[i];
+		if (!e->str)
+			break;
+		if (e->str == s && e->iid >> 30 == kind) {
+			*emit = e->epoch != ew->epoch;
+			e->epoch = ew->epoch;
+			return e->iid & TB__EV_IID_MAX;
+		}
+		i = (i + 1) & (TB_EV_INTERN_SLOTS - 1);
+	}
+	if (ew->nintern >= TB__EV_MAX_INTERN ||
+	    ew->next_iid > TB__EV_IID_MAX) {
+		ew->overflow = 1;
+		ew->stats.inline_names++;
+		return 0;
+	}
+	e = &ew->intern[i];
+	e->str = s;
+	e->iid = (uint32_t)kind << 30 | ew->next_iid;
+	e->epoch = ew->epoch;
+	ew->nintern++;
+	*emit = 1;
+	return ew->next_iid++;
+}
+
+/* A string field as planned: by iid (and new in this state) or inline. */
+struct tb__ev_str {
+	const char *s;
+	uint32_t len;		/* bytes: inline, or new */
+	uint32_t iid;		/* 0: inline */
+	uint8_t kind;
+	uint8_t emit;		/* goes in this packet's interned_data */
+};
+
+/* Plans @st; returns its field's bytes in the referring message. */
+static inline uint32_t tb__ev_str_plan(struct tb_ev_writer *ew,
+				       struct tb__ev_str *st, const char *s,
+				       unsigned kind, bool copy,
+				       uint32_t iid_field, uint32_t name_field)
+{
+	st->s = s;
+	st->kind = (uint8_t)kind;
+	st->emit = 0;
+	st->iid = 0;
+	if (!copy && !(ew->flags & TB_EV_NO_INTERN))
+		st->iid = tb__ev_intern(ew, s, kind, &st->emit);
+	st->len = st->iid && !st->emit ? 0 : (uint32_t)TB_STRLEN(s);
+	if (st->iid)
+		return tb__ev_vsize(iid_field, st->iid);
+	return tb__ev_lsize(name_field, st->len);
+}
+
+static inline void tb__ev_str_put(struct tb__ev_out *o,
+				  const struct tb__ev_str *st,
+				  uint32_t iid_field, uint32_t name_field)
+{
+	if (st->iid)
+		tb__ev_put_uint(o, iid_field, st->iid);
+	else
+		tb__ev_put_bytes(o, name_field, st->s, st->len);
+}
+
+/* The bytes of an interned entry's message (iid, name). */
+static inline uint32_t tb__ev_entry_body(const struct tb__ev_str *st)
+{
+	return tb__ev_vsize(TB__IE_IID, st->iid) +
+	       tb__ev_lsize(TB__IE_NAME, st->len);
+}
+
+/* Its bytes in InternedData, 0 when it is not new. */
+static inline uint32_t tb__ev_entry_size(const struct tb__ev_str *st)
+{
+	return st->emit ? tb__ev_lsize(st->kind + 1u, tb__ev_entry_body(st)) :
+			  0;
+}
+
+static inline void tb__ev_entry_put(struct tb__ev_out *o,
+				    const struct tb__ev_str *st)
+{
+	if (!st->emit)
+		return;
+	/* InternedData field = kind + 1: categories 1, names 2, ann. 3 */
+	tb__ev_put_hdr(o, st->kind + 1u, tb__ev_entry_body(st));
+	tb__ev_put_uint(o, TB__IE_IID, st->iid);
+	tb__ev_put_bytes(o, TB__IE_NAME, st->s, st->len);
+}
+
+/* ------------------------------------------------------------------------
+ * The packet header every packet of the writer shares: timestamp, clock
+ * id, sequence flags.
+ */
+static inline uint32_t tb__ev_head_size(const struct tb_ev_writer *ew,
+					bool ts, uint64_t t, uint32_t seq)
+{
+	uint32_t n = ts ? tb__ev_vsize(TB__TP_TIMESTAMP, t) : 0;
+	uint32_t id = tb__ev_clock_id(ew);
+
+	if (ts && id)
+		n += tb__ev_vsize(TB__TP_TIMESTAMP_CLOCK_ID, id);
+	if (seq)
+		n += tb__ev_vsize(TB__TP_SEQUENCE_FLAGS, seq);
+	return n;
+}
+
+static inline void tb__ev_head_put(struct tb__ev_out *o,
+				   const struct tb_ev_writer *ew, bool ts,
+				   uint64_t t, uint32_t seq)
+{
+	uint32_t id = tb__ev_clock_id(ew);
+
+	if (ts)
+		tb__ev_put_uint(o, TB__TP_TIMESTAMP, t);
+	if (ts && id)
+		tb__ev_put_uint(o, TB__TP_TIMESTAMP_CLOCK_ID, id);
+	if (seq)
+		tb__ev_put_uint(o, TB__TP_SEQUENCE_FLAGS, seq);
+}
+
+/* The sequence flag of the first packet of a state, taken once. */
+static inline uint32_t tb__ev_take_clear(struct tb_ev_writer *ew)
+{
+	uint32_t seq = ew->clear ? TB_SEQ_INCREMENTAL_STATE_CLEARED : 0;
+
+	ew->clear = 0;
+	return seq;
+}
+
+/* A write failed: the packet is lost, and so is the state after it. */
+static inline int tb__ev_lost(struct tb_ev_writer *ew, int ret)
+{
+	ew->stats.lost++;
+	ew->fresh = 1;
+	return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * Track descriptors.
+ */
+static inline uint32_t tb__ev_name_len(const char *name)
+{
+	return name ? (uint32_t)TB_STRLEN(name) : 0;
+}
+
+/* The bytes of the kind's own descriptor (process, thread, counter). */
+static inline uint32_t tb__ev_inner_size(const struct tb_track *t,
+					 uint32_t nlen)
+{
+	switch (t->kind) {
+	case TB_TRACK_PROCESS:
+		return tb__ev_vsize(TB__PD_PID, (uint64_t)(int64_t)t->pid) +
+		       (t->name ? tb__ev_lsize(TB__PD_PROCESS_NAME, nlen) : 0);
+	case TB_TRACK_THREAD:
+		return tb__ev_vsize(TB__THD_PID, (uint64_t)(int64_t)t->pid) +
+		       tb__ev_vsize(TB__THD_TID, (uint64_t)(int64_t)t->tid) +
+		       (t->name ? tb__ev_lsize(TB__THD_THREAD_NAME, nlen) : 0);
+	case TB_TRACK_COUNTER:
+		return t->unit ? tb__ev_vsize(TB__CD_UNIT, t->unit) : 0;
+	}
+	return 0;
+}
+
+static inline uint32_t tb__ev_inner_field(const struct tb_track *t)
+{
+	return t->kind == TB_TRACK_PROCESS ? TB__TD_PROCESS :
+	       t->kind == TB_TRACK_THREAD ? TB__TD_THREAD :
+	       t->kind == TB_TRACK_COUNTER ? TB__TD_COUNTER : 0;
+}
+
+/* Writes @t's TrackDescriptor packet. */
+TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
+					   const struct tb_track *t)
+{
+	uint32_t nlen = tb__ev_name_len(t->name);
+	uint32_t inner = tb__ev_inner_size(t, nlen);
+	uint32_t field = tb__ev_inner_field(t), td, size, seq;
+	bool named = t->name && (t->kind == TB_TRACK_CUSTOM ||
+				 t->kind == TB_TRACK_COUNTER);
+	uint64_t ts = tb_ev_now(ew);
+	struct tb__ev_out o;
+	int ret;
+
+	td = tb__ev_vsize(TB__TD_UUID, t->uuid) +
+	     (t->parent ? tb__ev_vsize(TB__TD_PARENT_UUID, t->parent->uuid) :
+			  0) +
+	     (named ? tb__ev_lsize(TB__TD_NAME, nlen) : 0) +
+	     (field ? tb__ev_lsize(field, inner) : 0);
+	seq = tb__ev_take_clear(ew);
+	size = tb__ev_head_size(ew, true, ts, seq) +
+	       tb__ev_lsize(TB__TP_TRACK_DESCRIPTOR, td);
+	if (tb__ev_out_open(&o, ew->w, size, 0))
+		return tb__ev_lost(ew, o.ret);
+	tb__ev_head_put(&o, ew, true, ts, seq);
+	tb__ev_put_hdr(&o, TB__TP_TRACK_DESCRIPTOR, td);
+	tb__ev_put_uint(&o, TB__TD_UUID, t->uuid);
+	if (t->parent)
+		tb__ev_put_uint(&o, TB__TD_PARENT_UUID, t->parent->uuid);
+	if (named)
+		tb__ev_put_bytes(&o, TB__TD_NAME, t->name, nlen);
+	if (field)
+		tb__ev_put_hdr(&o, field, inner);
+	if (t->kind == TB_TRACK_PROCESS) {
+		tb__ev_put_uint(&o, TB__PD_PID, (uint64_t)(int64_t)t->pid);
+		if (t->name)
+			tb__ev_put_bytes(&o, TB__PD_PROCESS_NAME, t->name,
+					 nlen);
+	} else if (t->kind == TB_TRACK_THREAD) {
+		tb__ev_put_uint(&o, TB__THD_PID, (uint64_t)(int64_t)t->pid);
+		tb__ev_put_uint(&o, TB__THD_TID, (uint64_t)(int64_t)t->tid);
+		if (t->name)
+			tb__ev_put_bytes(&o, TB__THD_THREAD_NAME, t->name,
+					 nlen);
+	} else if (t->kind == TB_TRACK_COUNTER && t->unit) {
+		tb__ev_put_uint(&o, TB__CD_UNIT, t->unit);
+	}
+	ret = tb__ev_out_close(&o);
+	if (ret)
+		return tb__ev_lost(ew, ret);
+	ew->stats.descriptors++;
+	return TB_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * The clock snapshot: the user clock and its reference, read together.
+ */
+static inline bool tb__ev_wants_snapshot(const struct tb_ev_writer *ew)
+{
+	const struct tb_ev_clock *c = ew->clock;
+
+	return c && c->id >= TB_CLOCK_USER && c->ref_id;
+}
+
+static inline uint64_t tb__ev_ref_now(const struct tb_ev_clock *c)
+{
+	if (c->ref_now)
+		return c->ref_now(c->ctx);
+#if TB_EV_HAVE_BOOTTIME
+	return tb_ev_boottime_ns();
+#else
+	return 0;	/* not reached: init refuses it */
+#endif
+}
+
+static inline uint32_t tb__ev_clock_size(uint32_t id, uint64_t ts)
+{
+	return tb__ev_vsize(TB__CK_CLOCK_ID, id) +
+	       tb__ev_vsize(TB__CK_TIMESTAMP, ts);
+}
+
+static inline void tb__ev_clock_put(struct tb__ev_out *o, uint32_t id,
+				    uint64_t ts)
+{
+	tb__ev_put_hdr(o, TB__CS_CLOCKS, tb__ev_clock_size(id, ts));
+	tb__ev_put_uint(o, TB__CK_CLOCK_ID, id);
+	tb__ev_put_uint(o, TB__CK_TIMESTAMP, ts);
+}
+
+TB__EV_SLOW int tb__ev_snapshot(struct tb_ev_writer *ew)
+{
+	const struct tb_ev_clock *c = ew->clock;
+	uint64_t mine = c->now(c->ctx), ref = tb__ev_ref_now(c);
+	uint32_t cs = tb__ev_lsize(TB__CS_CLOCKS,
+				   tb__ev_clock_size(c->id, mine)) +
+		      tb__ev_lsize(TB__CS_CLOCKS,
+				   tb__ev_clock_size(c->ref_id, ref));
+	uint32_t seq = tb__ev_take_clear(ew);
+	uint32_t size = tb__ev_head_size(ew, false, 0, seq) +
+			tb__ev_lsize(TB__TP_CLOCK_SNAPSHOT, cs);
+	struct tb__ev_out o;
+	int ret;
+
+	if (tb__ev_out_open(&o, ew->w, size, 0))
+		return tb__ev_lost(ew, o.ret);
+	tb__ev_head_put(&o, ew, false, 0, seq);
+	tb__ev_put_hdr(&o, TB__TP_CLOCK_SNAPSHOT, cs);
+	tb__ev_clock_put(&o, c->id, mine);
+	tb__ev_clock_put(&o, c->ref_id, ref);
+	ret = tb__ev_out_close(&o);
+	if (ret)
+		return tb__ev_lost(ew, ret);
+	ew->stats.snapshots++;
+	return TB_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * The table of tracks this writer used.
+ */
+static inline struct tb__ev_track *tb__ev_find_track(struct tb_ev_writer *ew,
+						     const struct tb_track *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < ew->ntracks; i++)
+		if (ew->tracks[i].t == t)
+			return &ew->tracks[i];
+	return NULL;
+}
+
+/* Remembers @t (not yet described in this state), or NULL: no room. */
+static inline struct tb__ev_track *tb__ev_add_track(struct tb_ev_writer *ew,
+						    const struct tb_track *t)
+{
+	struct tb__ev_track *s;
+
+	if (ew->ntracks >= TB_EV_TRACKS)
+		return NULL;
+	s = &ew->tracks[ew->ntracks++];
+	s->t = t;
+	s->lost = 0;
+	s->depth = 0;
+	s->epoch = 0;
+	return s;
+}
+
+#define TB__EV_NEST_MAX	8	/* parents followed up from a track */
+
+/*
+ * Makes sure @t and its parents are described in this state, remembering
+ * them in the table while it has room; one not in the table is described
+ * on every use.  *@slot gets @t's entry, or NULL.
+ */
+TB__EV_SLOW int tb__ev_use_track_slow(struct tb_ev_writer *ew,
+						 const struct tb_track *t,
+						 struct tb__ev_track **slot)
+{
+	const struct tb_track *chain[TB__EV_NEST_MAX];
+	int n = 0, ret;
+
+	for (; t && n < TB__EV_NEST_MAX; t = t->parent)
+		chain[n++] = t;
+	while (n--) {			/* the root first */
+		struct tb__ev_track *s = tb__ev_find_track(ew, chain[n]);
+
+		if (!s)
+			s = tb__ev_add_track(ew, chain[n]);
+		*slot = s;
+		if (s && s->epoch == ew->epoch)
+			continue;
+		ret = tb__ev_describe(ew, chain[n]);
+		if (ret)
+			return ret;
+		if (s)
+			s->epoch = ew->epoch;
+	}
+	return TB_OK;
+}
+
+/* @t's entry in the table, or NULL; the writer's own track first. */
+static inline struct tb__ev_track *tb__ev_slot_of(struct tb_ev_writer *ew,
+						  const struct tb_track *t)
+{
+	if (!t)
+		return NULL;
+	if (ew->own < ew->ntracks && ew->tracks[ew->own].t == t)
+		return &ew->tracks[ew->own];
+	return tb__ev_find_track(ew, t);
+}
+
+static inline int tb__ev_use_track(struct tb_ev_writer *ew,
+				   const struct tb_track *t,
+				   struct tb__ev_track **slot)
+{
+	struct tb__ev_track *s = tb__ev_slot_of(ew, t);
+
+	*slot = s;
+	if (!t || (s && s->epoch == ew->epoch))
+		return TB_OK;	/* described, or uuid 0 (global) */
+	return tb__ev_use_track_slow(ew, t, slot);
+}
+
+/* ------------------------------------------------------------------------
+ * Fresh incremental state.
+ */
+TB__EV_SLOW int tb__ev_restart(struct tb_ev_writer *ew)
+{
+	uint32_t i;
+	int ret;
+
+	ew->fresh = 0;
+	ew->clear = 1;
+	if (!++ew->epoch)
+		ew->epoch = 1;
+	ew->stats.states++;
+	if (ew->overflow) {		/* room for the strings in use now */
+		TB_MEMSET(ew->intern, 0, sizeof(ew->intern));
+		ew->nintern = 0;
+		ew->overflow = 0;
+	}
+	if (tb__ev_wants_snapshot(ew)) {
+		ret = tb__ev_snapshot(ew);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < ew->ntracks; i++) {
+		ret = tb__ev_describe(ew, ew->tracks[i].t);
+		if (ret)
+			return ret;
+		ew->tracks[i].epoch = ew->epoch;
+	}
+	return TB_OK;
+}
+
+/* Before every event: a fresh state if one is due (one relaxed load). */
+static inline int tb__ev_check_state(struct tb_ev_writer *ew)
+{
+	uint32_t gen = tb_ring_generation(ew->w->ring);
+
+	if (gen != ew->gen) {
+		ew->gen = gen;
+		if (!ew->fresh)
+			ew->stats.generations++;
+		ew->fresh = 1;
+	}
+	return ew->fresh ? tb__ev_restart(ew) : TB_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Slices under loss: a stack of "this BEGIN was not written" per track.
+ */
+static inline void tb__ev_push(struct tb__ev_track *s, bool written)
+{
+	if (!s)
+		return;
+	if (s->depth < TB__EV_DEPTH_MAX) {
+		uint64_t bit = (uint64_t)1 << s->depth;
+
+		s->lost = written ? s->lost & ~bit : s->lost | bit;
+	}
+	s->depth++;
+}
+
+/* Pops the innermost slice: false if its BEGIN was never written. */
+static inline bool tb__ev_pop(struct tb__ev_track *s)
+{
+	if (!s || !s->depth)
+		return true;
+	s->depth--;
+	return s->depth >= TB__EV_DEPTH_MAX || !(s->lost >> s->depth & 1);
+}
+
+/* ------------------------------------------------------------------------
+ * One TrackEvent packet: planned (sizes, iids), then written in place.
+ */
+struct tb__ev_plan {
+	uint64_t ts;
+	uint64_t uuid;		/* 0: no track_uuid */
+	uint32_t seq;		/* sequence flags */
+	uint32_t te;		/* TrackEvent bytes */
+	uint32_t id;		/* InternedData bytes */
+	uint32_t size;		/* TracePacket bytes */
+	bool has_cat, has_name;
+	struct tb__ev_str cat, name;
+	struct tb__ev_str an[TB_EV_MAX_ARGS];
+	uint32_t al[TB_EV_MAX_ARGS];	/* DebugAnnotation bytes */
+};
+
+static inline bool tb__ev_is_annotation(uint32_t type)
+{
+	return type >= TB_ARG_T_BOOL && type <= TB_ARG_T_POINTER;
+}
+
+/* The bytes of an annotation's value field. */
+static inline uint32_t tb__ev_value_size(const struct tb_arg *a)
+{
+	switch (a->type) {
+	case TB_ARG_T_BOOL:
+		return tb__ev_vsize(TB__DA_BOOL, a->v.u);
+	case TB_ARG_T_UINT:
+		return tb__ev_vsize(TB__DA_UINT, a->v.u);
+	case TB_ARG_T_INT:
+		return tb__ev_vsize(TB__DA_INT, (uint64_t)a->v.i);
+	case TB_ARG_T_DOUBLE:
+		return tb__ev_tag(TB__DA_DOUBLE) + 8;
+	case TB_ARG_T_STRING:
+		return tb__ev_lsize(TB__DA_STRING, a->len);
+	case TB_ARG_T_POINTER:
+		return tb__ev_vsize(TB__DA_POINTER, a->v.u);
+	}
+	return 0;
+}
+
+static inline void tb__ev_value_put(struct tb__ev_out *o,
+				    const struct tb_arg *a)
+{
+	switch (a->type) {
+	case TB_ARG_T_BOOL:
+		tb__ev_put_uint(o, TB__DA_BOOL, a->v.u);
+		break;
+	case TB_ARG_T_UINT:
+		tb__ev_put_uint(o, TB__DA_UINT, a->v.u);
+		break;
+	case TB_ARG_T_INT:
+		tb__ev_put_uint(o, TB__DA_INT, (uint64_t)a->v.i);
+		break;
+	case TB_ARG_T_DOUBLE:
+		tb__ev_put_fixed64(o, TB__DA_DOUBLE, tb__ev_dbits(a->v.d));
+		break;
+	case TB_ARG_T_STRING:
+		tb__ev_put_bytes(o, TB__DA_STRING, a->v.s, a->len);
+		break;
+	case TB_ARG_T_POINTER:
+		tb__ev_put_uint(o, TB__DA_POINTER, a->v.u);
+		break;
+	}
+}
+
+static inline bool tb__ev_has_cat(const struct tb_event *ev)
+{
+	return ev->cat && ev->cat->name && ev->type != TB_EV_SLICE_END &&
+	       ev->type != TB_EV_COUNTER;
+}
+
+static inline void tb__ev_plan(struct tb_ev_writer *ew,
+			       const struct tb_event *ev,
+			       struct tb__ev_plan *pl)
+{
+	bool copy = ev->flags & TB_EV_COPY_NAMES;
+	bool iids = false;
+	uint32_t i, te = 0, id = 0;
+
+	pl->has_cat = tb__ev_has_cat(ev);
+	pl->has_name = ev->name && ev->type != TB_EV_COUNTER;
+	if (pl->has_cat) {
+		te += tb__ev_str_plan(ew, &pl->cat, ev->cat->name,
+				      TB__EV_K_CAT, false,
+				      TB__TE_CATEGORY_IIDS, TB__TE_CATEGORIES);
+		id += tb__ev_entry_size(&pl->cat);
+		iids |= pl->cat.iid != 0;
+	}
+	if (pl->has_name) {
+		te += tb__ev_str_plan(ew, &pl->name, ev->name, TB__EV_K_NAME,
+				      copy, TB__TE_NAME_IID, TB__TE_NAME);
+		id += tb__ev_entry_size(&pl->name);
+		iids |= pl->name.iid != 0;
+	}
+	te += tb__ev_vsize(TB__TE_TYPE, ev->type);
+	if (pl->uuid)
+		te += tb__ev_vsize(TB__TE_TRACK_UUID, pl->uuid);
+	if (ev->type == TB_EV_COUNTER)
+		te += ev->flags & TB_EV_DOUBLE ?
+		      tb__ev_tag(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
+		      tb__ev_vsize(TB__TE_COUNTER_VALUE,
+				   (uint64_t)ev->value.i);
+	for (i = 0; i < ev->nargs; i++) {
+		const struct tb_arg *a = &ev->args[i];
+
+		if (a->type == TB_ARG_T_FLOW)
+			te += tb__ev_tag(TB__TE_FLOW_IDS) + 8;
+		else if (a->type == TB_ARG_T_FLOW_END)
+			te += tb__ev_tag(TB__TE_TERMINATING_FLOW_IDS) + 8;
+		if (!tb__ev_is_annotation(a->type))
+			continue;
+		pl->al[i] = tb__ev_str_plan(ew, &pl->an[i],
+					    a->name ? a->name : "",
+					    TB__EV_K_ANN, copy || !a->name,
+					    TB__DA_NAME_IID, TB__DA_NAME) +
+			    tb__ev_value_size(a);
+		te += tb__ev_lsize(TB__TE_DEBUG_ANNOTATIONS, pl->al[i]);
+		id += tb__ev_entry_size(&pl->an[i]);
+		iids |= pl->an[i].iid != 0;
+	}
+	pl->te = te;
+	pl->id = id;
+	pl->seq = tb__ev_take_clear(ew) |
+		  (iids ? TB_SEQ_NEEDS_INCREMENTAL_STATE : 0);
+	pl->size = tb__ev_head_size(ew, true, pl->ts, pl->seq) +
+		   (id ? tb__ev_lsize(TB__TP_INTERNED_DATA, id) : 0) +
+		   tb__ev_lsize(TB__TP_TRACK_EVENT, te);
+}
+
+static inline void tb__ev_body_put(struct tb__ev_out *o,
+				   const struct tb_ev_writer *ew,
+				   const struct tb_event *ev,
+				   const struct tb__ev_plan *pl)
+{
+	uint32_t i;
+
+	tb__ev_head_put(o, ew, true, pl->ts, pl->seq);
+	if (pl->id) {
+		tb__ev_put_hdr(o, TB__TP_INTERNED_DATA, pl->id);
+		if (pl->has_cat)
+			tb__ev_entry_put(o, &pl->cat);
+		if (pl->has_name)
+			tb__ev_entry_put(o, &pl->name);
+		for (i = 0; i < ev->nargs; i++)
+			if (tb__ev_is_annotation(ev->args[i].type))
+				tb__ev_entry_put(o, &pl->an[i]);
+	}
+	tb__ev_put_hdr(o, TB__TP_TRACK_EVENT, pl->te);
+	if (pl->has_cat)
+		tb__ev_str_put(o, &pl->cat, TB__TE_CATEGORY_IIDS,
+			       TB__TE_CATEGORIES);
+	if (pl->has_name)
+		tb__ev_str_put(o, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
+	tb__ev_put_uint(o, TB__TE_TYPE, ev->type);
+	if (pl->uuid)
+		tb__ev_put_uint(o, TB__TE_TRACK_UUID, pl->uuid);
+	if (ev->type == TB_EV_COUNTER && ev->flags & TB_EV_DOUBLE)
+		tb__ev_put_fixed64(o, TB__TE_DOUBLE_COUNTER_VALUE,
+				   tb__ev_dbits(ev->value.d));
+	else if (ev->type == TB_EV_COUNTER)
+		tb__ev_put_uint(o, TB__TE_COUNTER_VALUE,
+				(uint64_t)ev->value.i);
+	for (i = 0; i < ev->nargs; i++) {
+		const struct tb_arg *a = &ev->args[i];
+
+		if (a->type == TB_ARG_T_FLOW)
+			tb__ev_put_fixed64(o, TB__TE_FLOW_IDS, a->v.u);
+		else if (a->type == TB_ARG_T_FLOW_END)
+			tb__ev_put_fixed64(o, TB__TE_TERMINATING_FLOW_IDS,
+					   a->v.u);
+		if (!tb__ev_is_annotation(a->type))
+			continue;
+		tb__ev_put_hdr(o, TB__TE_DEBUG_ANNOTATIONS, pl->al[i]);
+		tb__ev_str_put(o, &pl->an[i], TB__DA_NAME_IID, TB__DA_NAME);
+		tb__ev_value_put(o, a);
+	}
+}
+
+/* The event's track and timestamp, from its items or its defaults. */
+static inline const struct tb_track *tb__ev_items(const struct tb_ev_writer *ew,
+						  const struct tb_event *ev,
+						  uint64_t *ts)
+{
+	const struct tb_track *t = ev->track ? ev->track : ew->track;
+	uint32_t i;
+
+	*ts = ev->ts;
+	for (i = 0; i < ev->nargs; i++) {
+		if (ev->args[i].type == TB_ARG_T_TRACK && ev->args[i].v.t)
+			t = ev->args[i].v.t;
+		else if (ev->args[i].type == TB_ARG_T_TIME)
+			*ts = ev->args[i].v.u;
+	}
+	return t;
+}
+
+static inline bool tb__ev_valid(const struct tb_event *ev)
+{
+	uint32_t i;
+
+	if (ev->type < TB_EV_SLICE_BEGIN || ev->type > TB_EV_COUNTER ||
+	    ev->nargs > TB_EV_MAX_ARGS || (ev->nargs && !ev->args))
+		return false;
+	for (i = 0; i < ev->nargs; i++)
+		if (ev->args[i].type > TB_ARG_T_TIME ||
+		    (ev->args[i].type == TB_ARG_T_STRING &&
+		     ev->args[i].len >= 1u << 30))
+			return false;
+	return true;
+}
+
+/*
+ * Writes @ev, category unchecked: the fresh state if one is due, the
+ * descriptors of a track not described in this state, then the event
+ * with the interned data it needs.  An END whose BEGIN was not written
+ * is skipped; whatever happens, a BEGIN and an END move the track's
+ * slice stack.
+ */
+static inline int tb__ev_emit(struct tb_ev_writer *ew,
+			      const struct tb_event *ev)
+{
+	struct tb__ev_track *slot = NULL;
+	struct tb__ev_plan pl;
+	struct tb__ev_out o;
+	const struct tb_track *t;
+	int ret;
+
+	if (!tb__ev_valid(ev))
+		return TB_EINVAL;
+	t = tb__ev_items(ew, ev, &pl.ts);
+	if (ev->type == TB_EV_SLICE_END && !tb__ev_pop(tb__ev_slot_of(ew, t))) {
+		ew->stats.ends_skipped++;
+		return TB_OK;		/* its BEGIN is not in the trace */
+	}
+	ret = tb__ev_check_state(ew);
+	if (!ret)
+		ret = tb__ev_use_track(ew, t, &slot);
+	if (!ret) {
+		pl.uuid = t ? t->uuid : 0;
+		if (!pl.ts)
+			pl.ts = tb_ev_now(ew);
+		tb__ev_plan(ew, ev, &pl);
+		if (!tb__ev_out_open(&o, ew->w, pl.size, 0))
+			tb__ev_body_put(&o, ew, ev, &pl);
+		ret = tb__ev_out_close(&o);
+		if (ret)
+			tb__ev_lost(ew, ret);
+	}
+	if (ret)
+		ew->stats.not_written++;
+	else
+		ew->stats.events++;
+	if (ev->type == TB_EV_SLICE_BEGIN)
+		tb__ev_push(slot ? slot : tb__ev_slot_of(ew, t), ret == TB_OK);
+	return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * The API.
+ */
+
+/*
+ * Sets up @ew over @w (which it uses, and does not own): events go on
+ * @track by default (NULL: the trace-global track), timestamped by
+ * @clock (NULL: CLOCK_BOOTTIME; required where TB_EV_HAVE_BOOTTIME is 0).
+ * @flags: TB_EV_NO_INTERN.  Nothing is written before the first event.
+ */
+static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
+				    struct tb_writer *w,
+				    const struct tb_track *track,
+				    const struct tb_ev_clock *clock,
+				    unsigned flags)
+{
+	if (!ew || !w || (flags & ~TB_EV_NO_INTERN))
+		return TB_EINVAL;
+	if (!clock && !TB_EV_HAVE_BOOTTIME)
+		return TB_EINVAL;
+	if (clock && (!clock->now || !clock->id ||
+		      clock->id > TB_CLOCK_USER_MAX ||
+		      (clock->id >= TB_CLOCK_USER && clock->ref_id &&
+		       !clock->ref_now && (!TB_EV_HAVE_BOOTTIME ||
+			clock->ref_id != TB_CLOCK_BOOTTIME))))
+		return TB_EINVAL;
+	TB_MEMSET(ew, 0, sizeof(*ew));
+	ew->w = w;
+	ew->track = track;
+	ew->clock = clock;
+	ew->flags = (uint8_t)flags;
+	ew->gen = tb_ring_generation(w->ring);
+	ew->next_iid = 1;
+	ew->fresh = 1;
+	if (track) {		/* the root first, so parents come first */
+		const struct tb_track *chain[TB__EV_NEST_MAX];
+		int n = 0;
+
+		for (; track && n < TB__EV_NEST_MAX; track = track->parent)
+			chain[n++] = track;
+		while (n--)
+			tb__ev_add_track(ew, chain[n]);
+		ew->own = ew->ntracks - 1;
+	}
+	return TB_OK;
+}
+
+/* Full control: any event type, track, items, flags. */
+static inline int tb_ev_emit(struct tb_ev_writer *ew,
+			     const struct tb_event *ev)
+{
+	if (!ew || !ev)
+		return TB_EINVAL;
+	if (ev->cat && !tb_category_enabled(ev->cat))
+		return TB_OK;
+	return tb__ev_emit(ew, ev);
+}
+
+static inline void tb__ev_fill(struct tb_event *ev, unsigned type,
+			       const struct tb_category *cat,
+			       const char *name, const struct tb_track *track,
+			       const struct tb_arg *args, uint32_t nargs)
+{
+	ev->type = (uint8_t)type;
+	ev->flags = 0;
+	ev->cat = cat;
+	ev->name = name;
+	ev->track = track;
+	ev->args = args;
+	ev->nargs = nargs;
+	ev->ts = 0;
+	ev->value.i = 0;
+}
+
+/* What the macros call, the category already checked. */
+static inline int tb__ev_event(struct tb_ev_writer *ew, unsigned type,
+			       const struct tb_category *cat,
+			       const char *name, const struct tb_arg *args,
+			       uint32_t nargs)
+{
+	struct tb_event ev;
+
+	tb__ev_fill(&ev, type, cat, name, NULL, args, nargs);
+	return tb__ev_emit(ew, &ev);
+}
+
+static inline int tb__ev_counter(struct tb_ev_writer *ew,
+				 const struct tb_category *cat,
+				 const struct tb_track *track, bool dbl,
+				 int64_t i, double d)
+{
+	struct tb_event ev;
+
+	tb__ev_fill(&ev, TB_EV_COUNTER, cat, NULL, track, NULL, 0);
+	ev.flags = dbl ? TB_EV_DOUBLE : 0;
+	if (dbl)
+		ev.value.d = d;
+	else
+		ev.value.i = i;
+	return tb__ev_emit(ew, &ev);
+}
+
+/*
+ * The functions behind the macros.  Each returns TB_OK (also when @cat is
+ * disabled, or an END is skipped because its BEGIN was lost), TB_EINVAL,
+ * or the ring's error when a packet was lost (the next event starts a
+ * fresh state).  @args may hold annotations, flows, a track, a time.
+ */
+static inline int tb_ev_begin(struct tb_ev_writer *ew,
+			      const struct tb_category *cat, const char *name,
+			      const struct tb_arg *args, uint32_t nargs)
+{
+	if (!ew)
+		return TB_EINVAL;
+	if (cat && !tb_category_enabled(cat))
+		return TB_OK;
+	return tb__ev_event(ew, TB_EV_SLICE_BEGIN, cat, name, args, nargs);
+}
+
+static inline int tb_ev_end(struct tb_ev_writer *ew,
+			    const struct tb_category *cat,
+			    const struct tb_arg *args, uint32_t nargs)
+{
+	if (!ew)
+		return TB_EINVAL;
+	if (cat && !tb_category_enabled(cat))
+		return TB_OK;
+	return tb__ev_event(ew, TB_EV_SLICE_END, cat, NULL, args, nargs);
+}
+
+static inline int tb_ev_instant(struct tb_ev_writer *ew,
+				const struct tb_category *cat,
+				const char *name, const struct tb_arg *args,
+				uint32_t nargs)
+{
+	if (!ew)
+		return TB_EINVAL;
+	if (cat && !tb_category_enabled(cat))
+		return TB_OK;
+	return tb__ev_event(ew, TB_EV_INSTANT, cat, name, args, nargs);
+}
+
+/* A new value on counter track @track. */
+static inline int tb_ev_counter(struct tb_ev_writer *ew,
+				const struct tb_category *cat,
+				const struct tb_track *track, int64_t v)
+{
+	if (!ew || !track)
+		return TB_EINVAL;
+	if (cat && !tb_category_enabled(cat))
+		return TB_OK;
+	return tb__ev_counter(ew, cat, track, false, v, 0);
+}
+
+static inline int tb_ev_counter_double(struct tb_ev_writer *ew,
+				       const struct tb_category *cat,
+				       const struct tb_track *track, double v)
+{
+	if (!ew || !track)
+		return TB_EINVAL;
+	if (cat && !tb_category_enabled(cat))
+		return TB_OK;
+	return tb__ev_counter(ew, cat, track, true, 0, v);
+}
+
+/*
+ * Describes @track now (unless this state already did) and keeps it in
+ * the writer's table, so that every fresh state describes it again: for
+ * a track whose events come later, or from elsewhere.
+ */
+static inline int tb_ev_add_track(struct tb_ev_writer *ew,
+				  const struct tb_track *track)
+{
+	struct tb__ev_track *slot;
+	int ret;
+
+	if (!ew || !track)
+		return TB_EINVAL;
+	ret = tb__ev_check_state(ew);
+	return ret ? ret : tb__ev_use_track(ew, track, &slot);
+}
+
+/* Drops @track from the writer's table (before the track goes away). */
+static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
+				      const struct tb_track *track)
+{
+	uint32_t i, j;
+
+	for (i = j = 0; i < ew->ntracks; i++)
+		if (ew->tracks[i].t != track)
+			ew->tracks[j++] = ew->tracks[i];
+	ew->ntracks = j;
+	if (ew->track == track)
+		ew->track = NULL;
+	for (i = 0; i < ew->ntracks; i++)
+		if (ew->tracks[i].t == ew->track)
+			ew->own = i;
+}
+
+/* Starts a fresh incremental state before the next event. */
+static inline void tb_ev_reset(struct tb_ev_writer *ew)
+{
+	ew->fresh = 1;
+}
+
+/* ------------------------------------------------------------------------
+ * Scoped slices: a BEGIN now, its END when the scope ends (C++
+ * destructor, GNU C cleanup attribute), written only if the BEGIN was
+ * attempted: the category was enabled and there was a writer.
+ */
+struct tb_ev_scope {
+	struct tb_ev_writer *w;		/* NULL: nothing to end */
+	const struct tb_category *cat;
+	const struct tb_track *track;
+};
+
+static inline struct tb_ev_scope tb__ev_scope_init(
+	const struct tb_category *cat, struct tb_ev_writer *w)
+{
+	struct tb_ev_scope s;
+
+	s.w = w;
+	s.cat = cat;
+	s.track = NULL;
+	return s;
+}
+
+static inline int tb_ev_scope_begin(struct tb_ev_scope *s, const char *name,
+				    const struct tb_arg *args, uint32_t nargs)
+{
+	struct tb_event ev;
+	uint64_t ts;
+
+	if (!s->w)
+		return TB_OK;
+	tb__ev_fill(&ev, TB_EV_SLICE_BEGIN, s->cat, name, NULL, args, nargs);
+	s->track = tb__ev_items(s->w, &ev, &ts);	/* the END's track */
+	return tb__ev_emit(s->w, &ev);
+}
+
+static inline void tb_ev_scope_end(struct tb_ev_scope *s)
+{
+	struct tb_event ev;
+
+	if (!s->w)
+		return;
+	tb__ev_fill(&ev, TB_EV_SLICE_END, s->cat, NULL, s->track, NULL, 0);
+	tb__ev_emit(s->w, &ev);
+	s->w = NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * The current writer of this thread, for the macros (see the top).
+ */
+#ifndef TB_EV_CURRENT
+#define TB__EV_DEFAULT_CURRENT	1
+#if defined(TB_EV_NO_TLS) || !defined(__STDC_HOSTED__) || !__STDC_HOSTED__
+#define TB__EV_TLS
+#elif defined(__GNUC__)
+#define TB__EV_TLS	__thread
+#elif defined(__cplusplus)
+#define TB__EV_TLS	thread_local
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define TB__EV_TLS	_Thread_local
+#else
+#error "tbevent.h: no thread-local storage here: define TB_EV_CURRENT \
+(an expression giving the struct tb_ev_writer *), or TB_EV_NO_TLS"
+#endif
+extern TB__EV_TLS struct tb_ev_writer *tb_ev_current_writer;
+#if defined(__GNUC__)
+/* weak: every file may define it, the linker keeps one */
+TB__EV_TLS struct tb_ev_writer *tb_ev_current_writer __attribute__((weak));
+#define TB_EV_DEFINE_CURRENT	/* nothing to do */
+#else
+#define TB_EV_DEFINE_CURRENT						\
+	TB__EV_TLS struct tb_ev_writer *tb_ev_current_writer = NULL
+#endif
+#define TB_EV_CURRENT	tb_ev_current_writer
+
+/* The writer the macros of this thread use; NULL: they write nothing. */
+static inline void tb_ev_set_current(struct tb_ev_writer *ew)
+{
+	tb_ev_current_writer = ew;
+}
+#endif
+
+/* ------------------------------------------------------------------------
+ * The macros.  Names must be string literals (interned by address); the
+ * items after them are optional.  Nothing but the category is evaluated
+ * when it is disabled.
+ */
+#define TB__EV_CAT2(a, b)	a##b
+#define TB__EV_CAT(a, b)	TB__EV_CAT2(a, b)
+#define TB__EV_UNIQ(p)		TB__EV_CAT(p, __LINE__)
+#define TB__EV_NARGS(a)	((uint32_t)(sizeof(a) / sizeof((a)[0])) - 1u)
+
+#define TB__TRACE(ew, type, cat, name, ...)				\
+	do {								\
+		const struct tb_category *tb__c = (cat);		\
+		if (tb_category_enabled(tb__c)) {			\
+			struct tb_ev_writer *tb__w = (ew);		\
+			if (tb__w) {					\
+				const struct tb_arg tb__a[] = {		\
+					__VA_ARGS__ };			\
+				tb__ev_event(tb__w, (type), tb__c,	\
+					     (name), tb__a,		\
+					     TB__EV_NARGS(tb__a));	\
+			}						\
+		}							\
+	} while (0)
+
+/* (ew, cat, "name", items...) and (ew, cat, items...) */
+#define TB__TRACE_NAMED(ew, type, cat, name, ...)			\
+	TB__TRACE(ew, type, cat, "" name, __VA_ARGS__)
+#define TB__TRACE_ANON(ew, type, cat, ...)				\
+	TB__TRACE(ew, type, cat, NULL, __VA_ARGS__)
+
+#define TB_TRACE_BEGIN_W(ew, ...)					\
+	TB__TRACE_NAMED(ew, TB_EV_SLICE_BEGIN, __VA_ARGS__, tb__arg_end())
+#define TB_TRACE_END_W(ew, ...)						\
+	TB__TRACE_ANON(ew, TB_EV_SLICE_END, __VA_ARGS__, tb__arg_end())
+#define TB_TRACE_INSTANT_W(ew, ...)					\
+	TB__TRACE_NAMED(ew, TB_EV_INSTANT, __VA_ARGS__, tb__arg_end())
+
+#define TB__TRACE_COUNTER(ew, cat, track, dbl, i, d)			\
+	do {								\
+		const struct tb_category *tb__c = (cat);		\
+		if (tb_category_enabled(tb__c)) {			\
+			struct tb_ev_writer *tb__w = (ew);		\
+			if (tb__w)					\
+				tb__ev_counter(tb__w, tb__c, (track),	\
+					       (dbl), (i), (d));	\
+		}							\
+	} while (0)
+#define TB_TRACE_COUNTER_W(ew, cat, track, v)				\
+	TB__TRACE_COUNTER(ew, cat, track, false, (int64_t)(v), 0.0)
+#define TB_TRACE_COUNTER_DOUBLE_W(ew, cat, track, v)			\
+	TB__TRACE_COUNTER(ew, cat, track, true, 0, (double)(v))
+
+#define TB__EV_CUR	(TB_EV_CURRENT)
+#define TB_TRACE_BEGIN(...)	TB_TRACE_BEGIN_W(TB__EV_CUR, __VA_ARGS__)
+#define TB_TRACE_END(...)	TB_TRACE_END_W(TB__EV_CUR, __VA_ARGS__)
+#define TB_TRACE_INSTANT(...)	TB_TRACE_INSTANT_W(TB__EV_CUR, __VA_ARGS__)
+#define TB_TRACE_COUNTER(cat, track, v)					\
+	TB_TRACE_COUNTER_W(TB__EV_CUR, cat, track, v)
+#define TB_TRACE_COUNTER_DOUBLE(cat, track, v)				\
+	TB_TRACE_COUNTER_DOUBLE_W(TB__EV_CUR, cat, track, v)
+
+#ifdef __cplusplus
+}
+#endif
+
+/*
+ * TB_TRACE_SCOPE(cat, "name", items...): a slice from here to the end of
+ * the enclosing block.  A declaration: use it at block scope, at most
+ * one per line.  In C++ the END is a destructor; in GNU C a cleanup
+ * attribute; other C compilers do not have it.
+ */
+#ifdef __cplusplus
+struct tb_ev_scoped : tb_ev_scope {
+	tb_ev_scoped(const struct tb_category *c, struct tb_ev_writer *ew)
+	{
+		w = ew;
+		cat = c;
+		track = NULL;
+	}
+	~tb_ev_scoped()
+	{
+		tb_ev_scope_end(this);
+	}
+private:
+	tb_ev_scoped(const tb_ev_scoped &);
+	tb_ev_scoped &operator=(const tb_ev_scoped &);
+};
+#define TB__EV_SCOPE_DECL(var, cat, ew)					\
+	tb_ev_scoped var((cat), tb_category_enabled(cat) ? (ew) : NULL)
+#define TB__EV_HAVE_SCOPE	1
+#elif defined(__GNUC__)
+#define TB__EV_SCOPE_DECL(var, cat, ew)					\
+	struct tb_ev_scope var __attribute__((cleanup(tb_ev_scope_end))) = \
+		tb__ev_scope_init((cat), tb_category_enabled(cat) ?	\
+					 (ew) : NULL)
+#define TB__EV_HAVE_SCOPE	1
+#endif
+
+#ifdef TB__EV_HAVE_SCOPE
+#define TB__EV_SCOPE(ew, cat, name, ...)				\
+	TB__EV_SCOPE_DECL(TB__EV_UNIQ(tb__scope_), cat, ew);		\
+	if (TB__EV_UNIQ(tb__scope_).w) {				\
+		const struct tb_arg TB__EV_UNIQ(tb__scope_args_)[] = {	\
+			__VA_ARGS__ };					\
+		tb_ev_scope_begin(&TB__EV_UNIQ(tb__scope_), "" name,	\
+			TB__EV_UNIQ(tb__scope_args_),			\
+			TB__EV_NARGS(TB__EV_UNIQ(tb__scope_args_)));	\
+	}
+#define TB_TRACE_SCOPE_W(ew, ...)					\
+	TB__EV_SCOPE(ew, __VA_ARGS__, tb__arg_end())
+#define TB_TRACE_SCOPE(...)	TB_TRACE_SCOPE_W(TB__EV_CUR, __VA_ARGS__)
+#endif
+
+#endif /* TBEVENT_H */
