@@ -1859,7 +1859,8 @@ static inline void tb__ck_finish(struct tb_check *c)
 static inline int tb_check_trace(struct tb_check *c, const void *trace,
 				 size_t len)
 {
-	const uint8_t *img = (const uint8_t *)trace;
+	static const uint8_t empty[1] = { 0 };
+	const uint8_t *img = trace ? (const uint8_t *)trace : empty;
 	struct tb__ck_at at;
 
 	if (!c || (!trace && len))

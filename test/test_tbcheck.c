@@ -1,0 +1,1430 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_tbcheck.c - tbcheck.h, the trace checker: one hand-built trace per
+ * rule that breaks it (and nothing else), the same trace with a loss flag
+ * that explains it where a loss can, clean traces (hand-built, and one
+ * through tbuffer.h and tbtrace.h), and hostile images.
+ *
+ * Traces are encoded here with Perfetto's field numbers, written out from
+ * the .proto files (protos/perfetto/trace/trace_packet.proto,
+ * track_event/{track_event,track_descriptor,debug_annotation}.proto,
+ * interned_data/interned_data.proto, clock_snapshot.proto,
+ * trace_packet_defaults.proto), not from tbcheck.h's constants.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tbcheck.h"
+
+/* TracePacket */
+#define TP_CLOCK_SNAPSHOT	6
+#define TP_TIMESTAMP		8
+#define TP_TRACK_EVENT		11
+#define TP_INTERNED		12
+#define TP_FLAGS		13
+#define TP_THREAD_DESC		44
+#define TP_CLOCK_ID		58
+#define TP_DEFAULTS		59
+#define TP_TRACK_DESC		60
+#define CLEARED			1	/* SequenceFlags */
+#define NEEDS			2
+/* TrackDescriptor, Thread/ProcessDescriptor, CounterDescriptor */
+#define TD_UUID			1
+#define TD_NAME			2
+#define TD_PROCESS		3
+#define TD_THREAD		4
+#define TD_PARENT		5
+#define TD_COUNTER		8
+#define PD_PID			1
+#define THD_TID			2
+/* TrackEvent */
+#define TE_CATEGORY_IIDS	3
+#define TE_ANNOTATIONS		4
+#define TE_TYPE			9
+#define TE_NAME_IID		10
+#define TE_TRACK		11
+#define TE_XC_VALUES		12
+#define TE_NAME			23
+#define TE_COUNTER		30
+#define TE_XC_UUIDS		31
+#define TE_SOURCE_IID		34
+#define BEGIN			1
+#define END			2
+#define INSTANT			3
+#define COUNTER			4
+/* DebugAnnotation */
+#define DA_NAME_IID		1
+#define DA_UINT			3
+#define DA_DICT			11
+/* InternedData, and each entry */
+#define ID_CATEGORIES		1
+#define ID_NAMES		2
+#define ID_ANNOTATION_NAMES	3
+#define ID_SOURCES		4
+#define IE_IID			1
+#define IE_NAME			2
+/* TracePacketDefaults, TrackEventDefaults, ClockSnapshot */
+#define DEF_CLOCK		58
+#define DEF_TRACK_EVENT		11
+#define TED_TRACK		11
+#define CS_CLOCKS		1
+#define CLK_ID			1
+#define CLK_TS			2
+/* the service's trusted fields */
+#define T_UID			3
+#define T_SEQ			10
+#define T_PID			79
+#define T_DROPPED		42
+
+#define UID			1000u
+#define PID			42
+#define NO_TS			UINT64_MAX
+#define LOSS			0x41u	/* PRESENT | OVERWRITE */
+
+/* ------------------------------------------------------------------------
+ * Messages and traces.
+ */
+struct msg {
+	uint8_t b[4096];
+	size_t n;
+};
+
+static void m_uint(struct msg *m, uint32_t field, uint64_t v)
+{
+	ck_assert_uint_lt(m->n + 20, sizeof(m->b));
+	m->n += tb_pb_uint(m->b + m->n, field, v);
+}
+
+static void m_bytes(struct msg *m, uint32_t field, const void *d, size_t n)
+{
+	ck_assert_uint_lt(m->n + n + 20, sizeof(m->b));
+	m->n += tb_pb_len(m->b + m->n, field, n);
+	memcpy(m->b + m->n, d, n);
+	m->n += n;
+}
+
+static void m_str(struct msg *m, uint32_t field, const char *s)
+{
+	m_bytes(m, field, s, strlen(s));
+}
+
+static void m_msg(struct msg *m, uint32_t field, const struct msg *in)
+{
+	m_bytes(m, field, in->b, in->n);
+}
+
+struct trace {
+	uint8_t *p;
+	size_t len, cap;
+	uint64_t packets;
+};
+
+static void t_put(struct trace *t, const void *d, size_t n)
+{
+	if (t->len + n > t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 4096;
+		while (t->cap < t->len + n)
+			t->cap *= 2;
+		t->p = (uint8_t *)realloc(t->p, t->cap);
+		ck_assert_ptr_nonnull(t->p);
+	}
+	memcpy(t->p + t->len, d, n);
+	t->len += n;
+}
+
+static void t_free(struct trace *t)
+{
+	free(t->p);
+	memset(t, 0, sizeof(*t));
+}
+
+#define HAS_UID		1u
+#define HAS_SEQ		2u
+#define HAS_PID		4u
+#define HAS_ALL		7u
+
+/* Appends @body as a Trace.packet with the trusted fields @has says. */
+static void t_raw(struct trace *t, const struct msg *body, unsigned has,
+		  uint32_t seq, uint32_t uid, int32_t pid, uint32_t loss)
+{
+	struct msg m = { { 0 }, 0 };
+	uint8_t head[16];
+
+	if (body) {
+		memcpy(m.b, body->b, body->n);
+		m.n = body->n;
+	}
+	if (has & HAS_UID)
+		m_uint(&m, T_UID, uid);
+	if (has & HAS_SEQ)
+		m_uint(&m, T_SEQ, seq);
+	if (has & HAS_PID)
+		m_uint(&m, T_PID, (uint64_t)(int64_t)pid);
+	if (loss)
+		m_uint(&m, T_DROPPED, loss);
+	t_put(t, head, tb_pb_len(head, 1, m.n));
+	t_put(t, m.b, m.n);
+	t->packets++;
+}
+
+/*
+ * One packet of sequence @seq: timestamp @ts (NO_TS: none), sequence
+ * flags, and whichever of a TrackEvent, a TrackDescriptor and
+ * InternedData are given.
+ */
+static void t_pkt(struct trace *t, uint32_t seq, uint64_t ts, uint32_t flags,
+		  const struct msg *te, const struct msg *td,
+		  const struct msg *interned, uint32_t loss)
+{
+	struct msg body = { { 0 }, 0 };
+
+	if (ts != NO_TS)
+		m_uint(&body, TP_TIMESTAMP, ts);
+	if (flags)
+		m_uint(&body, TP_FLAGS, flags);
+	if (interned)
+		m_msg(&body, TP_INTERNED, interned);
+	if (td)
+		m_msg(&body, TP_TRACK_DESC, td);
+	if (te)
+		m_msg(&body, TP_TRACK_EVENT, te);
+	t_raw(t, &body, HAS_ALL, seq, UID, PID, loss);
+}
+
+/* A packet holding only a timestamp (and maybe a loss flag). */
+static void t_bare(struct trace *t, uint32_t seq, uint64_t ts, uint32_t loss)
+{
+	t_pkt(t, seq, ts, 0, NULL, NULL, NULL, loss);
+}
+
+/* A thread track: uuid, thread { pid, tid }; clears when @flags say. */
+static void t_thread(struct trace *t, uint32_t seq, uint64_t uuid,
+		     int32_t pid, int32_t tid, uint32_t flags)
+{
+	struct msg td = { { 0 }, 0 }, th = { { 0 }, 0 };
+
+	m_uint(&th, PD_PID, (uint64_t)pid);
+	m_uint(&th, THD_TID, (uint64_t)tid);
+	m_uint(&td, TD_UUID, uuid);
+	m_msg(&td, TD_THREAD, &th);
+	t_pkt(t, seq, 10, flags, NULL, &td, NULL, 0);
+}
+
+/* A track with a parent (0: none) and a name: a child track. */
+static void t_child(struct trace *t, uint32_t seq, uint64_t uuid,
+		    uint64_t parent)
+{
+	struct msg td = { { 0 }, 0 };
+
+	m_uint(&td, TD_UUID, uuid);
+	if (parent)
+		m_uint(&td, TD_PARENT, parent);
+	m_str(&td, TD_NAME, "child");
+	t_pkt(t, seq, 10, 0, NULL, &td, NULL, 0);
+}
+
+static void t_counter_track(struct trace *t, uint32_t seq, uint64_t uuid)
+{
+	struct msg td = { { 0 }, 0 }, cd = { { 0 }, 0 };
+
+	m_uint(&td, TD_UUID, uuid);
+	m_msg(&td, TD_COUNTER, &cd);
+	t_pkt(t, seq, 10, 0, NULL, &td, NULL, 0);
+}
+
+/* A TrackEvent of @type on @track (0: no track_uuid field). */
+static void ev_init(struct msg *ev, unsigned type, uint64_t track)
+{
+	memset(ev, 0, sizeof(*ev));
+	if (type)
+		m_uint(ev, TE_TYPE, type);
+	if (track)
+		m_uint(ev, TE_TRACK, track);
+}
+
+static void t_event(struct trace *t, uint32_t seq, uint64_t ts,
+		    unsigned type, uint64_t track, uint32_t loss)
+{
+	struct msg ev;
+
+	ev_init(&ev, type, track);
+	if (type != END && type != COUNTER)
+		m_str(&ev, TE_NAME, "event");
+	t_pkt(t, seq, ts, 0, &ev, NULL, NULL, loss);
+}
+
+/* One interned entry { iid, name } in field @field of InternedData. */
+static void intern(struct msg *id, uint32_t field, uint64_t iid,
+		   const char *name)
+{
+	struct msg e = { { 0 }, 0 };
+
+	m_uint(&e, IE_IID, iid);
+	m_str(&e, IE_NAME, name);
+	m_msg(id, field, &e);
+}
+
+/* ------------------------------------------------------------------------
+ * Checking.
+ */
+static struct tb_check ck;
+
+static int run(const struct trace *t)
+{
+	ck_assert_int_eq(tb_check_init(&ck, NULL, NULL, 0), TB_OK);
+	return tb_check_trace(&ck, t->p, t->len);
+}
+
+static void done(void)
+{
+	tb_check_destroy(&ck);
+	ck_assert_uint_eq(ck.used, 0);
+}
+
+/* Rule @rule was broken @count times unexplained, @expl explained. */
+static void expect(int rule, uint64_t count, uint64_t expl)
+{
+	ck_assert_msg(ck.rule[rule].count == count &&
+		      ck.rule[rule].explained == expl,
+		      "%s: %llu unexplained, %llu explained; expected %llu, "
+		      "%llu", tb_check_rule_name(rule),
+		      (unsigned long long)ck.rule[rule].count,
+		      (unsigned long long)ck.rule[rule].explained,
+		      (unsigned long long)count, (unsigned long long)expl);
+}
+
+/* ... and no other rule was broken at all. */
+static void expect_only(int rule, uint64_t count, uint64_t expl)
+{
+	int i;
+
+	expect(rule, count, expl);
+	for (i = 0; i < TB_CK_MAX; i++)
+		if (i != rule)
+			expect(i, 0, 0);
+	ck_assert(tb_check_clean(&ck) == (count == 0));
+}
+
+static void expect_clean(void)
+{
+	int i;
+
+	for (i = 0; i < TB_CK_MAX; i++)
+		expect(i, 0, 0);
+	ck_assert(tb_check_clean(&ck));
+}
+
+/* A sequence's start: its thread track (uuid = seq) and a clear. */
+static void t_start(struct trace *t, uint32_t seq)
+{
+	t_thread(t, seq, seq, PID, (int32_t)seq, CLEARED);
+}
+
+/* ------------------------------------------------------------------------
+ * Clean traces.
+ */
+START_TEST(test_clean_trace_with_every_feature_is_clean)
+{
+	struct trace t = { 0 };
+	struct msg ev, id, td, pd, da, def, body;
+
+	/* a process track, two thread tracks on two sequences */
+	memset(&td, 0, sizeof(td));
+	memset(&pd, 0, sizeof(pd));
+	m_uint(&pd, PD_PID, PID);
+	m_uint(&td, TD_UUID, 500);
+	m_msg(&td, TD_PROCESS, &pd);
+	t_pkt(&t, 0x10001, 5, CLEARED, NULL, &td, NULL, 0);
+	t_start(&t, 0x10002);
+	t_start(&t, 0x10003);
+	t_counter_track(&t, 0x10002, 600);
+	t_child(&t, 0x10002, 700, 500);
+	/* interned names, categories, annotation names, on a cleared
+	 * sequence, used by packets that say they need them */
+	memset(&id, 0, sizeof(id));
+	intern(&id, ID_NAMES, 1, "HandleRequest");
+	intern(&id, ID_CATEGORIES, 1, "rpc");
+	intern(&id, ID_ANNOTATION_NAMES, 1, "seq");
+	intern(&id, ID_SOURCES, 1, "main.c");
+	ev_init(&ev, BEGIN, 0x10002);
+	m_uint(&ev, TE_NAME_IID, 1);
+	m_uint(&ev, TE_CATEGORY_IIDS, 1);
+	m_uint(&ev, TE_SOURCE_IID, 1);
+	memset(&da, 0, sizeof(da));
+	m_uint(&da, DA_NAME_IID, 1);
+	m_uint(&da, DA_UINT, 7);
+	m_msg(&ev, TE_ANNOTATIONS, &da);
+	t_pkt(&t, 0x10002, 100, NEEDS, &ev, NULL, &id, 0);
+	t_event(&t, 0x10002, 110, BEGIN, 0x10002, 0);
+	t_event(&t, 0x10002, 120, INSTANT, 0x10002, 0);
+	t_event(&t, 0x10002, 130, END, 0x10002, 0);
+	t_event(&t, 0x10002, 140, END, 0x10002, 0);
+	/* a counter, and extra counter values on a slice */
+	ev_init(&ev, COUNTER, 600);
+	m_uint(&ev, TE_COUNTER, 12);
+	t_pkt(&t, 0x10002, 150, 0, &ev, NULL, NULL, 0);
+	ev_init(&ev, INSTANT, 700);
+	m_uint(&ev, TE_XC_UUIDS, 600);
+	m_uint(&ev, TE_XC_VALUES, 13);
+	t_pkt(&t, 0x10002, 160, 0, &ev, NULL, NULL, 0);
+	/* a sequence whose default track comes from TrackEventDefaults */
+	memset(&body, 0, sizeof(body));
+	memset(&def, 0, sizeof(def));
+	memset(&td, 0, sizeof(td));
+	m_uint(&td, TED_TRACK, 0x10003);
+	m_msg(&def, DEF_TRACK_EVENT, &td);
+	m_msg(&body, TP_DEFAULTS, &def);
+	t_raw(&t, &body, HAS_ALL, 0x10003, UID, PID, 0);
+	t_event(&t, 0x10003, 200, BEGIN, 0, 0);
+	t_event(&t, 0x10003, 210, END, 0, 0);
+	/* no track at all, no thread: the implicit global track */
+	t_event(&t, 0x10004, 300, INSTANT, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	ck_assert_uint_eq(ck.stats.packets, t.packets);
+	ck_assert_uint_eq(ck.stats.slice_begins, 3);
+	ck_assert_uint_eq(ck.stats.slice_ends, 3);
+	ck_assert_uint_eq(ck.stats.instants, 3);
+	ck_assert_uint_eq(ck.stats.counters, 1);
+	ck_assert_uint_eq(ck.stats.global_track_events, 1);
+	ck_assert_uint_eq(ck.stats.descriptors, 5);
+	ck_assert_uint_eq(ck.stats.open_slices, 0);
+	ck_assert_uint_eq(ck.nseqs, 4);
+	ck_assert_uint_eq(ck.seqs[1].seq_id, 0x10002);
+	ck_assert_uint_eq(ck.seqs[1].pid, PID);
+	ck_assert_uint_eq(ck.seqs[1].uid, UID);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_event_without_track_lands_on_its_sequence_thread)
+{
+	struct trace t = { 0 };
+	uint32_t i;
+
+	/* the thread descriptor's pid and tid become the sequence's */
+	t_thread(&t, 9, 77, PID, 5, CLEARED);
+	t_event(&t, 9, 100, BEGIN, 0, 0);
+	t_event(&t, 9, 110, END, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	ck_assert_uint_eq(ck.stats.global_track_events, 0);
+	for (i = 0; i < ck.ntracks; i++)
+		if (ck.tracks[i].kind == TB_CHECK_TRACK_SEQ_THREAD)
+			break;
+	ck_assert_uint_lt(i, ck.ntracks);
+	ck_assert_uint_eq(ck.tracks[i].tid, 5);
+	ck_assert_uint_eq(ck.tracks[i].events, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* Writes packets through a central buffer and the trace writer. */
+struct mem {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static int mem_write(void *ctx, const void *d, size_t n)
+{
+	struct mem *m = (struct mem *)ctx;
+	struct trace t = { m->p, m->len, m->cap, 0 };
+
+	t_put(&t, d, n);
+	m->p = t.p;
+	m->len = t.len;
+	m->cap = t.cap;
+	return 0;
+}
+
+/* Commits the TracePacket bodies @m[0..n) as chunk @id of writer 1. */
+static void commit(struct tb_buf *b, uint32_t id, const struct msg *m,
+		   unsigned n)
+{
+	struct tb_buf_frag fr[4];
+	struct tb_buf_chunk_in in;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		fr[i].data = m[i].b;
+		fr[i].size = (uint32_t)m[i].n;
+	}
+	memset(&in, 0, sizeof(in));
+	in.producer_id = 3;
+	in.ident.uid = UID;
+	in.ident.pid = PID;
+	in.writer_id = 1;
+	in.chunk_id = id;
+	in.complete = true;
+	ck_assert_int_eq(tb_buf_copy_frags(b, &in, fr, n), TB_OK);
+}
+
+static void body_event(struct msg *m, uint64_t ts, unsigned type)
+{
+	struct msg ev;
+
+	memset(m, 0, sizeof(*m));
+	ev_init(&ev, type, 0x30001);
+	m_uint(m, TP_TIMESTAMP, ts);
+	m_msg(m, TP_TRACK_EVENT, &ev);
+}
+
+/*
+ * Through the real pipeline: a clean run is clean, and a chunk the buffer
+ * never got (a gap in the writer's chunk ids) costs its BEGIN; the END
+ * after it carries the buffer's loss flag, which explains it.
+ */
+static void pipeline(int lose_chunk)
+{
+	struct tb_trace_out out;
+	struct msg m[3], td, th;
+	struct mem mo = { NULL, 0, 0 };
+	struct tb_buf *b = tb_buf_create(1 << 16, TB_BUF_RING_BUFFER);
+	struct trace t;
+
+	ck_assert_ptr_nonnull(b);
+	memset(&m[0], 0, sizeof(m[0]));
+	memset(&td, 0, sizeof(td));
+	memset(&th, 0, sizeof(th));
+	m_uint(&th, PD_PID, PID);
+	m_uint(&th, THD_TID, 1);
+	m_uint(&td, TD_UUID, 0x30001);
+	m_msg(&td, TD_THREAD, &th);
+	m_uint(&m[0], TP_TIMESTAMP, 50);
+	m_uint(&m[0], TP_FLAGS, CLEARED);
+	m_msg(&m[0], TP_TRACK_DESC, &td);
+	body_event(&m[1], 100, BEGIN);
+	body_event(&m[2], 200, END);
+	commit(b, 0, &m[0], 1);
+	if (!lose_chunk)
+		commit(b, 1, &m[1], 1);
+	commit(b, 2, &m[2], 1);
+	memset(&out, 0, sizeof(out));
+	out.write = mem_write;
+	out.ctx = &mo;
+	ck_assert_int_eq(tb_trace_write(&out, b), 3 - lose_chunk);
+	t.p = mo.p;
+	t.len = mo.len;
+	ck_assert_int_eq(run(&t), TB_OK);
+	if (lose_chunk)
+		expect_only(TB_CK_END_WITHOUT_BEGIN, 0, 1);
+	else
+		expect_clean();
+	ck_assert_uint_eq(ck.nseqs, 1);
+	ck_assert_uint_eq(ck.seqs[0].seq_id, tb_trace_seq_id(3, 1));
+	ck_assert_uint_eq(ck.seqs[0].lossy_packets, (uint64_t)lose_chunk);
+	done();
+	free(mo.p);
+	tb_buf_destroy(b);
+}
+
+START_TEST(test_trace_written_by_tbtrace_is_clean)
+{
+	pipeline(0);
+}
+END_TEST
+
+START_TEST(test_buffer_gap_explains_the_end_it_orphans)
+{
+	pipeline(1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * The image itself and the trusted fields.
+ */
+START_TEST(test_not_a_trace_stops_the_check)
+{
+	struct trace t = { 0 };
+	uint8_t junk[] = { 0x10, 0x05 };	/* field 2, varint */
+	uint8_t bad[] = { 0x0a, 0x02, 0xff, 0xff };	/* not protobuf */
+
+	t_start(&t, 5);
+	t_put(&t, junk, sizeof(junk));
+	ck_assert_int_eq(run(&t), TB_EFRAMING);
+	expect_only(TB_CK_NOT_A_TRACE, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_NOT_A_TRACE].first, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_NOT_A_TRACE].first_offset,
+			  t.len - sizeof(junk));
+	done();
+	t.len -= sizeof(junk);
+	t_put(&t, bad, sizeof(bad));
+	ck_assert_int_eq(run(&t), TB_EFRAMING);
+	expect_only(TB_CK_NOT_A_TRACE, 1, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_trace_cut_inside_its_last_packet_is_truncated)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_event(&t, 5, 100, INSTANT, 5, 0);
+	t_event(&t, 5, 110, INSTANT, 5, 0);
+	t.len -= 3;
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_TRUNCATED, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_TRUNCATED].first, 2);
+	ck_assert_uint_eq(ck.stats.packets, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_packets_without_trusted_fields)
+{
+	struct trace t = { 0 };
+	struct msg b = { { 0 }, 0 };
+
+	m_uint(&b, TP_TIMESTAMP, 10);
+	t_raw(&t, &b, HAS_ALL & ~HAS_UID, 5, UID, PID, 0);
+	t_raw(&t, &b, HAS_ALL & ~HAS_PID, 5, UID, PID, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_NO_UID, 1, 0);
+	expect(TB_CK_NO_PID, 1, 0);
+	expect(TB_CK_NO_SEQ_ID, 0, 0);
+	ck_assert(!tb_check_clean(&ck));
+	done();
+	t_raw(&t, &b, HAS_ALL & ~HAS_SEQ, 5, UID, PID, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_NO_SEQ_ID, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_NO_SEQ_ID].first, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_needs_incremental_state_without_sequence_stops_import)
+{
+	struct trace t = { 0 };
+	struct msg b = { { 0 }, 0 };
+
+	m_uint(&b, TP_TIMESTAMP, 10);
+	m_uint(&b, TP_FLAGS, NEEDS);
+	t_raw(&t, &b, HAS_UID | HAS_PID, 0, UID, PID, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_IMPORT_ERROR, 1, 0);
+	expect(TB_CK_NO_SEQ_ID, 1, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_reserved_sequence_ids)
+{
+	struct trace t = { 0 };
+
+	t_bare(&t, 1, 10, 0);		/* the service's own */
+	t_bare(&t, 0, 10, 0);		/* invalid */
+	t_bare(&t, 2, 10, 0);		/* the first a service hands out */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SEQ_RESERVED, 2, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_SEQ_RESERVED].first, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_sequence_id_claimed_by_two_processes_collides)
+{
+	struct trace t = { 0 };
+	struct msg b = { { 0 }, 0 };
+
+	m_uint(&b, TP_TIMESTAMP, 10);
+	t_raw(&t, &b, HAS_ALL, 7, UID, PID, 0);
+	t_raw(&t, &b, HAS_ALL, 7, UID, PID, 0);
+	t_raw(&t, &b, HAS_ALL, 7, UID, PID + 1, 0);
+	t_raw(&t, &b, HAS_ALL, 7, UID + 1, PID, 0);
+	t_raw(&t, &b, HAS_ALL, 8, UID + 1, PID + 1, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SEQ_COLLISION, 2, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_SEQ_COLLISION].first, 2);
+	ck_assert_uint_eq(ck.rule[TB_CK_SEQ_COLLISION].first_seq, 7);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Incremental state.
+ */
+START_TEST(test_needs_state_before_any_clear_is_skipped)
+{
+	struct trace t = { 0 };
+	struct msg ev;
+
+	/* nothing cleared the state yet: the packet is skipped */
+	t_thread(&t, 5, 5, PID, 5, 0);
+	ev_init(&ev, INSTANT, 5);
+	m_str(&ev, TE_NAME, "x");
+	t_pkt(&t, 5, 100, NEEDS, &ev, NULL, NULL, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_NEEDS_STATE, 1, 0);
+	ck_assert_uint_eq(ck.seqs[0].skipped, 1);
+	ck_assert_uint_eq(ck.stats.instants, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_needs_state_after_a_loss_is_explained)
+{
+	struct trace t = { 0 };
+	struct msg ev;
+
+	t_start(&t, 5);
+	ev_init(&ev, INSTANT, 5);
+	m_str(&ev, TE_NAME, "x");
+	t_pkt(&t, 5, 100, NEEDS, &ev, NULL, NULL, 0);	/* fine */
+	t_bare(&t, 5, 110, LOSS);			/* state lost */
+	t_pkt(&t, 5, 120, NEEDS, &ev, NULL, NULL, 0);	/* skipped */
+	t_pkt(&t, 5, 130, CLEARED | NEEDS, &ev, NULL, NULL, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_NEEDS_STATE, 0, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_NEEDS_STATE].first_explained, 3);
+	ck_assert_uint_eq(ck.stats.instants, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_interned_data_while_invalid_is_ignored)
+{
+	struct trace t = { 0 };
+	struct msg id = { { 0 }, 0 };
+
+	intern(&id, ID_NAMES, 1, "a");
+	t_pkt(&t, 5, 10, 0, NULL, NULL, &id, 0);	/* never cleared */
+	t_pkt(&t, 5, 20, CLEARED, NULL, NULL, &id, 0);	/* taken */
+	t_bare(&t, 5, 30, LOSS);
+	t_pkt(&t, 5, 40, 0, NULL, NULL, &id, 0);	/* after a loss */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_INTERNED_IGNORED, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_INTERNED_IGNORED].first, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_interned_entry_without_iid_or_redefined)
+{
+	struct trace t = { 0 };
+	struct msg id = { { 0 }, 0 }, e = { { 0 }, 0 };
+
+	m_str(&e, IE_NAME, "no iid");
+	m_msg(&id, ID_NAMES, &e);
+	intern(&id, ID_NAMES, 1, "a");
+	t_pkt(&t, 5, 10, CLEARED, NULL, NULL, &id, 0);
+	memset(&id, 0, sizeof(id));
+	intern(&id, ID_NAMES, 1, "a");		/* the same again: fine */
+	t_pkt(&t, 5, 20, 0, NULL, NULL, &id, 0);
+	memset(&id, 0, sizeof(id));
+	intern(&id, ID_NAMES, 1, "b");		/* another value */
+	t_pkt(&t, 5, 30, 0, NULL, NULL, &id, 0);
+	t_pkt(&t, 5, 40, CLEARED, NULL, NULL, &id, 0);	/* new generation */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_INTERNED_BAD, 2, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* An event using name iid @name, on sequence 5's thread track. */
+static void t_named(struct trace *t, uint64_t ts, uint64_t name,
+		    uint32_t loss)
+{
+	struct msg ev;
+
+	ev_init(&ev, INSTANT, 5);
+	m_uint(&ev, TE_NAME_IID, name);
+	t_pkt(t, 5, ts, 0, &ev, NULL, NULL, loss);
+}
+
+START_TEST(test_name_iid_resolves_only_since_the_last_clear)
+{
+	struct trace t = { 0 };
+	struct msg id = { { 0 }, 0 };
+
+	intern(&id, ID_NAMES, 1, "a");
+	t_start(&t, 5);
+	t_pkt(&t, 5, 20, 0, NULL, NULL, &id, 0);
+	t_named(&t, 30, 1, 0);			/* resolves */
+	t_named(&t, 40, 2, 0);			/* never interned */
+	t_pkt(&t, 5, 50, CLEARED, NULL, NULL, NULL, 0);
+	t_named(&t, 60, 1, 0);			/* before the clear */
+	t_pkt(&t, 6, 70, CLEARED, NULL, NULL, &id, 0);	/* another seq */
+	t_named(&t, 80, 1, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_IID_NAME, 3, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_IID_NAME].first, 3);
+	ck_assert_uint_eq(ck.rule[TB_CK_IID_NAME].first_detail, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_name_iid_lost_with_its_packet_is_explained)
+{
+	struct trace t = { 0 };
+
+	/* the packet that interned iid 1 was lost; the next one says so */
+	t_start(&t, 5);
+	t_named(&t, 30, 1, LOSS);
+	t_named(&t, 40, 1, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_IID_NAME, 0, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_category_annotation_and_source_iids)
+{
+	struct trace t = { 0 };
+	struct msg ev, da, dict, id = { { 0 }, 0 };
+	uint8_t packed[2] = { 1, 9 };
+
+	intern(&id, ID_CATEGORIES, 1, "cat");
+	intern(&id, ID_ANNOTATION_NAMES, 1, "key");
+	intern(&id, ID_SOURCES, 1, "file.c");
+	t_start(&t, 5);
+	t_pkt(&t, 5, 20, 0, NULL, NULL, &id, 0);
+	ev_init(&ev, INSTANT, 5);
+	m_str(&ev, TE_NAME, "x");
+	m_uint(&ev, TE_CATEGORY_IIDS, 1);
+	m_uint(&ev, TE_CATEGORY_IIDS, 3);		/* unknown */
+	m_bytes(&ev, TE_CATEGORY_IIDS, packed, 2);	/* 1, and 9 */
+	memset(&da, 0, sizeof(da));
+	memset(&dict, 0, sizeof(dict));
+	m_uint(&dict, DA_NAME_IID, 4);			/* unknown, nested */
+	m_uint(&da, DA_NAME_IID, 1);
+	m_msg(&da, DA_DICT, &dict);
+	m_msg(&ev, TE_ANNOTATIONS, &da);
+	m_uint(&ev, TE_SOURCE_IID, 2);			/* unknown */
+	t_pkt(&t, 5, 30, 0, &ev, NULL, NULL, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_IID_CATEGORY, 2, 0);
+	expect(TB_CK_IID_ANNOTATION, 1, 0);
+	expect(TB_CK_IID_SOURCE, 1, 0);
+	expect(TB_CK_IID_NAME, 0, 0);
+	ck_assert_uint_eq(tb_check_total(&ck, false), 4);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Tracks.
+ */
+START_TEST(test_bad_descriptors_are_ignored)
+{
+	struct trace t = { 0 };
+	struct msg td, th, pd;
+
+	memset(&td, 0, sizeof(td));
+	memset(&th, 0, sizeof(th));
+	m_uint(&th, PD_PID, PID);			/* no tid */
+	m_uint(&td, TD_UUID, 50);
+	m_msg(&td, TD_THREAD, &th);
+	t_pkt(&t, 5, 10, CLEARED, NULL, &td, NULL, 0);
+	memset(&td, 0, sizeof(td));
+	memset(&pd, 0, sizeof(pd));
+	m_msg(&td, TD_PROCESS, &pd);			/* no uuid, no pid */
+	t_pkt(&t, 5, 10, 0, NULL, &td, NULL, 0);
+	memset(&td, 0, sizeof(td));
+	m_uint(&td, TD_UUID, 51);
+	m_msg(&td, TD_PROCESS, &pd);			/* no pid */
+	t_pkt(&t, 5, 10, 0, NULL, &td, NULL, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_DESCRIPTOR_BAD, 3, 0);
+	done();
+	t_event(&t, 5, 20, INSTANT, 50, 0);		/* on an ignored one */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_TRACK_UNKNOWN, 1, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_descriptor_redefining_a_track_conflicts)
+{
+	struct trace t = { 0 };
+
+	t_thread(&t, 5, 50, PID, 1, CLEARED);
+	t_thread(&t, 5, 50, PID, 1, 0);			/* the same: fine */
+	t_thread(&t, 6, 50, PID, 2, CLEARED);		/* another thread */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_DESCRIPTOR_CONFLICT, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_DESCRIPTOR_CONFLICT].first, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_event_on_a_track_no_descriptor_names)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_event(&t, 5, 20, INSTANT, 99, 0);
+	t_event(&t, 5, 30, INSTANT, 5, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_TRACK_UNKNOWN, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_UNKNOWN].first, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_UNKNOWN].first_detail, 99);
+	ck_assert_uint_eq(ck.stats.instants, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_descriptor_later_in_the_trace_names_the_track)
+{
+	struct trace t = { 0 };
+
+	t_pkt(&t, 5, 10, CLEARED, NULL, NULL, NULL, 0);
+	t_event(&t, 5, 20, INSTANT, 77, 0);
+	t_thread(&t, 6, 77, PID, 3, CLEARED);		/* any sequence */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_lost_descriptor_is_explained_until_the_next_clear)
+{
+	struct trace t = { 0 };
+
+	/* the descriptor of track 99 was overwritten */
+	t_bare(&t, 5, 10, LOSS);
+	t_event(&t, 5, 20, INSTANT, 99, 0);
+	t_pkt(&t, 5, 30, CLEARED, NULL, NULL, NULL, 0);	/* fresh state */
+	t_event(&t, 5, 40, INSTANT, 99, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_TRACK_UNKNOWN, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_UNKNOWN].first, 3);
+	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_UNKNOWN].first_explained, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_default_track_from_track_event_defaults)
+{
+	struct trace t = { 0 };
+	struct msg body = { { 0 }, 0 }, def = { { 0 }, 0 },
+		   ted = { { 0 }, 0 };
+
+	m_uint(&ted, TED_TRACK, 88);			/* no descriptor */
+	m_msg(&def, DEF_TRACK_EVENT, &ted);
+	m_uint(&body, TP_FLAGS, CLEARED);
+	m_msg(&body, TP_DEFAULTS, &def);
+	t_raw(&t, &body, HAS_ALL, 5, UID, PID, 0);
+	t_event(&t, 5, 20, INSTANT, 0, 0);		/* on track 88 */
+	t_pkt(&t, 5, 30, CLEARED, NULL, NULL, NULL, 0);	/* defaults go */
+	t_event(&t, 5, 40, INSTANT, 0, 0);		/* global track */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_TRACK_UNKNOWN, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_UNKNOWN].first_detail, 88);
+	ck_assert_uint_eq(ck.stats.global_track_events, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_parent_chain_that_loops_or_runs_too_deep)
+{
+	struct trace t = { 0 };
+	uint64_t i;
+
+	t_start(&t, 5);
+	t_child(&t, 5, 101, 102);
+	t_child(&t, 5, 102, 101);
+	t_event(&t, 5, 20, INSTANT, 101, 0);		/* loops */
+	for (i = 200; i < 211; i++)			/* 10 links: fine */
+		t_child(&t, 5, i, i == 210 ? 0 : i + 1);
+	t_event(&t, 5, 30, INSTANT, 200, 0);
+	t_child(&t, 5, 199, 200);			/* 11 links */
+	t_event(&t, 5, 40, INSTANT, 199, 0);
+	t_child(&t, 5, 300, 1234);			/* unknown parent: ok */
+	t_event(&t, 5, 50, INSTANT, 300, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_TRACK_LOOP, 2, 0);
+	ck_assert_uint_eq(ck.stats.instants, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Track events.
+ */
+START_TEST(test_malformed_track_event)
+{
+	struct trace t = { 0 };
+	struct msg body = { { 0 }, 0 };
+	uint8_t junk[] = { 0x48, 0x80 };		/* type, cut varint */
+
+	t_start(&t, 5);
+	m_uint(&body, TP_TIMESTAMP, 20);
+	m_bytes(&body, TP_TRACK_EVENT, junk, sizeof(junk));
+	t_raw(&t, &body, HAS_ALL, 5, UID, PID, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_EVENT_MALFORMED, 1, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_track_event_without_timestamp_or_type)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_event(&t, 5, NO_TS, INSTANT, 5, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_EVENT_NO_TIME, 1, 0);
+	done();
+	t_event(&t, 5, 20, 0, 5, 0);			/* no type */
+	t_event(&t, 5, 30, 7, 5, 0);			/* unknown type */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_EVENT_NO_TYPE, 2, 0);
+	ck_assert_uint_eq(ck.stats.instants, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_counter_values_need_a_counter_track)
+{
+	struct trace t = { 0 };
+	struct msg ev;
+
+	t_start(&t, 5);
+	t_counter_track(&t, 5, 600);
+	ev_init(&ev, COUNTER, 600);
+	m_uint(&ev, TE_COUNTER, 1);
+	t_pkt(&t, 5, 20, 0, &ev, NULL, NULL, 0);	/* fine */
+	ev_init(&ev, COUNTER, 5);			/* a thread track */
+	m_uint(&ev, TE_COUNTER, 1);
+	t_pkt(&t, 5, 30, 0, &ev, NULL, NULL, 0);
+	ev_init(&ev, COUNTER, 600);			/* no value */
+	t_pkt(&t, 5, 40, 0, &ev, NULL, NULL, 0);
+	ev_init(&ev, INSTANT, 5);			/* extra, on a thread */
+	m_uint(&ev, TE_XC_UUIDS, 5);
+	m_uint(&ev, TE_XC_VALUES, 3);
+	t_pkt(&t, 5, 50, 0, &ev, NULL, NULL, 0);
+	ev_init(&ev, INSTANT, 5);			/* more values */
+	m_uint(&ev, TE_XC_UUIDS, 600);
+	m_uint(&ev, TE_XC_VALUES, 3);
+	m_uint(&ev, TE_XC_VALUES, 4);
+	t_pkt(&t, 5, 60, 0, &ev, NULL, NULL, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_COUNTER_BAD, 4, 0);
+	ck_assert_uint_eq(ck.stats.counters, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* A packet with a timestamp on clock @clock (and an instant event). */
+static void t_clocked(struct trace *t, uint32_t seq, uint32_t clock,
+		      uint32_t loss)
+{
+	struct msg body = { { 0 }, 0 }, ev;
+
+	ev_init(&ev, INSTANT, seq);
+	m_str(&ev, TE_NAME, "x");
+	m_uint(&body, TP_TIMESTAMP, 1000);
+	m_uint(&body, TP_CLOCK_ID, clock);
+	m_msg(&body, TP_TRACK_EVENT, &ev);
+	t_raw(t, &body, HAS_ALL, seq, UID, PID, loss);
+}
+
+/* A clock snapshot relating clocks @a and @b, on @seq. */
+static void t_snapshot(struct trace *t, uint32_t seq, uint32_t a, uint32_t b)
+{
+	struct msg body = { { 0 }, 0 }, cs = { { 0 }, 0 }, clk;
+
+	memset(&clk, 0, sizeof(clk));
+	m_uint(&clk, CLK_ID, a);
+	m_uint(&clk, CLK_TS, 5000);
+	m_msg(&cs, CS_CLOCKS, &clk);
+	memset(&clk, 0, sizeof(clk));
+	m_uint(&clk, CLK_ID, b);
+	m_uint(&clk, CLK_TS, 9000);
+	m_msg(&cs, CS_CLOCKS, &clk);
+	m_msg(&body, TP_CLOCK_SNAPSHOT, &cs);
+	t_raw(t, &body, HAS_ALL, seq, UID, PID, 0);
+}
+
+START_TEST(test_clock_without_a_snapshot_to_the_trace_clock)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_start(&t, 6);
+	t_clocked(&t, 5, 6, 0);			/* BOOTTIME: the trace's */
+	t_clocked(&t, 5, 3, 0);			/* MONOTONIC: no snapshot */
+	t_clocked(&t, 5, 64, 0);		/* sequence 5's own clock */
+	t_clocked(&t, 6, 64, 0);		/* ... not sequence 6's */
+	t_clocked(&t, 6, 64, LOSS);		/* its snapshot lost */
+	t_clocked(&t, 5, 1, 0);			/* REALTIME, via MONOTONIC */
+	t_snapshot(&t, 5, 64, 6);		/* later in the file */
+	t_snapshot(&t, 7, 1, 3);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_CLOCK_UNKNOWN, 3, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_CLOCK_UNKNOWN].first, 3);
+	ck_assert_uint_eq(ck.rule[TB_CK_CLOCK_UNKNOWN].first_detail, 3);
+	ck_assert_uint_eq(ck.stats.instants, 2);
+	ck_assert_uint_eq(ck.stats.clock_snapshots, 2);
+	done();
+	t_snapshot(&t, 8, 3, 6);		/* now MONOTONIC relates */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_CLOCK_UNKNOWN, 1, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_timestamps_going_back_on_a_sequence)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_start(&t, 6);
+	t_event(&t, 5, 200, INSTANT, 5, 0);
+	t_event(&t, 6, 100, INSTANT, 6, 0);	/* another sequence: fine */
+	t_event(&t, 5, 200, INSTANT, 5, 0);	/* equal: fine */
+	t_event(&t, 5, 150, INSTANT, 5, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_TIME_BACKWARDS, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_TIME_BACKWARDS].first, 5);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Slices.
+ */
+START_TEST(test_end_without_begin)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_event(&t, 5, 100, BEGIN, 5, 0);
+	t_event(&t, 5, 110, END, 5, 0);
+	t_event(&t, 5, 120, END, 5, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_END_WITHOUT_BEGIN, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_END_WITHOUT_BEGIN].first, 3);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_end_whose_begin_was_lost_is_explained)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_event(&t, 5, 100, BEGIN, 5, 0);
+	t_event(&t, 5, 110, END, 5, 0);
+	/* the BEGIN of this END was lost: the END carries the flag */
+	t_event(&t, 5, 130, END, 5, LOSS);
+	t_event(&t, 5, 140, BEGIN, 5, 0);
+	t_event(&t, 5, 150, END, 5, 0);
+	/* a loss before the track's last event explains nothing later */
+	t_event(&t, 5, 160, END, 5, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_END_WITHOUT_BEGIN, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_END_WITHOUT_BEGIN].first, 6);
+	ck_assert_uint_eq(ck.rule[TB_CK_END_WITHOUT_BEGIN].first_explained,
+			  3);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_slice_never_ended)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_start(&t, 6);
+	t_event(&t, 5, 100, BEGIN, 5, 0);	/* never ends */
+	t_event(&t, 6, 100, BEGIN, 6, 0);	/* its END was lost: */
+	t_event(&t, 6, 120, INSTANT, 6, LOSS);	/* flagged after it */
+	t_event(&t, 5, 130, BEGIN, 5, 0);
+	t_event(&t, 5, 140, END, 5, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_SLICE_NOT_ENDED].first, 2);
+	ck_assert_uint_eq(ck.rule[TB_CK_SLICE_NOT_ENDED].first_seq, 5);
+	ck_assert_uint_eq(ck.stats.open_slices, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_loss_before_the_begin_explains_no_open_slice)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_bare(&t, 5, 90, LOSS);
+	t_event(&t, 5, 100, BEGIN, 5, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 1, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Reporting, memory, hostile input.
+ */
+struct seen {
+	unsigned n;
+	struct tb_check_violation v[8];
+};
+
+static void on_violation(void *ctx, const struct tb_check_violation *v)
+{
+	struct seen *s = (struct seen *)ctx;
+
+	if (s->n < 8)
+		s->v[s->n] = *v;
+	s->n++;
+}
+
+START_TEST(test_every_violation_reaches_the_callback_once)
+{
+	struct trace t = { 0 };
+	struct seen s = { 0, { { TB_CK_MAX, 0, 0, 0, 0, 0 } } };
+
+	t_start(&t, 5);
+	t_event(&t, 5, 100, INSTANT, 99, 0);
+	t_event(&t, 5, 110, END, 5, LOSS);
+	ck_assert_int_eq(tb_check_init(&ck, NULL, NULL, 0), TB_OK);
+	ck.on_violation = on_violation;
+	ck.ctx = &s;
+	ck_assert_int_eq(tb_check_trace(&ck, t.p, t.len), TB_OK);
+	ck_assert_uint_eq(s.n, 2);
+	ck_assert_int_eq(s.v[0].rule, TB_CK_TRACK_UNKNOWN);
+	ck_assert(!s.v[0].explained);
+	ck_assert_uint_eq(s.v[0].packet, 1);
+	ck_assert_uint_eq(s.v[0].seq_id, 5);
+	ck_assert_uint_eq(s.v[0].detail, 99);
+	ck_assert_int_eq(s.v[1].rule, TB_CK_END_WITHOUT_BEGIN);
+	ck_assert(s.v[1].explained);
+	ck_assert_uint_eq(s.v[1].packet, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* A trace with a bit of everything, for the budget and fuzz tests. */
+static void t_busy(struct trace *t)
+{
+	struct msg id = { { 0 }, 0 }, ev;
+	uint32_t s, k;
+
+	intern(&id, ID_NAMES, 1, "a");
+	intern(&id, ID_CATEGORIES, 1, "c");
+	for (s = 5; s < 9; s++) {
+		t_start(t, s);
+		t_pkt(t, s, 11, 0, NULL, NULL, &id, 0);
+		t_counter_track(t, s, 1000 + s);
+	}
+	for (k = 0; k < 40; k++) {
+		s = 5 + k % 4;
+		ev_init(&ev, k % 3 ? BEGIN : END, s);
+		m_uint(&ev, TE_NAME_IID, 1);
+		m_uint(&ev, TE_CATEGORY_IIDS, k % 5);
+		t_pkt(t, s, 100 + k, NEEDS, &ev, NULL, NULL,
+		      k % 11 ? 0 : LOSS);
+		ev_init(&ev, COUNTER, 1000 + s);
+		m_uint(&ev, TE_COUNTER, k);
+		t_pkt(t, s, 100 + k, 0, &ev, NULL, NULL, 0);
+	}
+}
+
+START_TEST(test_budget_too_small_stops_the_check)
+{
+	struct trace t = { 0 };
+
+	t_busy(&t);
+	ck_assert_int_eq(tb_check_init(&ck, NULL, NULL, 2000), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&ck, t.p, t.len), TB_ELIMIT);
+	expect(TB_CK_LIMIT, 1, 0);
+	ck_assert(!tb_check_clean(&ck));
+	ck_assert_uint_le(ck.used, 2000);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* An allocator that fails from the @fail_at-th call on and keeps count. */
+struct counting {
+	unsigned calls, fail_at;
+	long live;
+};
+
+static void *counting_alloc(void *ctx, void *p, size_t old, size_t n)
+{
+	struct counting *a = (struct counting *)ctx;
+
+	a->calls++;
+	if (!n) {
+		if (p)
+			a->live--;
+		free(p);
+		return NULL;
+	}
+	(void)old;
+	if (a->fail_at && a->calls >= a->fail_at)
+		return NULL;
+	if (!p)
+		a->live++;
+	return realloc(p, n);
+}
+
+START_TEST(test_allocator_failure_at_any_point_is_an_error)
+{
+	struct trace t = { 0 };
+	struct counting a;
+	unsigned at;
+	int ret;
+
+	t_busy(&t);
+	for (at = 1; at < 40; at++) {
+		memset(&a, 0, sizeof(a));
+		a.fail_at = at;
+		ck_assert_int_eq(tb_check_init(&ck, counting_alloc, &a, 0),
+				 TB_OK);
+		ret = tb_check_trace(&ck, t.p, t.len);
+		ck_assert(ret == TB_OK || ret == TB_ENOMEM);
+		if (ret)
+			expect(TB_CK_LIMIT, 1, 0);
+		tb_check_destroy(&ck);
+		ck_assert_int_eq(a.live, 0);
+	}
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_hostile_images_never_crash_and_free_everything)
+{
+	struct trace t = { 0 };
+	uint32_t seed = 12345, k, i, n;
+	uint8_t *img;
+	int ret;
+
+	t_busy(&t);
+	img = (uint8_t *)malloc(t.len);
+	ck_assert_ptr_nonnull(img);
+	for (k = 0; k < 3000; k++) {
+		memcpy(img, t.p, t.len);
+		n = 1 + k % 8;
+		for (i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			img[(seed >> 8) % t.len] ^= (uint8_t)(1u << (seed & 7));
+		}
+		seed = seed * 1103515245u + 12345u;
+		ck_assert_int_eq(tb_check_init(&ck, NULL, NULL, 1 << 20),
+				 TB_OK);
+		ret = tb_check_trace(&ck, img, k % 7 ? t.len :
+				     (seed >> 4) % t.len);
+		ck_assert(ret == TB_OK || ret == TB_EFRAMING ||
+			  ret == TB_ELIMIT);
+		done();
+	}
+	free(img);
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_empty_image_is_an_empty_trace)
+{
+	struct trace t = { 0 };
+
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	ck_assert_uint_eq(ck.stats.packets, 0);
+	done();
+	ck_assert_int_eq(tb_check_init(NULL, NULL, NULL, 0), TB_EINVAL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Suite
+ */
+static Suite *check_suite(void)
+{
+	Suite *s = suite_create("tbcheck");
+	TCase *t = tcase_create("rules");
+
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_clean_trace_with_every_feature_is_clean);
+	tcase_add_test(t, test_event_without_track_lands_on_its_sequence_thread);
+	tcase_add_test(t, test_trace_written_by_tbtrace_is_clean);
+	tcase_add_test(t, test_buffer_gap_explains_the_end_it_orphans);
+	tcase_add_test(t, test_not_a_trace_stops_the_check);
+	tcase_add_test(t, test_trace_cut_inside_its_last_packet_is_truncated);
+	tcase_add_test(t, test_packets_without_trusted_fields);
+	tcase_add_test(t,
+		test_needs_incremental_state_without_sequence_stops_import);
+	tcase_add_test(t, test_reserved_sequence_ids);
+	tcase_add_test(t, test_sequence_id_claimed_by_two_processes_collides);
+	tcase_add_test(t, test_needs_state_before_any_clear_is_skipped);
+	tcase_add_test(t, test_needs_state_after_a_loss_is_explained);
+	tcase_add_test(t, test_interned_data_while_invalid_is_ignored);
+	tcase_add_test(t, test_interned_entry_without_iid_or_redefined);
+	tcase_add_test(t, test_name_iid_resolves_only_since_the_last_clear);
+	tcase_add_test(t, test_name_iid_lost_with_its_packet_is_explained);
+	tcase_add_test(t, test_category_annotation_and_source_iids);
+	tcase_add_test(t, test_bad_descriptors_are_ignored);
+	tcase_add_test(t, test_descriptor_redefining_a_track_conflicts);
+	tcase_add_test(t, test_event_on_a_track_no_descriptor_names);
+	tcase_add_test(t, test_descriptor_later_in_the_trace_names_the_track);
+	tcase_add_test(t,
+		test_lost_descriptor_is_explained_until_the_next_clear);
+	tcase_add_test(t, test_default_track_from_track_event_defaults);
+	tcase_add_test(t, test_parent_chain_that_loops_or_runs_too_deep);
+	tcase_add_test(t, test_malformed_track_event);
+	tcase_add_test(t, test_track_event_without_timestamp_or_type);
+	tcase_add_test(t, test_counter_values_need_a_counter_track);
+	tcase_add_test(t, test_clock_without_a_snapshot_to_the_trace_clock);
+	tcase_add_test(t, test_timestamps_going_back_on_a_sequence);
+	tcase_add_test(t, test_end_without_begin);
+	tcase_add_test(t, test_end_whose_begin_was_lost_is_explained);
+	tcase_add_test(t, test_slice_never_ended);
+	tcase_add_test(t, test_loss_before_the_begin_explains_no_open_slice);
+	tcase_add_test(t, test_every_violation_reaches_the_callback_once);
+	tcase_add_test(t, test_budget_too_small_stops_the_check);
+	tcase_add_test(t, test_allocator_failure_at_any_point_is_an_error);
+	tcase_add_test(t, test_hostile_images_never_crash_and_free_everything);
+	tcase_add_test(t, test_empty_image_is_an_empty_trace);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(check_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
