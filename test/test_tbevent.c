@@ -1485,6 +1485,7 @@ START_TEST(test_end_of_a_lost_begin_is_not_written)
 	sc_run(sc, e);
 	ck_assert_seq_ok(sc);
 	ck_assert_uint_eq(sc->tracks[0].depth + sc->tracks[1].depth, 0);
+	ck_assert_uint_eq(sc->events, 2 + 2 * written);
 	free(sc);
 	env_free(e);
 }
