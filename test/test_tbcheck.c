@@ -1375,7 +1375,8 @@ static Suite *check_suite(void)
 
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_clean_trace_with_every_feature_is_clean);
-	tcase_add_test(t, test_event_without_track_lands_on_its_sequence_thread);
+	tcase_add_test(t,
+		test_event_without_track_lands_on_its_sequence_thread);
 	tcase_add_test(t, test_trace_written_by_tbtrace_is_clean);
 	tcase_add_test(t, test_buffer_gap_explains_the_end_it_orphans);
 	tcase_add_test(t, test_not_a_trace_stops_the_check);
