@@ -290,6 +290,7 @@ struct tb_buf {
 	uint32_t size;
 	uint32_t used;			/* high-water mark of written bytes */
 	uint32_t wr;			/* write cursor; may equal size */
+	uint32_t pf;			/* prefetched up to here */
 	uint8_t policy;
 	uint8_t read_only;
 	uint8_t discard;		/* DISCARD latch */
@@ -635,6 +636,25 @@ struct tb__buf_frag {
 	int type;
 };
 
+/* tb__buf_frag_next() for a length of three bytes or more, or a bad one. */
+static inline int tb__buf_frag_slow(const uint8_t *p, uint32_t size,
+				     uint32_t off, uint32_t *len,
+				     uint32_t *next)
+{
+	struct tb_pb_frags it;
+	const uint8_t *d;
+	uint32_t v;
+	int r;
+
+	tb_pb_frags_init(&it, p, size, off);
+	r = tb_pb_frags_next(&it, &d, &v);
+	if (r == TB_PB_FRAG_OK) {
+		*len = v;
+		*next = it.off;
+	}
+	return r;
+}
+
 /*
  * tb_pb_frags_next() on the @size bytes at @p from offset @off, with the
  * one- and two-byte lengths nearly every fragment has decoded in line.
@@ -645,25 +665,15 @@ static inline int tb__buf_frag_next(const uint8_t *p, uint32_t size,
 				     uint32_t off, uint32_t *len,
 				     uint32_t *next)
 {
-	struct tb_pb_frags it;
-	const uint8_t *d;
 	uint32_t avail, v, n = 1;
-	int r;
 
 	if (off >= size)
 		return TB_PB_FRAG_END;
 	avail = size - off;
 	v = p[off];
 	if (v >= 0x80u) {
-		if (avail < 2 || p[off + 1] >= 0x80u) {
-			tb_pb_frags_init(&it, p, size, off);
-			r = tb_pb_frags_next(&it, &d, &v);
-			if (r == TB_PB_FRAG_OK) {
-				*len = v;
-				*next = it.off;
-			}
-			return r;
-		}
+		if (avail < 2 || p[off + 1] >= 0x80u)
+			return tb__buf_frag_slow(p, size, off, len, next);
 		v = (v & 0x7fu) | (uint32_t)p[off + 1] << 7;
 		n = 2;
 	}
@@ -908,42 +918,80 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 	return res;
 }
 
+static inline void tb__buf_fill_packet(const struct tb_buf *b,
+					const struct tb__buf_seq *s,
+					struct tb_buf_packet *p)
+{
+	p->slices = b->slices;
+	p->nslices = b->nslices;
+	p->size = b->pkt_size;
+	p->producer_id = (uint16_t)(s->key >> 16);
+	p->writer_id = (uint16_t)s->key;
+	p->ident = s->ident;
+}
+
+/* Hands the packet in b->slices, destroyed by an overwrite, to the callback. */
+static inline void tb__buf_emit(struct tb_buf *b, const struct tb__buf_seq *s)
+{
+	struct tb_buf_packet p;
+
+	TB_MEMSET(&p, 0, sizeof(p));
+	tb__buf_fill_packet(b, s, &p);
+	b->in_cb = 1;
+	b->cb(b->cb_ctx, &p);
+	b->in_cb = 0;
+}
+
 /*
- * The end of the run of whole packets that starts at payload offset @off
- * of chunk @c: it stops before the last fragment when that one begins a
- * packet, and before anything that does not tokenize.  Sets *@data when
- * a packet of the run is not empty.
+ * Erasing: consumes the run of whole packets that starts at payload offset
+ * @off of the head chunk @c, up to the last fragment when that one begins
+ * a packet, or to anything that does not tokenize.  Hands each packet that
+ * is not empty to the callback when @want; without it the run is consumed
+ * in one step.  Returns whether it destroyed any packet.
  */
-static inline uint32_t tb__buf_whole_run(struct tb__buf_hdr *c, uint32_t off,
-					  bool *data)
+static inline bool tb__buf_drop_wholes(struct tb_buf *b, struct tb__buf_seq *s,
+				       struct tb__buf_hdr *c, uint32_t off,
+				       bool want)
 {
 	const uint8_t *p = tb__buf_payload(c);
-	uint32_t size = c->payload_size, len, next;
-	bool begin = c->flags & TB_BUF_LAST_CONT;
+	uint32_t size = c->payload_size, start = off, len, next;
+	bool begin = c->flags & TB_BUF_LAST_CONT, any = false;
 
 	while (tb__buf_frag_next(p, size, off, &len, &next) == TB_PB_FRAG_OK) {
 		if (begin && next >= size)
 			break;
-		*data |= len != 0;
+		any |= len != 0;
+		if (want) {
+			tb__buf_consume(b, c, next - off, true);
+			if (len) {
+				b->slices[0].data = p + next - len;
+				b->slices[0].size = len;
+				b->nslices = 1;
+				b->pkt_size = len;
+				tb__buf_emit(b, s);
+			}
+		}
 		off = next;
 	}
-	return off;
+	if (!want)
+		tb__buf_consume(b, c, off - start, true);
+	return any;
 }
 
 /*
  * Produces the next packet of sequence @s in sequence order, consuming
  * and erasing chunks from its head until the chunk at offset @target has
  * been erased.  Read mode stalls the sequence (for this read generation)
- * on an incomplete chunk or a packet that cannot be completed yet; erase
- * mode never stalls.  Returns true with the packet in b->slices (filled
- * only when @want).  Erasing without @want needs no packet one by one: it
- * goes on to the target, consuming runs of whole packets at once, and
- * returns whether it destroyed any packet.
+ * on an incomplete chunk or a packet that cannot be completed yet, and
+ * returns true with the packet in b->slices.  Erase mode never stalls and
+ * does not stop at a packet: it goes on to the target, handing each
+ * complete packet to the callback when @want, and returns whether it
+ * destroyed any.
  */
 static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 				     uint32_t target, bool erase, bool want)
 {
-	bool count = erase && !want, any = false;
+	bool any = false;
 
 	if (!erase && s->skip_gen == b->gen)
 		return false;
@@ -974,14 +1022,12 @@ static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 		}
 		switch (f.type) {
 		case TB__BUF_WHOLE:
-			if (count) {
-				any |= f.size != 0;
-				tb__buf_consume(b, c, tb__buf_whole_run(c,
-						f.off + f.len, &any) - f.off,
-						true);
+			if (erase) {
+				any |= tb__buf_drop_wholes(b, s, c, f.off,
+							   want);
 				break;
 			}
-			tb__buf_consume(b, c, f.len, erase);
+			tb__buf_consume(b, c, f.len, false);
 			if (!f.size)
 				break;	/* empty packet: never returned */
 			b->nslices = 0;
@@ -1001,10 +1047,12 @@ static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 						&loss);
 			if (r == TB__BUF_RA_OK) {
 				b->stats.readaheads_succeeded++;
+				if (!erase)
+					return true;
 				any = true;
-				if (count)
-					break;
-				return true;
+				if (want)
+					tb__buf_emit(b, s);
+				break;
 			}
 			b->stats.readaheads_failed++;
 			if (r == TB__BUF_RA_WAIT) {
@@ -1018,18 +1066,6 @@ static inline bool tb__buf_seq_next(struct tb_buf *b, struct tb__buf_seq *s,
 	return any;
 }
 
-static inline void tb__buf_fill_packet(const struct tb_buf *b,
-					const struct tb__buf_seq *s,
-					struct tb_buf_packet *p)
-{
-	p->slices = b->slices;
-	p->nslices = b->nslices;
-	p->size = b->pkt_size;
-	p->producer_id = (uint16_t)(s->key >> 16);
-	p->writer_id = (uint16_t)s->key;
-	p->ident = s->ident;
-}
-
 /*
  * Erases the chunk at @off, and before it every earlier chunk of its
  * sequence, handing each destroyed packet to the callback.
@@ -1038,25 +1074,11 @@ static inline void tb__buf_overwrite(struct tb_buf *b, uint32_t off)
 {
 	struct tb__buf_hdr *c = tb__buf_hdr_at(b, off);
 	struct tb__buf_seq *s = tb__buf_seq_find(b, c->key);
-	bool want = b->cb != NULL, destroyed = false;
 
-	tb__buf_prefetch(b->data + off, tb__buf_outer(c->size), 0);
 	TB_BUG_ON(!s);
 	if (s) {
 		tb__buf_gap_check(b, s);
-		if (!want)
-			destroyed = tb__buf_seq_next(b, s, off, true, false);
-		while (want && tb__buf_seq_next(b, s, off, true, true)) {
-			struct tb_buf_packet p;
-
-			destroyed = true;
-			TB_MEMSET(&p, 0, sizeof(p));
-			tb__buf_fill_packet(b, s, &p);
-			b->in_cb = 1;
-			b->cb(b->cb_ctx, &p);
-			b->in_cb = 0;
-		}
-		if (destroyed)
+		if (tb__buf_seq_next(b, s, off, true, b->cb != NULL))
 			s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_OVERWRITE;
 	}
 	/* The walk always erases its target; never leave a live record. */
@@ -1069,13 +1091,40 @@ static inline void tb__buf_overwrite(struct tb_buf *b, uint32_t off)
  * overwritten, and the part of the last one beyond the range becomes a
  * padding record.
  */
+/*
+ * Making room walks the buffer in order, and what it walks is cold: the
+ * oldest data.  Fetching TB__BUF_AHEAD bytes ahead of the write cursor
+ * @from, each cache line once (b->pf is how far that has gone), lets the
+ * misses of the next chunks overlap with the work on this one, both the
+ * varint chase of the deletion and the copy that follows it.
+ */
+#ifndef TB__BUF_AHEAD
+#define TB__BUF_AHEAD	16384u
+#endif
+
+static inline void tb__buf_prefetch_ahead(struct tb_buf *b, uint32_t from)
+{
+#if defined(__GNUC__)
+	uint32_t to = from + TB__BUF_AHEAD, p;
+
+	if (to > b->used)
+		to = b->used;
+	if (b->pf < from || b->pf > to)
+		b->pf = from & ~63u;
+	for (p = b->pf; p < to; p += 64)
+		__builtin_prefetch(b->data + p, 1);
+	b->pf = p;
+#else
+	(void)b;
+	(void)from;
+#endif
+}
+
 static inline void tb__buf_make_room(struct tb_buf *b, uint32_t n)
 {
 	uint32_t end = b->wr + n, off = b->wr;
 
-	if (off < b->used)
-		tb__buf_prefetch(b->data + off, (end < b->used ? end : b->used)
-				  - off, 1);
+	tb__buf_prefetch_ahead(b, off);
 	while (off < end && off < b->used) {
 		struct tb__buf_hdr *c = tb__buf_hdr_at(b, off);
 		uint32_t outer = tb__buf_outer(c->size);
