@@ -131,7 +131,7 @@ static const char *tbt_proto_rule(uint32_t r)
 /* ------------------------------------------------------------------------
  * Files.
  */
-#define TBT_READ_MAX	((size_t)1 << 40)
+#define TBT_READ_MAX	(SIZE_MAX / 2)
 
 /*
  * Reads all of @path (regular file, pipe or /proc entry) into memory that
