@@ -1109,9 +1109,15 @@ static inline void tb__buf_prefetch_ahead(struct tb_buf *b, uint32_t from)
 
 	if (to > b->used)
 		to = b->used;
-	if (b->pf < from || b->pf > to)
-		b->pf = from & ~63u;
-	for (p = b->pf; p < to; p += 64)
+	if (b->pf < from || b->pf - from > TB__BUF_AHEAD + 64)
+		b->pf = from & ~63u;	/* wrapped, or never started */
+	for (p = b->pf; p + 192 < to; p += 256) {
+		__builtin_prefetch(b->data + p, 1);
+		__builtin_prefetch(b->data + p + 64, 1);
+		__builtin_prefetch(b->data + p + 128, 1);
+		__builtin_prefetch(b->data + p + 192, 1);
+	}
+	for (; p < to; p += 64)
 		__builtin_prefetch(b->data + p, 1);
 	b->pf = p;
 #else
@@ -1260,46 +1266,39 @@ static inline int tb__buf_src_measure(const struct tb__buf_src *src,
 				       uint32_t nfrags, uint32_t stop,
 				       uint32_t *all)
 {
-	uint32_t off = 0, i;
-	int st = TB__BUF_SRC_OK;
+	uint32_t off = 0, i, len, next;
+	int r = TB_PB_FRAG_OK, st = TB__BUF_SRC_OK;
 
+	if (src->raw) {
+		for (i = 0; i < nfrags && (!stop || off < stop); i++) {
+			r = tb__buf_frag_next(src->raw, src->size, off, &len,
+					      &next);
+			if (r != TB_PB_FRAG_OK)
+				break;
+			off = next;
+		}
+		*all = off;
+		if (r == TB_PB_FRAG_OK)
+			return TB__BUF_SRC_OK;
+		return r == TB_PB_FRAG_ABORT ? TB__BUF_SRC_ABORT :
+		       TB__BUF_SRC_BAD;
+	}
 	for (i = 0; i < nfrags && (!stop || off < stop); i++) {
-		uint32_t len;
+		uint32_t sz;
 
-		if (src->raw) {
-			struct tb_pb_frags it;
-			const uint8_t *d;
-			uint32_t sz;
-			int r;
-
-			tb_pb_frags_init(&it, src->raw, src->size, off);
-			r = tb_pb_frags_next(&it, &d, &sz);
-			if (r == TB_PB_FRAG_ABORT) {
-				st = TB__BUF_SRC_ABORT;
-				break;
-			}
-			if (r != TB_PB_FRAG_OK) {
-				st = TB__BUF_SRC_BAD;
-				break;
-			}
-			len = it.off - off;
-		} else {
-			uint32_t sz;
-
-			if (i >= src->nvec) {
-				st = TB__BUF_SRC_BAD;
-				break;
-			}
-			sz = src->vec[i].size;
-			if (sz == TB_PB_SIZE_ABORT) {
-				st = TB__BUF_SRC_ABORT;
-				break;
-			}
-			len = tb_pb_varint_len(sz) + sz;
-			if (sz > TB_BUF_MAX_PAYLOAD || len > src->size - off) {
-				st = TB__BUF_SRC_BAD;
-				break;
-			}
+		if (i >= src->nvec) {
+			st = TB__BUF_SRC_BAD;
+			break;
+		}
+		sz = src->vec[i].size;
+		if (sz == TB_PB_SIZE_ABORT) {
+			st = TB__BUF_SRC_ABORT;
+			break;
+		}
+		len = tb_pb_varint_len(sz) + sz;
+		if (sz > TB_BUF_MAX_PAYLOAD || len > src->size - off) {
+			st = TB__BUF_SRC_BAD;
+			break;
 		}
 		off += len;
 	}
