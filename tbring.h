@@ -292,6 +292,8 @@ enum tb_wstat {			/* writer-side counters, all writers */
 	TB_WS_RELOCATIONS,	/* scrapes acknowledged by a writer */
 	TB_WS_DROPPED_FRAGS,	/* fragments dropped in relocation */
 	TB_WS_STALLS,		/* waits on a full ring */
+	TB_WS_FUTEX_WAITS,	/* stalled writers' sleeps (futex waits) */
+	TB_WS_FUTEX_WAKES,	/* writers' doorbell wakes (futex wakes) */
 	TB_WS_MAX
 };
 
@@ -303,6 +305,8 @@ enum tb_rstat {			/* reader-side counters */
 	TB_RS_UNKNOWN_FORMAT,	/* chunks of a format other than 00 */
 	TB_RS_RETRY_LATER,	/* positions left after losing every race */
 	TB_RS_PINNED,		/* holes: chunk still RewriteRequested */
+	TB_RS_FUTEX_WAITS,	/* tb_reader_wait() sleeps (futex waits) */
+	TB_RS_FUTEX_WAKES,	/* wakes of stalled writers (futex wakes) */
 	TB_RS_MAX,
 	TB_RS_STOPPED = 15	/* not a counter: the TB_PROTO_* rule */
 };
@@ -753,10 +757,23 @@ static inline uint32_t tb__r_load(const struct tb_ring *r,
 	return tb_atomic_load(tb__ring_word(r, pos), TB_ACQ);
 }
 
+/* A writer-side counter of the ring (all writers together). */
+static inline void tb__ring_wstat(const struct tb_ring *r, enum tb_wstat s)
+{
+	tb_atomic_add(&r->hdr->wstat[s], 1);	/* relaxed: statistics */
+}
+
+/* Counts the doorbell's futex wake when a writer's ring made one. */
+static inline void tb__w_bell_wake(const struct tb_ring *r)
+{
+	if (tb_bell_wake(r->bell))
+		tb__ring_wstat(r, TB_WS_FUTEX_WAKES);
+}
+
 static inline void tb__w_notify(const struct tb_ring *r)
 {
 	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
-	tb_bell_wake(r->bell);
+	tb__w_bell_wake(r);
 }
 
 /*
@@ -776,7 +793,7 @@ static inline void tb__ring_handover(const struct tb_ring *r)
 	if (tb_atomic_load(&r->bell->sleeping, TB_RLX) &&
 	    tb__pos_distance(tb_atomic_load(&h->write_pos, TB_RLX),
 			    tb_atomic_load(&h->read_pos, TB_RLX)) >= backlog)
-		tb_bell_wake(r->bell);
+		tb__w_bell_wake(r);
 }
 
 
@@ -785,12 +802,14 @@ static inline void tb__ring_handover(const struct tb_ring *r)
  * hint is only a hint: a writer killed while waiting leaves it raised,
  * which costs one needless FUTEX_WAKE per reader call, no more.
  */
-static inline void tb__ring_wake_writers(const struct tb_ring *r)
+static inline bool tb__ring_wake_writers(const struct tb_ring *r)
 {
 	tb_fence_seq_cst();	/* pairs with the fence in tb__writer_stall */
 	/* relaxed: the fence above gives the store->load order */
-	if (tb_atomic_load(&r->hdr->waiters, TB_RLX))
-		tb_wake(&r->hdr->read_pos);
+	if (!tb_atomic_load(&r->hdr->waiters, TB_RLX))
+		return false;
+	tb_wake(&r->hdr->read_pos);
+	return TB_HAVE_WAIT;	/* a system call, where there is one */
 }
 
 /*
@@ -917,7 +936,8 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	if (!TB_HAVE_WAIT)
 		return false;
 	tb__wstat(w, TB_WS_STALLS, 1);
-	tb_bell_ring(w->ring->bell);	/* the reader may be asleep */
+	if (tb_bell_ring(w->ring->bell))	/* the reader may be asleep */
+		tb__wstat(w, TB_WS_FUTEX_WAKES, 1);
 	/*
 	 * A reader that is draining frees room within microseconds: spin a
 	 * little before paying for a sleep and a wake-up (relaxed loads; the
@@ -930,8 +950,12 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	}
 	tb_atomic_add(&h->waiters, 1);	/* relaxed: the fence orders it */
 	tb_fence_seq_cst();	/* pairs with tb__r_publish_read_pos() */
-	ret = tb_atomic_load(&h->read_pos, TB_RLX) != sample ? 1 :
-		tb_wait(&h->read_pos, sample, w->stall_ms);
+	if (tb_atomic_load(&h->read_pos, TB_RLX) != sample) {
+		ret = 1;
+	} else {
+		tb__wstat(w, TB_WS_FUTEX_WAITS, 1);
+		ret = tb_wait(&h->read_pos, sample, w->stall_ms);
+	}
 	tb_atomic_add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
 	return ret > 0;
 }
@@ -1543,8 +1567,8 @@ static inline void tb__reader_end(struct tb_reader *rd, uint32_t start,
 	const struct tb_ring *r = rd->ring;
 	int i;
 
-	if (rd->pos != start)
-		tb__ring_wake_writers(r);
+	if (rd->pos != start && tb__ring_wake_writers(r))
+		rd->stat[TB_RS_FUTEX_WAKES]++;
 	/* relaxed: only compared by tb_reader_idle() */
 	rd->wait_pos = tb_atomic_load(&r->hdr->write_pos, TB_RLX);
 	if (ret != TB_PENDING)
@@ -1644,8 +1668,14 @@ static inline bool tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
 	struct tb_bell *b = rd->ring->bell;
 	uint32_t seq = tb_bell_prepare(b);
 
-	if (tb_reader_idle(rd))
+	if (tb_reader_idle(rd)) {
+		if (!TB_HAVE_WAIT)
+			return tb_bell_wait(b, seq, timeout_ms);
+		/* relaxed: statistics, this reader's own counter */
+		tb_atomic_store(&rd->ring->hdr->rstat[TB_RS_FUTEX_WAITS],
+				++rd->stat[TB_RS_FUTEX_WAITS], TB_RLX);
 		return tb_bell_wait(b, seq, timeout_ms);
+	}
 	tb_bell_cancel(b);
 	return true;
 }

@@ -342,9 +342,9 @@ struct tb_bell {
  * guarantees that either the reader sees our change or we see it
  * sleeping.  The common case costs a fence and one shared load; of
  * several writers that find the reader asleep, the one that clears the
- * flag makes the system call.
+ * flag makes the system call.  True when this call made it.
  */
-static inline void tb_bell_wake(struct tb_bell *b)
+static inline bool tb_bell_wake(struct tb_bell *b)
 {
 	uint32_t one = 1;
 
@@ -353,18 +353,20 @@ static inline void tb_bell_wake(struct tb_bell *b)
 	    tb_atomic_cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
 		tb_atomic_add(&b->seq, 1);
 		tb_wake(&b->seq);
+		return TB_HAVE_WAIT;	/* a system call, where there is one */
 	}
+	return false;
 }
 
 /*
  * Rings @b from anywhere, after any store the reader must see (a flag, a
  * stop request): the full fence orders that store before the load of the
- * sleeping hint.
+ * sleeping hint.  True when it made the wake-up system call.
  */
-static inline void tb_bell_ring(struct tb_bell *b)
+static inline bool tb_bell_ring(struct tb_bell *b)
 {
 	tb_fence_seq_cst();	/* pairs with the fence in tb_bell_prepare */
-	tb_bell_wake(b);
+	return tb_bell_wake(b);
 }
 
 /*

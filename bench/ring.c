@@ -10,6 +10,19 @@
  * under the drop or the stall policy.  Three more rows: a reader that
  * scrapes on every pass (TB_READ_SCRAPE), to compare relocations with
  * lazy draining, and one writer paced well below what the reader takes.
+ * Then small rings, as firmware has them: 16 and 64 chunks of 256 B and
+ * 512 B, 64-B packets, 1 and 2 writers, both policies (rows named
+ * "16x256-1w-64-stall" and so on), where the cost of each hand-over of a
+ * chunk between writer and reader shows.
+ *
+ * Every row prints chunks/s delivered beside packets/s, and the futex
+ * calls per delivered chunk: the ring's own counters (tb_ring_stats():
+ * TB_WS_FUTEX_WAITS + TB_WS_FUTEX_WAKES + TB_RS_FUTEX_WAITS +
+ * TB_RS_FUTEX_WAKES, every wait and wake system call of writers and
+ * reader together), with getrusage(RUSAGE_SELF)'s voluntary context
+ * switches per chunk beside them as a cross-check that counts what the
+ * kernel saw (it includes the few switches of starting and joining the
+ * threads).
  *
  * Method.  Each row runs one untimed warm-up run (TB_BENCH_WARMUP
  * seconds, default 0.2: the code, the allocator, thread creation and the
@@ -41,6 +54,7 @@
  * "*-stall*" every stall row), or every row; -l lists the names.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +63,9 @@
 #include "tbring.h"
 #include "bench.h"
 
-#define CHUNK_SIZE	4096u
+#include <sys/resource.h>
+
+#define CHUNK_SIZE	4096u	/* the default geometry, and the largest */
 #define NUM_CHUNKS	64u
 #define MAX_WRITERS	2u
 #define PKT_MAX		4096u
@@ -104,12 +120,15 @@ static void *xalloc(size_t size)
  * One configuration.
  */
 struct config {
+	uint32_t chunk_size;	/* the ring's geometry */
+	uint32_t num_chunks;
 	unsigned writers;
 	uint32_t len;
 	enum tb_full_policy policy;
 	enum tb_read_mode mode;	/* of the reader's passes while running */
 	double pace;		/* packets/s per writer; 0: flat out */
 	char name[48];		/* what the row filter matches */
+	int twin;		/* the same row under the other policy, or -1 */
 };
 
 struct writer_ctx {
@@ -157,6 +176,7 @@ struct bench {
 
 struct result {
 	double secs;
+	long csw;		/* voluntary context switches, whole process */
 	uint64_t attempted, written, delivered, bad, partial, orphans;
 	uint64_t failed[8];
 	uint64_t idle_waits, passes;
@@ -290,8 +310,8 @@ static void *reader_main(void *arg)
 	tb_reader_init(&b->rd, &b->ring, b->rscratch);
 	pthread_barrier_wait(&b->start);
 	while (!load_flag(&b->done)) {
-		if (tb_reader_drain(&b->rd, NUM_CHUNKS, mode, on_chunk, b,
-				    &n) < 0)
+		if (tb_reader_drain(&b->rd, b->cfg->num_chunks, mode,
+				    on_chunk, b, &n) < 0)
 			goto eproto;
 		b->passes++;
 		if (n == 0) {
@@ -413,17 +433,19 @@ static void collect(struct bench *b, struct result *r)
 static void run_config(const struct config *c, double secs, int baseline,
 		       struct result *r)
 {
-	size_t size = tb_ring_size(CHUNK_SIZE, NUM_CHUNKS);
+	size_t size = tb_ring_size(c->chunk_size, c->num_chunks);
 	pthread_t wt[MAX_WRITERS], rt;
 	struct bench *b = xalloc(sizeof(*b));
+	struct rusage ru0, ru1;
 	unsigned i;
 	double t0;
 
 	memset(r, 0, sizeof(*r));
 	b->cfg = c;
 	b->mem = xalloc(size);
-	b->rscratch = xalloc(CHUNK_SIZE);
-	if (tb_ring_init(&b->ring, b->mem, size, CHUNK_SIZE, NUM_CHUNKS)) {
+	b->rscratch = xalloc(c->chunk_size);
+	if (tb_ring_init(&b->ring, b->mem, size, c->chunk_size,
+			 c->num_chunks)) {
 		fprintf(stderr, "bench: tb_ring_init failed\n");
 		exit(2);
 	}
@@ -436,6 +458,7 @@ static void run_config(const struct config *c, double secs, int baseline,
 	}
 	pthread_create(&rt, NULL, reader_main, b);
 	pthread_barrier_wait(&b->start);
+	getrusage(RUSAGE_SELF, &ru0);
 	t0 = bench_now();
 	sleep_s(secs);
 	set_flag(&b->stop);
@@ -444,6 +467,8 @@ static void run_config(const struct config *c, double secs, int baseline,
 	set_flag(&b->done);
 	pthread_join(rt, NULL);
 	r->secs = bench_now() - t0;
+	getrusage(RUSAGE_SELF, &ru1);
+	r->csw = ru1.ru_nvcsw - ru0.ru_nvcsw;
 	collect(b, r);
 	if (baseline)
 		r->mc_mbps = memcpy_mbps(c->len);
@@ -460,23 +485,26 @@ static void run_config(const struct config *c, double secs, int baseline,
  */
 static void print_header(void)
 {
-	printf("%-20s %7s %7s %7s %6s %8s %7s %6s %6s | %7s %5s\n",
-	       "row", "Mpkt/s", "spread", "MB/s", "loss%", "reloc/s",
-	       "retry/s", "reloc%", "pkt/ch", "memcpy", "ratio");
-	printf("%-20s %7s %7s %7s %6s %8s %7s %6s %6s | %7s %5s\n",
-	       "", "median", "%", "", "", "", "", "", "", "MB/s", "");
+	printf("%-22s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %6s %5s\n",
+	       "row", "Mpkt/s", "spread", "Mch/s", "MB/s", "loss%", "reloc%",
+	       "pkt/ch", "fx/ch", "csw/ch", "memcpy", "ratio");
+	printf("%-22s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %6s %5s\n",
+	       "", "median", "%", "", "", "", "", "", "", "", "MB/s", "");
 }
 
 static void config_name(struct config *c)
 {
-	char len[16];
+	char len[16], geo[24] = "";
 
 	if (c->len >= 1024)
 		snprintf(len, sizeof(len), "%uK", c->len / 1024);
 	else
 		snprintf(len, sizeof(len), "%u", c->len);
-	snprintf(c->name, sizeof(c->name), "%uw-%s-%s%s%s", c->writers, len,
-		 c->policy == TB_STALL ? "stall" : "drop",
+	if (c->chunk_size != CHUNK_SIZE || c->num_chunks != NUM_CHUNKS)
+		snprintf(geo, sizeof(geo), "%ux%u-", c->num_chunks,
+			 c->chunk_size);
+	snprintf(c->name, sizeof(c->name), "%s%uw-%s-%s%s%s", geo, c->writers,
+		 len, c->policy == TB_STALL ? "stall" : "drop",
 		 c->pace > 0 ? "-paced" : "",
 		 c->mode == TB_READ_SCRAPE ? "-scrape" : "");
 }
@@ -484,6 +512,15 @@ static void config_name(struct config *c)
 static double mpkt_of(const struct result *r)
 {
 	return (double)r->delivered / r->secs / 1e6;
+}
+
+/* Futex calls of writers and reader together, from the ring's counters. */
+static uint32_t futex_calls(const struct result *r)
+{
+	const uint32_t *ws = r->st.wstat, *rs = r->st.rstat;
+
+	return ws[TB_WS_FUTEX_WAITS] + ws[TB_WS_FUTEX_WAKES] +
+	       rs[TB_RS_FUTEX_WAITS] + rs[TB_RS_FUTEX_WAKES];
 }
 
 /* A row: its median run @r, the spread of its runs, the median baseline. */
@@ -498,13 +535,12 @@ static void print_row(const struct config *c, const struct result *r,
 		      (double)r->attempted : 0;
 	double chunks = rs[TB_RS_EMITTED] ? rs[TB_RS_EMITTED] : 1;
 
-	printf("%-20s %7.2f %7.0f %7.0f %6.2f %8.0f %7.0f %6.2f %6.1f | "
-	       "%7.0f %5.2f%s\n",
-	       c->name, mpkt, spread, mbps, loss,
-	       ws[TB_WS_RELOCATIONS] / r->secs,
-	       rs[TB_RS_RETRY_LATER] / r->secs,
-	       100.0 * ws[TB_WS_RELOCATIONS] / chunks,
-	       (double)r->delivered / chunks, mc_mbps, mbps / mc_mbps,
+	printf("%-22s %6.2f %6.0f %6.2f %6.0f %6.2f %6.2f %6.1f %6.3f %6.3f "
+	       "| %6.0f %5.2f%s\n",
+	       c->name, mpkt, spread, rs[TB_RS_EMITTED] / r->secs / 1e6,
+	       mbps, loss, 100.0 * ws[TB_WS_RELOCATIONS] / chunks,
+	       (double)r->delivered / chunks, futex_calls(r) / chunks,
+	       (double)r->csw / chunks, mc_mbps, mbps / mc_mbps,
 	       verified ? "" : "  VERIFY FAILED");
 }
 
@@ -514,63 +550,103 @@ static void print_details(const struct config *c, const struct result *r,
 	const uint32_t *ws = r->st.wstat, *rs = r->st.rstat;
 	unsigned i;
 
-	printf("%-20s written %llu delivered %llu failed full %llu "
+	printf("%-22s written %llu delivered %llu failed full %llu "
 	       "no-chunk %llu dropped %llu; chunks %u, scrapes %u, holes %u, "
+	       "relocations %u, retry-later %u, "
 	       "stalls %u, dropped frags %u, partial %llu, orphans %llu, "
-	       "idle waits %llu of %llu passes; Mpkt/s of the runs:", c->name,
+	       "idle waits %llu of %llu passes; futex: writers wait %u wake "
+	       "%u, reader wait %u wake %u; voluntary csw %ld; "
+	       "Mpkt/s of the runs:", c->name,
 	       (unsigned long long)r->written,
 	       (unsigned long long)r->delivered,
 	       (unsigned long long)r->failed[-TB_FULL],
 	       (unsigned long long)r->failed[-TB_NO_CHUNK],
 	       (unsigned long long)r->failed[-TB_DROPPED],
 	       rs[TB_RS_EMITTED], rs[TB_RS_SCRAPES], rs[TB_RS_HOLES],
+	       ws[TB_WS_RELOCATIONS], rs[TB_RS_RETRY_LATER],
 	       ws[TB_WS_STALLS], ws[TB_WS_DROPPED_FRAGS],
 	       (unsigned long long)r->partial,
 	       (unsigned long long)r->orphans,
 	       (unsigned long long)r->idle_waits,
-	       (unsigned long long)r->passes);
+	       (unsigned long long)r->passes,
+	       ws[TB_WS_FUTEX_WAITS], ws[TB_WS_FUTEX_WAKES],
+	       rs[TB_RS_FUTEX_WAITS], rs[TB_RS_FUTEX_WAKES], r->csw);
 	for (i = 0; i < runs; i++)
 		printf(" %.2f", mpkt[i]);
 	printf("\n");
 }
 
-#define NCONFIGS	15u
+#define NCONFIGS	31u
+
+static struct config *new_config(struct config *cfgs, unsigned *n,
+				 uint32_t chunk_size, uint32_t num_chunks,
+				 unsigned writers, uint32_t len,
+				 enum tb_full_policy policy)
+{
+	struct config *c = &cfgs[(*n)++];
+
+	memset(c, 0, sizeof(*c));
+	c->chunk_size = chunk_size;
+	c->num_chunks = num_chunks;
+	c->writers = writers;
+	c->len = len;
+	c->policy = policy;
+	c->mode = TB_READ_LAZY;
+	c->twin = -1;
+	return c;
+}
+
+/* Pairs each flat-out lazy row with the same row under the other policy. */
+static void pair_twins(struct config *cfgs, unsigned n)
+{
+	unsigned i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+			if (i != j && cfgs[i].policy != cfgs[j].policy &&
+			    cfgs[i].chunk_size == cfgs[j].chunk_size &&
+			    cfgs[i].num_chunks == cfgs[j].num_chunks &&
+			    cfgs[i].writers == cfgs[j].writers &&
+			    cfgs[i].len == cfgs[j].len &&
+			    cfgs[i].mode == cfgs[j].mode &&
+			    cfgs[i].pace == cfgs[j].pace)
+				cfgs[i].twin = (int)j;
+}
 
 static unsigned make_configs(struct config *cfgs)
 {
 	static const uint32_t lens[] = { 64, 512, 4096 };
-	unsigned n = 0, p, w, l;
+	static const uint32_t small[][2] = {	/* chunks, chunk size */
+		{ 16, 256 }, { 16, 512 }, { 64, 256 }, { 64, 512 },
+	};
+	unsigned n = 0, p, w, l, g;
+	struct config *c;
 
-	for (p = 0; p < 2; p++) {
-		for (w = 1; w <= MAX_WRITERS; w++) {
-			for (l = 0; l < 3; l++) {
-				struct config *c = &cfgs[n++];
-
-				memset(c, 0, sizeof(*c));
-				c->writers = w;
-				c->len = lens[l];
-				c->policy = p ? TB_STALL : TB_DROP;
-				c->mode = TB_READ_LAZY;
-			}
-		}
-	}
+	for (p = 0; p < 2; p++)
+		for (w = 1; w <= MAX_WRITERS; w++)
+			for (l = 0; l < 3; l++)
+				new_config(cfgs, &n, CHUNK_SIZE, NUM_CHUNKS, w,
+					   lens[l], p ? TB_STALL : TB_DROP);
 	/*
 	 * The reader scraping on every pass, to compare relocations with the
 	 * lazy rows above; and one writer paced well below what the reader
 	 * takes.
 	 */
 	for (p = 0; p < 3; p++) {
-		struct config *c = &cfgs[n++];
-
-		memset(c, 0, sizeof(*c));
-		c->writers = p == 1 ? 2 : 1;
-		c->len = 512;
-		c->policy = TB_STALL;
+		c = new_config(cfgs, &n, CHUNK_SIZE, NUM_CHUNKS,
+			       p == 1 ? 2 : 1, 512, TB_STALL);
 		c->mode = p < 2 ? TB_READ_SCRAPE : TB_READ_LAZY;
 		c->pace = p < 2 ? 0 : 200000;
 	}
+	/* small rings: the cost of a hand-over */
+	for (g = 0; g < 4; g++)
+		for (p = 0; p < 2; p++)
+			for (w = 1; w <= MAX_WRITERS; w++)
+				new_config(cfgs, &n, small[g][1], small[g][0],
+					   w, 64, p ? TB_STALL : TB_DROP);
 	for (p = 0; p < n; p++)
 		config_name(&cfgs[p]);
+	pair_twins(cfgs, n);
 	return n;
 }
 
@@ -585,13 +661,14 @@ int main(int argc, char **argv)
 	double secs = bench_env("TB_BENCH_SECONDS", 0.5, 0.01);
 	double warm = bench_env("TB_BENCH_WARMUP", 0.2, 0);
 	unsigned runs = bench_runs();
-	unsigned n = make_configs(cfgs), i, r, failed = 0;
+	unsigned n = make_configs(cfgs), i, r, failed = 0, pairs = 0;
 
 	for (i = 0; i < n; i++)
 		names[i] = cfgs[i].name;
 	bench_select(argc, argv, names, n, sel);
-	printf("tbring bench: %u chunks of %u B, reader drains lazily (wait "
-	       "%u ms when idle).\nPer row: ", NUM_CHUNKS, CHUNK_SIZE, WAIT_MS);
+	printf("tbring bench: %u chunks of %u B unless the row is named "
+	       "CHUNKSxSIZE-..., reader drains\nlazily (wait %u ms when "
+	       "idle).  Per row: ", NUM_CHUNKS, CHUNK_SIZE, WAIT_MS);
 	if (warm > 0)
 		printf("one untimed, verified warm-up run of %.2f s, then ",
 		       warm);
@@ -627,14 +704,29 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		if (sel[i])
 			print_details(&cfgs[i], &res[i][med[i]], mpkt[i], runs);
-	printf("\nMpkt/s and MB/s: packets delivered and verified (count, "
-	       "order, check sum), from the\nmedian run by Mpkt/s; so are "
-	       "loss%%..pkt/ch.  spread: (max - min) / median of the runs.\n"
-	       "memcpy: one thread stamping and copying the same packets "
-	       "into 64 x 4 KiB, right after\neach run, median over the "
-	       "runs; ratio = MB/s / memcpy.  reloc%%: relocations per\n"
-	       "emitted chunk.  scrape: the reader scrapes on every pass.  "
-	       "paced: 200k pkt/s.\n");
+	for (i = 0; i < n; i++) {
+		int j = cfgs[i].twin;
+
+		if (!sel[i] || cfgs[i].policy != TB_STALL || j < 0 || !sel[j])
+			continue;
+		if (!pairs++)
+			printf("\nstall / drop, delivered Mpkt/s of the median "
+			       "runs, same run of the bench:\n");
+		printf("%-22s %6.2f / %6.2f = %5.2f\n", cfgs[i].name,
+		       mpkt_of(&res[i][med[i]]), mpkt_of(&res[j][med[j]]),
+		       mpkt_of(&res[i][med[i]]) / mpkt_of(&res[j][med[j]]));
+	}
+	printf("\nMpkt/s, Mch/s and MB/s: packets (chunks) delivered and "
+	       "verified (count, order,\ncheck sum), from the median run by "
+	       "Mpkt/s; so are loss%%..csw/ch.  spread: (max - min)\n/ median "
+	       "of the runs.  fx/ch: futex waits and wakes of writers and "
+	       "reader together\nper delivered chunk (the ring's counters); "
+	       "csw/ch: voluntary context switches of\nthe process per chunk "
+	       "(getrusage).  memcpy: one thread stamping and copying the "
+	       "same\npackets into 64 x 4 KiB, right after each run, median "
+	       "over the runs; ratio = MB/s /\nmemcpy.  reloc%%: relocations "
+	       "per emitted chunk.  scrape: the reader scrapes on every\n"
+	       "pass.  paced: 200k pkt/s.\n");
 	if (failed)
 		printf("bench: %u row(s) FAILED verification\n", failed);
 	return failed ? 1 : 0;

@@ -2384,6 +2384,8 @@ START_TEST(test_burned_position_rings_the_doorbell)
 	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_NO_CHUNK);
 	ck_assert_uint_ne(__atomic_load_n(&t.r.bell->seq, __ATOMIC_RELAXED),
 			  seq);
+	/* one futex wake, by the writer that cleared "sleeping" */
+	ck_assert_uint_eq(peek32(&t.r.hdr->wstat[TB_WS_FUTEX_WAKES]), 1);
 	twriter_free(&a);
 	tring_free(&t);
 }
@@ -2533,6 +2535,7 @@ START_TEST(test_writer_stall_wakes_when_reader_drains)
 	struct twriter a, b, c;
 	struct treader tr;
 	struct stall_arg arg;
+	struct tb_ring_stats st;
 	struct dchunk d;
 	pthread_t th;
 
@@ -2561,6 +2564,10 @@ START_TEST(test_writer_stall_wakes_when_reader_drains)
 	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WC));
 	ck_assert_frag(&d, 0, "c");
 	ck_assert_uint_eq(peek32(&t.r.hdr->waiters), 0);
+	/* the writer slept in the futex and the reader's drain woke it */
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_ge(st.wstat[TB_WS_FUTEX_WAITS], 1);
+	ck_assert_uint_ge(st.rstat[TB_RS_FUTEX_WAKES], 1);
 	twriter_free(&a);
 	twriter_free(&b);
 	twriter_free(&c);
