@@ -638,6 +638,8 @@ struct tb__ev_track {
 	uint64_t lost;		/* bit d: BEGIN at depth d not written */
 	uint32_t depth;		/* slices open */
 	uint32_t epoch;		/* described in this state */
+	uint8_t ulen;		/* bytes of @ufield */
+	uint8_t ufield[11];	/* TrackEvent.track_uuid, encoded */
 };
 
 struct tb_ev_writer {
@@ -686,19 +688,82 @@ static inline uint32_t tb__ev_clock_id(const struct tb_ev_writer *ew)
 /* ------------------------------------------------------------------------
  * Sizes of protobuf fields (the field numbers are constants: these fold).
  */
+#define TB__EV_FIELD_MAX	2047u	/* two-byte tags: all this file uses */
+
 static inline uint32_t tb__ev_tag(uint32_t field)
 {
-	return tb_pb_varint_len((uint64_t)field << 3);
+	return field < 16 ? 1 : 2;
+}
+
+/* tb_pb_varint_len() without the loop (the hot path sizes every field) */
+static inline uint32_t tb__ev_vlen(uint64_t v)
+{
+	if (v < 0x80u)
+		return 1;	/* types, flags, iids, most lengths */
+#if defined(__GNUC__)
+	return 1 + (uint32_t)(63 - __builtin_clzll(v)) / 7;
+#else
+	return tb_pb_varint_len(v);
+#endif
 }
 
 static inline uint32_t tb__ev_vsize(uint32_t field, uint64_t v)
 {
-	return tb__ev_tag(field) + tb_pb_varint_len(v);
+	return tb__ev_tag(field) + tb__ev_vlen(v);
 }
 
 static inline uint32_t tb__ev_lsize(uint32_t field, uint32_t len)
 {
-	return tb__ev_tag(field) + tb_pb_varint_len(len) + len;
+	return tb__ev_tag(field) + tb__ev_vlen(len) + len;
+}
+
+/* A tag of a constant field: folds to one or two byte stores. */
+static inline uint8_t *tb__ev_tag_put(uint8_t *p, uint32_t field,
+				      unsigned type)
+{
+	uint32_t k = field << 3 | type;
+
+	if (field < 16) {
+		*p++ = (uint8_t)k;
+		return p;
+	}
+	*p++ = (uint8_t)(k | 0x80u);
+	*p++ = (uint8_t)(k >> 7);
+	return p;
+}
+
+static inline uint8_t *tb__ev_varint_put(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80u) {
+		*p++ = (uint8_t)(v | 0x80u);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* A varint field at @p (room for TB__EV_FAST bytes); returns its end. */
+static inline uint8_t *tb__ev_uint_at(uint8_t *p, uint32_t field,
+				      uint64_t v)
+{
+	return tb__ev_varint_put(tb__ev_tag_put(p, field, TB_PB_VARINT), v);
+}
+
+static inline uint8_t *tb__ev_len_at(uint8_t *p, uint32_t field,
+				     uint32_t len)
+{
+	return tb__ev_varint_put(tb__ev_tag_put(p, field, TB_PB_LEN), len);
+}
+
+static inline uint8_t *tb__ev_fixed64_at(uint8_t *p, uint32_t field,
+					 uint64_t v)
+{
+	unsigned i;
+
+	p = tb__ev_tag_put(p, field, TB_PB_FIXED64);
+	for (i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	return p + 8;
 }
 
 /* ------------------------------------------------------------------------
@@ -780,6 +845,21 @@ static inline void tb__ev_put(struct tb__ev_out *o, const void *src,
 	}
 }
 
+/* A few bytes already encoded (a cached field). */
+static inline void tb__ev_put_raw(struct tb__ev_out *o, const uint8_t *s,
+				  uint32_t n)
+{
+	uint32_t i;
+
+	if ((size_t)(o->end - o->p) < n) {
+		tb__ev_put(o, s, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		o->p[i] = s[i];
+	o->p += n;
+}
+
 static inline bool tb__ev_fast(const struct tb__ev_out *o)
 {
 	return (size_t)(o->end - o->p) >= TB__EV_FAST;
@@ -791,10 +871,10 @@ static inline void tb__ev_put_uint(struct tb__ev_out *o, uint32_t field,
 	uint8_t t[TB__EV_FAST];
 
 	if (tb__ev_fast(o)) {
-		o->p += tb_pb_uint(o->p, field, v);
+		o->p = tb__ev_uint_at(o->p, field, v);
 		return;
 	}
-	tb__ev_put(o, t, (uint32_t)tb_pb_uint(t, field, v));
+	tb__ev_put(o, t, (uint32_t)(tb__ev_uint_at(t, field, v) - t));
 }
 
 /* The header of a length-delimited field (a nested message's). */
@@ -804,10 +884,10 @@ static inline void tb__ev_put_hdr(struct tb__ev_out *o, uint32_t field,
 	uint8_t t[TB__EV_FAST];
 
 	if (tb__ev_fast(o)) {
-		o->p += tb_pb_len(o->p, field, len);
+		o->p = tb__ev_len_at(o->p, field, len);
 		return;
 	}
-	tb__ev_put(o, t, (uint32_t)tb_pb_len(t, field, len));
+	tb__ev_put(o, t, (uint32_t)(tb__ev_len_at(t, field, len) - t));
 }
 
 static inline void tb__ev_put_bytes(struct tb__ev_out *o, uint32_t field,
@@ -829,10 +909,10 @@ static inline void tb__ev_put_fixed64(struct tb__ev_out *o, uint32_t field,
 	uint8_t t[TB__EV_FAST];
 
 	if (tb__ev_fast(o)) {
-		o->p += tb_pb_fixed64(o->p, field, v);
+		o->p = tb__ev_fixed64_at(o->p, field, v);
 		return;
 	}
-	tb__ev_put(o, t, (uint32_t)tb_pb_fixed64(t, field, v));
+	tb__ev_put(o, t, (uint32_t)(tb__ev_fixed64_at(t, field, v) - t));
 }
 
 static inline uint64_t tb__ev_dbits(double d)
@@ -1187,6 +1267,8 @@ static inline struct tb__ev_track *tb__ev_add_track(struct tb_ev_writer *ew,
 	s->lost = 0;
 	s->depth = 0;
 	s->epoch = 0;
+	s->ulen = (uint8_t)(tb__ev_uint_at(s->ufield, TB__TE_TRACK_UUID,
+					   t->uuid) - s->ufield);
 	return s;
 }
 
@@ -1321,7 +1403,9 @@ static inline bool tb__ev_pop(struct tb__ev_track *s)
  */
 struct tb__ev_plan {
 	uint64_t ts;
-	uint64_t uuid;		/* 0: no track_uuid */
+	const uint8_t *ufield;	/* the track_uuid field, encoded */
+	uint32_t ulen;		/* its bytes; 0: none (uuid 0) */
+	uint8_t ubuf[11];	/* where it is encoded if not cached */
 	uint32_t seq;		/* sequence flags */
 	uint32_t te;		/* TrackEvent bytes */
 	uint32_t id;		/* InternedData bytes */
@@ -1331,6 +1415,25 @@ struct tb__ev_plan {
 	struct tb__ev_str an[TB_EV_MAX_ARGS];
 	uint32_t al[TB_EV_MAX_ARGS];	/* DebugAnnotation bytes */
 };
+
+/* The track_uuid field: cached in the track's slot, or encoded now. */
+static inline void tb__ev_plan_track(struct tb__ev_plan *pl,
+				     const struct tb_track *t,
+				     const struct tb__ev_track *slot)
+{
+	if (slot) {
+		pl->ufield = slot->ufield;
+		pl->ulen = slot->ulen;
+	} else if (t) {
+		pl->ufield = pl->ubuf;
+		pl->ulen = (uint32_t)(tb__ev_uint_at(pl->ubuf,
+						     TB__TE_TRACK_UUID,
+						     t->uuid) - pl->ubuf);
+	} else {
+		pl->ufield = NULL;
+		pl->ulen = 0;
+	}
+}
 
 static inline bool tb__ev_is_annotation(uint32_t type)
 {
@@ -1412,8 +1515,7 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 		iids |= pl->name.iid != 0;
 	}
 	te += tb__ev_vsize(TB__TE_TYPE, ev->type);
-	if (pl->uuid)
-		te += tb__ev_vsize(TB__TE_TRACK_UUID, pl->uuid);
+	te += pl->ulen;
 	if (ev->type == TB_EV_COUNTER)
 		te += ev->flags & TB_EV_DOUBLE ?
 		      tb__ev_tag(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
@@ -1471,8 +1573,8 @@ static inline void tb__ev_body_put(struct tb__ev_out *o,
 	if (pl->has_name)
 		tb__ev_str_put(o, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
 	tb__ev_put_uint(o, TB__TE_TYPE, ev->type);
-	if (pl->uuid)
-		tb__ev_put_uint(o, TB__TE_TRACK_UUID, pl->uuid);
+	if (pl->ulen)
+		tb__ev_put_raw(o, pl->ufield, pl->ulen);
 	if (ev->type == TB_EV_COUNTER && ev->flags & TB_EV_DOUBLE)
 		tb__ev_put_fixed64(o, TB__TE_DOUBLE_COUNTER_VALUE,
 				   tb__ev_dbits(ev->value.d));
@@ -1555,7 +1657,7 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	if (!ret)
 		ret = tb__ev_use_track(ew, t, &slot);
 	if (!ret) {
-		pl.uuid = t ? t->uuid : 0;
+		tb__ev_plan_track(&pl, t, slot);
 		if (!pl.ts)
 			pl.ts = tb_ev_now(ew);
 		tb__ev_plan(ew, ev, &pl);
