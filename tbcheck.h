@@ -416,6 +416,8 @@ static inline void *tb__ck_mem(struct tb_check *c, void *p, size_t old,
 {
 	void *q;
 
+	if (!p && !n)
+		return NULL;	/* freeing nothing */
 	if (n > old && n - old > c->max_bytes - c->used) {
 		if (!c->error)
 			c->error = TB_ELIMIT;

@@ -26,8 +26,9 @@
  * ring is mapped PROT_READ and only read; a mapping that shrinks under
  * the tool (SIGBUS) is reported, not crashed on.
  *
- * Defining TBTRACE_NO_MAIN leaves main() out, so a fuzzer can include this
- * file and call tbt_convert() and tbt_stat_image() on its own bytes.
+ * Defining TBTRACE_NO_MAIN leaves main() out (tbt_main() is the same), so
+ * a fuzzer can include this file and call tbt_convert() and
+ * tbt_stat_image() on its own bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1257,8 +1258,7 @@ static void tbt_usage(FILE *f)
 		"unreadable or refused\n");
 }
 
-#ifndef TBTRACE_NO_MAIN
-int main(int argc, char **argv)
+static int tbt_main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
 
@@ -1277,5 +1277,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tbtrace: unknown command '%s'\n", cmd);
 	tbt_usage(stderr);
 	return 2;
+}
+
+#ifndef TBTRACE_NO_MAIN
+int main(int argc, char **argv)
+{
+	return tbt_main(argc, argv);
 }
 #endif
