@@ -254,12 +254,18 @@ struct tb__buf_hdr {
 	uint16_t size;			/* reserved payload bytes */
 	uint16_t payload_size;		/* valid payload bytes */
 	uint16_t payload_avail;		/* unread payload bytes */
-	uint8_t flags;			/* ABI flags | TB__BUF_INCOMPLETE */
+	uint8_t flags;			/* ABI flags | TB__BUF_INCOMPLETE ... */
 	uint8_t spare;
 };
 
 #define TB__BUF_HDR		16u
 #define TB__BUF_INCOMPLETE	0x80u
+/*
+ * No fragment of the chunk is empty and no patch touched it since its
+ * bytes were measured: from any point reading stopped, its fragments
+ * tokenize to payload_size.
+ */
+#define TB__BUF_PLAIN		0x40u
 
 /* One entry of a sequence's index: chunk id and record offset. */
 struct tb__buf_ref {
@@ -947,7 +953,8 @@ static inline void tb__buf_emit(struct tb_buf *b, const struct tb__buf_seq *s)
  * @off of the head chunk @c, up to the last fragment when that one begins
  * a packet, or to anything that does not tokenize.  Hands each packet that
  * is not empty to the callback when @want; without it the run is consumed
- * in one step.  Returns whether it destroyed any packet.
+ * in one step, without a look at it when the chunk is TB__BUF_PLAIN.
+ * Returns whether it destroyed any packet.
  */
 static inline bool tb__buf_drop_wholes(struct tb_buf *b, struct tb__buf_seq *s,
 				       struct tb__buf_hdr *c, uint32_t off,
@@ -957,6 +964,12 @@ static inline bool tb__buf_drop_wholes(struct tb_buf *b, struct tb__buf_seq *s,
 	uint32_t size = c->payload_size, start = off, len, next;
 	bool begin = c->flags & TB_BUF_LAST_CONT, any = false;
 
+	if (!want && (c->flags & (TB__BUF_PLAIN | TB_BUF_LAST_CONT)) ==
+	    TB__BUF_PLAIN) {
+		/* The run is the rest of the chunk, and not empty. */
+		tb__buf_consume(b, c, size - off, true);
+		return true;
+	}
 	while (tb__buf_frag_next(p, size, off, &len, &next) == TB_PB_FRAG_OK) {
 		if (begin && next >= size)
 			break;
@@ -1260,13 +1273,13 @@ enum {
 /*
  * Measures the first @nfrags fragments of @src, stopping early once @stop
  * bytes (if nonzero) are reached: *all gets the bytes of the fragments
- * accepted before the first fault.
+ * accepted before the first fault, *plain whether none of them is empty.
  */
 static inline int tb__buf_src_measure(const struct tb__buf_src *src,
 				       uint32_t nfrags, uint32_t stop,
-				       uint32_t *all)
+				       uint32_t *all, bool *plain)
 {
-	uint32_t off = 0, i, len, next;
+	uint32_t off = 0, i, len, next, empty = 0;
 	int r = TB_PB_FRAG_OK, st = TB__BUF_SRC_OK;
 
 	if (src->raw) {
@@ -1275,9 +1288,11 @@ static inline int tb__buf_src_measure(const struct tb__buf_src *src,
 					      &next);
 			if (r != TB_PB_FRAG_OK)
 				break;
+			empty |= !len;
 			off = next;
 		}
 		*all = off;
+		*plain = !empty;
 		if (r == TB_PB_FRAG_OK)
 			return TB__BUF_SRC_OK;
 		return r == TB_PB_FRAG_ABORT ? TB__BUF_SRC_ABORT :
@@ -1300,9 +1315,11 @@ static inline int tb__buf_src_measure(const struct tb__buf_src *src,
 			st = TB__BUF_SRC_BAD;
 			break;
 		}
+		empty |= !sz;
 		off += len;
 	}
 	*all = off;
+	*plain = !empty;
 	return st;
 }
 
@@ -1311,10 +1328,11 @@ static inline bool tb__buf_src_boundary(const struct tb__buf_src *src,
 					 uint32_t nfrags, uint32_t at)
 {
 	uint32_t off;
+	bool plain;
 
 	if (!at)
 		return true;
-	tb__buf_src_measure(src, nfrags, at, &off);
+	tb__buf_src_measure(src, nfrags, at, &off, &plain);
 	return off == at;
 }
 
@@ -1411,7 +1429,8 @@ static inline int tb__buf_recommit(struct tb_buf *b, struct tb__buf_seq *s,
 	r->payload_size = (uint16_t)all;
 	r->payload_avail = (uint16_t)(all - consumed);
 	tb__buf_src_copy(src, tb__buf_payload(r), all);
-	r->flags |= flags;
+	/* New bytes throughout: TB__BUF_PLAIN as measured now. */
+	r->flags = (uint8_t)((r->flags & ~TB__BUF_PLAIN) | flags);
 	b->stats.chunks_rewritten++;
 	return TB_OK;
 }
@@ -1459,6 +1478,7 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
 	struct tb__buf_seq *s;
 	struct tb__buf_hdr *c;
 	int ret = TB_OK, st;
+	bool plain;
 
 	if (!in->writer_id) {
 		b->stats.abi_violations++;
@@ -1481,7 +1501,9 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
 					    TB_BUF_NEEDS_PATCH);
 		}
 	}
-	st = tb__buf_src_measure(src, nfrags, 0, &all);
+	st = tb__buf_src_measure(src, nfrags, 0, &all, &plain);
+	if (plain)
+		flags |= TB__BUF_PLAIN;
 	if (st == TB__BUF_SRC_BAD) {
 		b->stats.abi_violations++;
 		ret = TB_EFRAMING;
@@ -1689,6 +1711,8 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 		return TB_ENOENT;
 	}
 	c = tb__buf_chunk(b, s, (uint32_t)i);
+	if (n)
+		c->flags &= (uint8_t)~TB__BUF_PLAIN;
 	for (k = 0; k < n; k++) {
 		if (c->payload_size < TB_BUF_PATCH_SIZE ||
 		    patches[k].offset > c->payload_size - TB_BUF_PATCH_SIZE) {
