@@ -16,7 +16,8 @@
  *               or the TB_TRACK_*_INIT initialisers for static ones
  *   a writer    one struct tb_ev_writer per thread, over that thread's
  *               struct tb_writer: tb_ev_writer_init(), then
- *               tb_ev_set_current() for the macros
+ *               tb_ev_set_current() for the macros; tb_ev_writer_finish()
+ *               before tb_writer_release() when the thread is done
  *   events      TB_TRACE_BEGIN(cat, "name", items...), TB_TRACE_END(cat),
  *               TB_TRACE_INSTANT(cat, "name", items...), TB_TRACE_SCOPE
  *               (C++, and GNU C), TB_TRACE_COUNTER(cat, track, v) and
@@ -656,6 +657,7 @@ struct tb_ev_writer {
 	uint8_t clear;		/* the next packet clears the state */
 	uint8_t flags;		/* TB_EV_NO_INTERN */
 	uint8_t overflow;	/* the interning table filled since emptied */
+	uint8_t owed;		/* a write failed, none succeeded since */
 	struct tb_ev_stats stats;
 	struct tb__ev_track tracks[TB_EV_TRACKS];
 	struct tb__ev_intern intern[TB_EV_INTERN_SLOTS];
@@ -688,8 +690,7 @@ static inline uint32_t tb__ev_clock_id(const struct tb_ev_writer *ew)
 /* ------------------------------------------------------------------------
  * Sizes of protobuf fields (the field numbers are constants: these fold).
  */
-#define TB__EV_FIELD_MAX	2047u	/* two-byte tags: all this file uses */
-
+/* Tags here are of fields below 2048: one byte or two. */
 static inline uint32_t tb__ev_tag(uint32_t field)
 {
 	return field < 16 ? 1 : 2;
@@ -1089,6 +1090,7 @@ static inline int tb__ev_lost(struct tb_ev_writer *ew, int ret)
 {
 	ew->stats.lost++;
 	ew->fresh = 1;
+	ew->owed = 1;
 	return ret;
 }
 
@@ -1174,6 +1176,7 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 	ret = tb__ev_out_close(&o);
 	if (ret)
 		return tb__ev_lost(ew, ret);
+	ew->owed = 0;
 	ew->stats.descriptors++;
 	return TB_OK;
 }
@@ -1236,6 +1239,7 @@ TB__EV_SLOW int tb__ev_snapshot(struct tb_ev_writer *ew)
 	ret = tb__ev_out_close(&o);
 	if (ret)
 		return tb__ev_lost(ew, ret);
+	ew->owed = 0;
 	ew->stats.snapshots++;
 	return TB_OK;
 }
@@ -1667,10 +1671,12 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 		if (ret)
 			tb__ev_lost(ew, ret);
 	}
-	if (ret)
+	if (ret) {
 		ew->stats.not_written++;
-	else
+	} else {
 		ew->stats.events++;
+		ew->owed = 0;
+	}
 	if (ev->type == TB_EV_SLICE_BEGIN)
 		tb__ev_push(slot ? slot : tb__ev_slot_of(ew, t), ret == TB_OK);
 	return ret;
@@ -1879,6 +1885,24 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 static inline void tb_ev_reset(struct tb_ev_writer *ew)
 {
 	ew->fresh = 1;
+}
+
+/*
+ * Before the writer goes away (then tb_writer_release()): if its last
+ * writes failed and nothing was written since, writes the fresh state
+ * now, so that the loss reaches the trace (the chunk after a loss says
+ * so, and the trace flags the packet previous_packet_dropped): else
+ * slices whose END was lost at the very end stay open with nothing to
+ * explain them.  TB_OK, or the ring's error: try again once it has room.
+ */
+static inline int tb_ev_writer_finish(struct tb_ev_writer *ew)
+{
+	if (!ew)
+		return TB_EINVAL;
+	if (!ew->owed)
+		return TB_OK;
+	ew->fresh = 1;
+	return tb__ev_check_state(ew);
 }
 
 /* ------------------------------------------------------------------------

@@ -46,7 +46,7 @@
 #define CHUNK_SIZE	4096u
 #define NUM_CHUNKS	1024u
 #define BATCH		8192u		/* operations between drains */
-#define ITERS		(16u * BATCH)	/* per timed run */
+#define ITERS		(16u * BATCH)	/* operations per run */
 #define WARMUP		BATCH
 #define CAP_MAX		16		/* packets of one operation */
 #define PKT_MAX		1024u

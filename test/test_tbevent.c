@@ -802,6 +802,50 @@ START_TEST(test_failed_descriptor_drops_the_event_and_retries)
 }
 END_TEST
 
+START_TEST(test_finish_writes_the_state_a_loss_left_owed)
+{
+	struct tenv *e = env_new(256, 4, 0);
+	struct seqck *sc = sc_new();
+	unsigned written = 0, before;
+	struct msg m;
+
+	/* nothing owed: nothing written */
+	ck_assert_int_eq(tb_ev_writer_finish(&e->ew), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&e->t), 0);
+	ck_assert_int_eq(fill_until_failure(e, &written), TB_FULL);
+	/* the ring is still full: the caller retries */
+	ck_assert_int_eq(tb_ev_writer_finish(&e->ew), TB_FULL);
+	env_drain(e);
+	before = e->n;
+	ck_assert_int_eq(tb_ev_writer_finish(&e->ew), TB_OK);
+	ck_assert_int_eq(tb_ev_writer_finish(&e->ew), TB_OK);
+	env_flush(e);
+	/* the loss reaches the trace, on a packet that clears the state */
+	ck_assert_uint_eq(e->n, before + 2);
+	ck_assert(e->p[before].flags & TB_PKT_LOSS);
+	pkt(e, before, &m);
+	ck_assert_uint_eq(msg_varint(&m, 13), 1);
+	sc_run(sc, e);
+	ck_assert_seq_ok(sc);
+	free(sc);
+	env_free(e);
+
+	/* an event written after the loss settles it too (no tracks) */
+	e = env_new(256, 4, 0);
+	ck_assert_int_eq(tb_ev_writer_init(&e->ew, &e->tw.w, NULL, NULL, 0),
+			 TB_OK);
+	ck_assert_int_eq(fill_until_failure(e, &written), TB_FULL);
+	env_drain(e);
+	ck_assert_int_eq(tb_ev_instant(&e->ew, &cat_a, "A", NULL, 0), TB_OK);
+	before = twrite_pos(&e->t);
+	ck_assert_int_eq(tb_ev_writer_finish(&e->ew), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&e->t), before);
+	ck_assert_uint_eq(e->ew.stats.states, 2);
+	env_flush(e);
+	env_free(e);
+}
+END_TEST
+
 START_TEST(test_generation_bump_starts_a_fresh_state)
 {
 	struct tenv *e = env_new(4096, 8, 0);
@@ -1638,6 +1682,7 @@ static Suite *event_suite(void)
 	tcase_add_test(enc, test_copied_names_and_the_global_track);
 	tcase_add_test(st, test_failed_write_starts_a_fresh_state);
 	tcase_add_test(st, test_failed_descriptor_drops_the_event_and_retries);
+	tcase_add_test(st, test_finish_writes_the_state_a_loss_left_owed);
 	tcase_add_test(st, test_generation_bump_starts_a_fresh_state);
 	tcase_add_test(st, test_reset_on_request);
 	tcase_add_test(st, test_disabled_category_writes_nothing);

@@ -48,6 +48,7 @@ int tbt_ev_add_track(struct tb_ev_writer *ew, const struct tb_track *track);
 void tbt_ev_forget_track(struct tb_ev_writer *ew,
 			 const struct tb_track *track);
 void tbt_ev_reset(struct tb_ev_writer *ew);
+int tbt_ev_writer_finish(struct tb_ev_writer *ew);
 void tbt_trace_request(uint32_t seq, const struct tb_track *queue);
 
 #if TBT_EVENT_ENTRY & 1
@@ -125,5 +126,10 @@ void tbt_ev_forget_track(struct tb_ev_writer *ew,
 void tbt_ev_reset(struct tb_ev_writer *ew)
 {
 	tb_ev_reset(ew);
+}
+
+int tbt_ev_writer_finish(struct tb_ev_writer *ew)
+{
+	return tb_ev_writer_finish(ew);
 }
 #endif
