@@ -118,7 +118,7 @@ static int check(const uint8_t *img, size_t len, size_t budget)
 	return ret;
 }
 
-/* ---- The convert path --------------------------------------------------- */
+/* ---- The convert path ----------------------------------------------- */
 
 static FILE *devnull;
 
@@ -229,7 +229,7 @@ static void convert(const uint8_t *data, size_t len, uint16_t producer)
 	free(img);
 }
 
-/* ---- Seeds ---------------------------------------------------------------- */
+/* ---- Seeds ---------------------------------------------------------- */
 
 static void seed(const char *dir, const char *name, uint8_t mode,
 		 const void *p, size_t n)
@@ -336,7 +336,7 @@ static int mkseeds(const char *dir)
 	return 0;
 }
 
-/* ---- libFuzzer ------------------------------------------------------------ */
+/* ---- libFuzzer ------------------------------------------------------ */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -814,6 +814,14 @@ START_TEST(test_category_annotation_and_source_iids)
 	expect(TB_CK_IID_SOURCE, 1, 0);
 	expect(TB_CK_IID_NAME, 0, 0);
 	ck_assert_uint_eq(tb_check_total(&ck, false), 4);
+	ck_assert_uint_eq(tb_check_total(&ck, true), 0);
+	done();
+	/* the same event after a loss flag: the entries may have been lost */
+	t_pkt(&t, 5, 40, 0, &ev, NULL, NULL, LOSS);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_IID_CATEGORY, 2, 2);
+	expect(TB_CK_IID_ANNOTATION, 1, 1);
+	expect(TB_CK_IID_SOURCE, 1, 1);
 	done();
 	t_free(&t);
 }
@@ -1189,6 +1197,31 @@ START_TEST(test_loss_before_the_begin_explains_no_open_slice)
 }
 END_TEST
 
+START_TEST(test_loss_explains_only_what_loss_can_cause)
+{
+	struct trace t = { 0 };
+	struct msg ev;
+
+	t_start(&t, 5);
+	t_event(&t, 5, 200, INSTANT, 5, LOSS);
+	t_event(&t, 5, 150, INSTANT, 5, 0);		/* time went back */
+	t_thread(&t, 5, 5, PID, 99, 0);			/* conflict */
+	ev_init(&ev, COUNTER, 5);			/* not a counter */
+	m_uint(&ev, TE_COUNTER, 1);
+	t_pkt(&t, 5, 210, 0, &ev, NULL, NULL, 0);
+	t_event(&t, 5, 220, 0, 5, 0);			/* no type */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_TIME_BACKWARDS, 1, 0);
+	expect(TB_CK_DESCRIPTOR_CONFLICT, 1, 0);
+	expect(TB_CK_COUNTER_BAD, 1, 0);
+	expect(TB_CK_EVENT_NO_TYPE, 1, 0);
+	ck_assert_uint_eq(tb_check_total(&ck, true), 0);
+	ck_assert_uint_eq(tb_check_total(&ck, false), 4);
+	done();
+	t_free(&t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * Reporting, memory, hostile input.
  */
@@ -1410,6 +1443,7 @@ static Suite *check_suite(void)
 	tcase_add_test(t, test_end_whose_begin_was_lost_is_explained);
 	tcase_add_test(t, test_slice_never_ended);
 	tcase_add_test(t, test_loss_before_the_begin_explains_no_open_slice);
+	tcase_add_test(t, test_loss_explains_only_what_loss_can_cause);
 	tcase_add_test(t, test_every_violation_reaches_the_callback_once);
 	tcase_add_test(t, test_budget_too_small_stops_the_check);
 	tcase_add_test(t, test_allocator_failure_at_any_point_is_an_error);

@@ -19,6 +19,7 @@
  *   - stat: exit codes and the checker's findings; usage errors.
  *
  * Every run has a deadline; outputs are read back and matched by lines.
+ * TB_KEEP_TMP=1 keeps the scratch directory with the images and traces.
  */
 /* the protocol steps, for ring_helpers.h (see tbring.h) */
 #define TB_PROTOCOL_STEPS 1
@@ -523,6 +524,7 @@ START_TEST(test_convert_unreadable_chunk_flags_its_writers_loss)
 	uint32_t c;
 	unsigned w;
 	const char *conv[] = { "convert", img, trace, NULL };
+	const char *statv[] = { "stat", "-v", trace, NULL };
 
 	scribble_base(&t, tw);
 	/* writer 1's second chunk: a first size past the chunk's end */
@@ -532,7 +534,11 @@ START_TEST(test_convert_unreadable_chunk_flags_its_writers_loss)
 	save_image(&t, "baddir.bin", img, sizeof(img));
 	tmp_path(trace, sizeof(trace), "baddir.pftrace");
 	ck_assert_int_eq(tbtrace(conv), 1);
-	ck_assert_out("is unreadable: the loss is flagged on its next chunk");
+	/* it held the middle of a split packet: the tail after it goes,
+	 * and the chain is seen broken, never glued to another packet */
+	ck_assert_out("is unreadable: 1 packet tail after it dropped; the "
+		      "loss is flagged on its next chunk");
+	ck_assert_out("0 invalid ones replaced");
 	ck_assert_out("1 malformed");
 	ck_assert_out("1 chunks carried the writer's loss flag");
 	read_back(trace, &b);
@@ -543,6 +549,11 @@ START_TEST(test_convert_unreadable_chunk_flags_its_writers_loss)
 	/* what the lost chunk orphaned is explained by that flag */
 	ck_assert(b.clean);
 	ck_assert_out("check     clean");
+	/* stat -v says where the flag fell, and why */
+	ck_assert_int_eq(tbtrace(statv), 0);
+	ck_assert_out("0x100 SMB_FULL                         1 packets");
+	ck_assert_out("seq 0x00010001  0x0121 PRESENT REASSEMBLY_BROKEN_CHAIN "
+		      "SMB_FULL");
 	for (w = 0; w < 3; w++)
 		twriter_free(&tw[w]);
 	tring_free(&t);
@@ -822,6 +833,9 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	nftw(tmp_root, rm_fn, 16, FTW_DEPTH | FTW_PHYS);
+	if (getenv("TB_KEEP_TMP"))	/* for a look at the images */
+		printf("scratch files kept in %s\n", tmp_root);
+	else
+		nftw(tmp_root, rm_fn, 16, FTW_DEPTH | FTW_PHYS);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -329,6 +329,30 @@ static void tbt_stat_loss(FILE *f, const struct tb_check *c)
 			    pkt(a, sizeof(a), c->stats.loss_bit_first[i]));
 }
 
+/* -v: every packet that carries a loss flag, and its bits. */
+static void tbt_stat_lossy(FILE *f, const uint8_t *img, size_t len)
+{
+	struct tb_trace_packet tp;
+	struct tb_pb_reader r;
+	uint64_t idx = 0, shown = 0;
+	unsigned i;
+
+	tb_pb_reader_init(&r, len ? img : (const uint8_t *)"", len);
+	while (tb_trace_next(&r, &tp) > 0) {
+		if (tp.dropped && shown++ < TBT_VIOLATIONS) {
+			say(f, "  packet %-8llu seq 0x%08llx  %#06llx", ull(idx),
+			    ull(tp.trusted_seq_id), ull(tp.dropped));
+			for (i = 0; i < TB_CHECK_LOSS_BITS; i++)
+				if (tp.dropped >> i & 1)
+					say(f, " %s", tbt_loss_bit[i]);
+			say(f, "\n");
+		}
+		idx++;
+	}
+	if (shown > TBT_VIOLATIONS)
+		say(f, "  ... %llu more\n", ull(shown - TBT_VIOLATIONS));
+}
+
 /* The verdict; returns 0 clean, 1 violations, 2 not checked. */
 static int tbt_verdict(FILE *f, const struct tb_check *c, int ret)
 {
@@ -414,6 +438,8 @@ static int tbt_stat_image(const uint8_t *img, size_t len,
 	    "%llu clock snapshots\n", ull(c.stats.descriptors),
 	    ull(c.stats.interned), ull(c.stats.clock_snapshots));
 	tbt_stat_loss(f, &c);
+	if (o->verbose && c.stats.lossy_packets)
+		tbt_stat_lossy(f, img, len);
 	status = tbt_verdict(f, &c, ret);
 	tb_check_destroy(&c);
 	return status;
@@ -808,50 +834,112 @@ static bool tbt_unreadable(const struct tb_ring *r, const uint8_t *chunk,
 	return tb_frag_parse_dir(chunk + cs - n * w, n, w, cs, sizes) < 0;
 }
 
+/* The chunk of position @pos, and its state word. */
+static uint8_t *tbt_chunk(const struct tb_ring *r, uint32_t pos)
+{
+	return r->chunks + (size_t)(pos & (r->num_chunks - 1)) *
+			   r->chunk_size;
+}
+
+static uint32_t *tbt_wordp(const struct tb_ring *r, uint32_t pos)
+{
+	return (uint32_t *)(void *)tbt_chunk(r, pos);
+}
+
+/* The next position after @pos, before @wp, holding data of @writer. */
+static uint32_t tbt_next_of(const struct tb_ring *r, uint32_t pos,
+			    uint32_t wp, uint16_t writer)
+{
+	unsigned st;
+
+	for (pos++; pos != wp; pos++) {
+		st = tb_state_of(*tbt_wordp(r, pos));
+		if ((st == TB_ACQUIRED || st == TB_COMPLETE) &&
+		    tb_state_writer(*tbt_wordp(r, pos)) == writer)
+			break;
+	}
+	return pos;
+}
+
+/*
+ * Drops the first fragment of the readable chunk at @pos (the tail of a
+ * packet whose start was lost) and its "continues from previous" flag.
+ */
+static void tbt_drop_first(const struct tb_ring *r, uint32_t pos)
+{
+	uint8_t *chunk = tbt_chunk(r, pos);
+	uint32_t *word = tbt_wordp(r, pos), cs = r->chunk_size, first;
+	unsigned n = tb_state_nfrags(*word), w = r->width, i;
+	uint16_t sizes[TB_FRAG_MAX];
+	int32_t total;
+
+	total = tb_frag_parse_dir(chunk + cs - n * w, n, w, cs, sizes);
+	if (total < 0 || !n)
+		return;
+	first = sizes[0];
+	memmove(chunk + TB_FRAG_PAYLOAD_OFF, chunk + TB_FRAG_PAYLOAD_OFF +
+		first, (size_t)total - first);
+	for (i = 1; i < n; i++)
+		tb_frag_put_le(chunk + cs - i * w, w, sizes[i]);
+	tb_frag_put_le(chunk + cs - n * w, w, 0);
+	*word = (*word & ~(TB_F_CONT_PREV | 0xffu << TB_NFRAGS_SHIFT)) |
+		(uint32_t)(n - 1) << TB_NFRAGS_SHIFT;
+}
+
 /*
  * The reader drops a chunk whose format is unknown or whose directory
- * does not parse, and the bridge never hears of it: nothing would tell
- * the trace that its writer lost data.  Set the writer's data-loss flag
- * on its next chunk, so its next packet carries previous_packet_dropped.
+ * does not parse, and the bridge never hears of it: the central buffer
+ * would glue the start of a packet before it to the tail of another after
+ * it, and nothing would tell the trace that its writer lost data.  So
+ * the tails after it (fragments continuing what the lost chunk held) are
+ * dropped, and the writer's data-loss flag is set on its next chunk with
+ * anything left: the buffer sees a broken chain where a packet was cut,
+ * and the writer's next packet carries previous_packet_dropped.
  */
 static uint32_t tbt_flag_unreadable(FILE *f, struct tb_ring *r)
 {
 	uint32_t rp = r->hdr->read_pos, wp = r->hdr->write_pos, pos, next;
-	uint32_t n = 0, *word, *nw;
-	uint8_t *chunk;
-	unsigned st;
+	uint32_t n = 0, word;
+	unsigned st, tails;
+	uint16_t writer;
 
 	for (pos = rp; pos != wp; pos++) {
-		chunk = r->chunks + (size_t)(pos & (r->num_chunks - 1)) *
-				    r->chunk_size;
-		word = (uint32_t *)(void *)chunk;
-		st = tb_state_of(*word);
+		word = *tbt_wordp(r, pos);
+		st = tb_state_of(word);
 		if ((st != TB_ACQUIRED && st != TB_COMPLETE) ||
-		    !tbt_unreadable(r, chunk, *word))
+		    !tbt_unreadable(r, tbt_chunk(r, pos), word))
 			continue;
 		n++;
-		for (next = pos + 1; next != wp; next++) {
-			nw = (uint32_t *)(void *)(r->chunks +
-				(size_t)(next & (r->num_chunks - 1)) *
-				r->chunk_size);
-			st = tb_state_of(*nw);
-			if ((st == TB_ACQUIRED || st == TB_COMPLETE) &&
-			    tb_state_writer(*nw) == tb_state_writer(*word))
+		writer = tb_state_writer(word);
+		tails = 0;
+		for (next = tbt_next_of(r, pos, wp, writer); next != wp;
+		     next = tbt_next_of(r, next, wp, writer)) {
+			word = *tbt_wordp(r, next);
+			if (tbt_unreadable(r, tbt_chunk(r, next), word))
+				break;		/* it carries the loss on */
+			if (word & TB_F_CONT_PREV) {
+				tbt_drop_first(r, next);
+				tails++;
+			}
+			if (tb_state_nfrags(*tbt_wordp(r, next))) {
+				*tbt_wordp(r, next) |= TB_F_DATA_LOSS;
 				break;
+			}
 		}
-		if (next != wp) {
-			*nw |= TB_F_DATA_LOSS;
-			say(f, "salvage   chunk %u (position %u) of writer %u "
-			    "is unreadable: the loss is flagged on its next "
-			    "chunk (position %u)\n",
-			    pos & (r->num_chunks - 1), pos,
-			    tb_state_writer(*word), next);
-		} else {
-			say(f, "salvage   chunk %u (position %u) of writer %u "
-			    "is unreadable, and the writer has no later chunk "
-			    "to carry the loss\n", pos & (r->num_chunks - 1),
-			    pos, tb_state_writer(*word));
-		}
+		say(f, "salvage   chunk %u (position %u) of writer %u is "
+		    "unreadable: ", pos & (r->num_chunks - 1), pos, writer);
+		if (tails)
+			say(f, "%u packet tail%s after it dropped; ", tails,
+			    tails == 1 ? "" : "s");
+		if (next != wp && !tbt_unreadable(r, tbt_chunk(r, next),
+						   *tbt_wordp(r, next)))
+			say(f, "the loss is flagged on its next chunk "
+			    "(position %u)\n", next);
+		else if (next != wp)
+			say(f, "its next chunk is unreadable too\n");
+		else
+			say(f, "the writer has no later chunk to carry the "
+			    "loss\n");
 	}
 	return n;
 }
