@@ -340,8 +340,9 @@ static void tbt_stat_lossy(FILE *f, const uint8_t *img, size_t len)
 	tb_pb_reader_init(&r, len ? img : (const uint8_t *)"", len);
 	while (tb_trace_next(&r, &tp) > 0) {
 		if (tp.dropped && shown++ < TBT_VIOLATIONS) {
-			say(f, "  packet %-8llu seq 0x%08llx  %#06llx", ull(idx),
-			    ull(tp.trusted_seq_id), ull(tp.dropped));
+			say(f, "  packet %-8llu seq 0x%08llx  %#06llx",
+			    ull(idx), ull(tp.trusted_seq_id),
+			    ull(tp.dropped));
 			for (i = 0; i < TB_CHECK_LOSS_BITS; i++)
 				if (tp.dropped >> i & 1)
 					say(f, " %s", tbt_loss_bit[i]);
