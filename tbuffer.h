@@ -296,7 +296,7 @@ struct tb_buf {
 	uint32_t size;
 	uint32_t used;			/* high-water mark of written bytes */
 	uint32_t wr;			/* write cursor; may equal size */
-	uint32_t pf;			/* prefetched up to here */
+	uint32_t pf;			/* making room prefetched up to here */
 	uint8_t policy;
 	uint8_t read_only;
 	uint8_t discard;		/* DISCARD latch */
@@ -307,6 +307,7 @@ struct tb_buf {
 	uint32_t rd;
 	uint32_t target;
 	uint32_t inner_seq;		/* table slot of that sequence */
+	uint32_t rpf;			/* reading prefetched up to here */
 	uint64_t rd_walked;
 	uint64_t gen;			/* read generation */
 	/* Sequences: open addressing, linear probing. */
@@ -329,6 +330,19 @@ struct tb_buf {
 };
 
 /* ---- Small helpers ------------------------------------------------------ */
+
+/*
+ * The fragment tokenizer runs for every fragment read, deleted or copied
+ * in: keep it in line at each of its few call sites, and its rare slow
+ * path out of them.
+ */
+#if defined(__GNUC__)
+#define TB__BUF_HOT	static inline __attribute__((always_inline))
+#define TB__BUF_COLD	static __attribute__((noinline, unused))
+#else
+#define TB__BUF_HOT	static inline
+#define TB__BUF_COLD	static inline
+#endif
 
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
 /* The allocator used when none is given: realloc() and free(). */
@@ -381,29 +395,6 @@ static inline uint8_t *tb__buf_payload(struct tb__buf_hdr *c)
 static inline uint32_t tb__buf_unread(const struct tb__buf_hdr *c)
 {
 	return (uint32_t)c->payload_size - c->payload_avail;
-}
-
-/*
- * Walking a record chases varint headers: each position depends on the
- * previous length, so cold cache lines would be fetched one at a time.
- * Asking for all of them first lets the misses overlap.
- */
-static inline void tb__buf_prefetch(const uint8_t *p, uint32_t n, int write)
-{
-#if defined(__GNUC__)
-	const uint8_t *end = p + n;
-
-	for (; p < end; p += 64) {
-		if (write)
-			__builtin_prefetch(p, 1);
-		else
-			__builtin_prefetch(p, 0);
-	}
-#else
-	(void)p;
-	(void)n;
-	(void)write;
-#endif
 }
 
 static inline uint32_t tb__buf_key(uint16_t producer, uint16_t writer)
@@ -643,9 +634,8 @@ struct tb__buf_frag {
 };
 
 /* tb__buf_frag_next() for a length of three bytes or more, or a bad one. */
-static inline int tb__buf_frag_slow(const uint8_t *p, uint32_t size,
-				     uint32_t off, uint32_t *len,
-				     uint32_t *next)
+TB__BUF_COLD int tb__buf_frag_slow(const uint8_t *p, uint32_t size,
+				   uint32_t off, uint32_t *len, uint32_t *next)
 {
 	struct tb_pb_frags it;
 	const uint8_t *d;
@@ -667,9 +657,8 @@ static inline int tb__buf_frag_slow(const uint8_t *p, uint32_t size,
  * The same results: on TB_PB_FRAG_OK *@len gets the data bytes and *@next
  * the offset after the fragment; otherwise neither is touched.
  */
-static inline int tb__buf_frag_next(const uint8_t *p, uint32_t size,
-				     uint32_t off, uint32_t *len,
-				     uint32_t *next)
+TB__BUF_HOT int tb__buf_frag_next(const uint8_t *p, uint32_t size,
+				  uint32_t off, uint32_t *len, uint32_t *next)
 {
 	uint32_t avail, v, n = 1;
 
@@ -695,8 +684,8 @@ static inline int tb__buf_frag_next(const uint8_t *p, uint32_t size,
  * type from its position and the chunk flags.  Returns a TB_PB_FRAG_*
  * status (TB_PB_FRAG_OK when @f is filled).
  */
-static inline int tb__buf_frag_at(struct tb__buf_hdr *c, uint32_t off,
-				   struct tb__buf_frag *f)
+TB__BUF_HOT int tb__buf_frag_at(struct tb__buf_hdr *c, uint32_t off,
+				struct tb__buf_frag *f)
 {
 	uint32_t next;
 	bool first, last;
@@ -949,6 +938,29 @@ static inline void tb__buf_emit(struct tb_buf *b, const struct tb__buf_seq *s)
 }
 
 /*
+ * The common step of reading, in line: the next fragment of the head chunk
+ * of @s is a whole packet, not empty, and is taken as tb__buf_seq_next()
+ * would take it.  False, with nothing done, when it is anything else.
+ */
+TB__BUF_HOT bool tb__buf_read_whole(struct tb_buf *b, struct tb__buf_seq *s)
+{
+	struct tb__buf_hdr *c;
+	struct tb__buf_frag f;
+
+	if (!s->n || s->skip_gen == b->gen)
+		return false;
+	c = tb__buf_chunk(b, s, 0);
+	if (tb__buf_frag_at(c, tb__buf_unread(c), &f) != TB_PB_FRAG_OK ||
+	    f.type != TB__BUF_WHOLE || !f.size)
+		return false;
+	tb__buf_consume(b, c, f.len, false);
+	b->nslices = 0;
+	b->pkt_size = 0;
+	tb__buf_add_slice(b, &f);
+	return true;
+}
+
+/*
  * Erasing: consumes the run of whole packets that starts at payload offset
  * @off of the head chunk @c, up to the last fragment when that one begins
  * a packet, or to anything that does not tokenize.  Hands each packet that
@@ -1105,26 +1117,31 @@ static inline void tb__buf_overwrite(struct tb_buf *b, uint32_t off)
  * padding record.
  */
 /*
- * Making room walks the buffer in order, and what it walks is cold: the
- * oldest data.  Fetching TB__BUF_AHEAD bytes ahead of the write cursor
- * @from, each cache line once (b->pf is how far that has gone), lets the
- * misses of the next chunks overlap with the work on this one, both the
- * varint chase of the deletion and the copy that follows it.
+ * Making room and reading walk the buffer in order, and what they walk is
+ * cold: the oldest data.  Walking a record chases varint headers, each
+ * position depending on the previous length, so cold lines would come in
+ * one at a time.  Fetching ahead of the walk at @from, at least @n bytes
+ * and TB__BUF_AHEAD, each cache line once (*@pf is how far that has gone),
+ * lets the misses overlap, and overlap with the work on the chunks before
+ * them: the deletion and the copy that follows it, or the packets read.
  */
 #ifndef TB__BUF_AHEAD
 #define TB__BUF_AHEAD	16384u
 #endif
 
-static inline void tb__buf_prefetch_ahead(struct tb_buf *b, uint32_t from)
+static inline void tb__buf_prefetch_ahead(const struct tb_buf *b,
+					   uint32_t *pf, uint32_t from,
+					   uint32_t n)
 {
 #if defined(__GNUC__)
-	uint32_t to = from + TB__BUF_AHEAD, p;
+	uint32_t span = n > TB__BUF_AHEAD ? n : TB__BUF_AHEAD, to, p;
 
-	if (to > b->used)
-		to = b->used;
-	if (b->pf < from || b->pf - from > TB__BUF_AHEAD + 64)
-		b->pf = from & ~63u;	/* wrapped, or never started */
-	for (p = b->pf; p + 192 < to; p += 256) {
+	if (from >= b->used)
+		return;
+	to = b->used - from > span ? from + span : b->used;
+	if (*pf < from || *pf - from > span + 64)
+		*pf = from & ~63u;	/* wrapped, jumped or never started */
+	for (p = *pf; p + 192 < to; p += 256) {
 		__builtin_prefetch(b->data + p, 1);
 		__builtin_prefetch(b->data + p + 64, 1);
 		__builtin_prefetch(b->data + p + 128, 1);
@@ -1132,10 +1149,12 @@ static inline void tb__buf_prefetch_ahead(struct tb_buf *b, uint32_t from)
 	}
 	for (; p < to; p += 64)
 		__builtin_prefetch(b->data + p, 1);
-	b->pf = p;
+	*pf = p;
 #else
 	(void)b;
+	(void)pf;
 	(void)from;
+	(void)n;
 #endif
 }
 
@@ -1143,7 +1162,7 @@ static inline void tb__buf_make_room(struct tb_buf *b, uint32_t n)
 {
 	uint32_t end = b->wr + n, off = b->wr;
 
-	tb__buf_prefetch_ahead(b, off);
+	tb__buf_prefetch_ahead(b, &b->pf, off, n);
 	while (off < end && off < b->used) {
 		struct tb__buf_hdr *c = tb__buf_hdr_at(b, off);
 		uint32_t outer = tb__buf_outer(c->size);
@@ -1767,8 +1786,8 @@ static inline bool tb_buf_read_packet(struct tb_buf *b,
 			s = c->key ? tb__buf_seq_find(b, c->key) : NULL;
 			TB_BUG_ON(c->key && !s);
 			if (s) {
-				tb__buf_prefetch(b->data + b->rd,
-						  tb__buf_outer(c->size), 0);
+				tb__buf_prefetch_ahead(b, &b->rpf, b->rd,
+						tb__buf_outer(c->size));
 				b->inner = 1;
 				b->target = b->rd;
 				b->inner_seq = (uint32_t)(s - b->seqs);
@@ -1777,7 +1796,8 @@ static inline bool tb_buf_read_packet(struct tb_buf *b,
 		}
 		if (b->inner) {
 			s = &b->seqs[b->inner_seq];
-			if (tb__buf_seq_next(b, s, b->target, false, true)) {
+			if (tb__buf_read_whole(b, s) ||
+			    tb__buf_seq_next(b, s, b->target, false, true)) {
 				tb__buf_fill_packet(b, s, out);
 				out->loss = s->loss;
 				s->loss = 0;
