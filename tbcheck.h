@@ -47,9 +47,11 @@
  * previous_packet_dropped since its last incremental-state clear; an END
  * without BEGIN when a loss flag on its sequence fell after the track's
  * previous event and at or before the END; a slice never ended when a
- * loss flag on its sequence fell after the BEGIN.  Explained violations
- * are counted apart; tb_check_clean() is true when nothing unexplained is
- * left.
+ * loss flag on its sequence fell after the BEGIN, or when the caller set
+ * c->tail_lost: it knows data after the trace's end was lost with no
+ * packet left to carry a flag (a central buffer in discard mode refused
+ * chunks, writers died mid-packet).  Explained violations are counted
+ * apart; tb_check_clean() is true when nothing unexplained is left.
  *
  * Threading: one thread per struct tb_check.  Input is untrusted: a
  * trace image that is not one (or a budget that runs out) stops the check
@@ -239,6 +241,7 @@ struct tb_check {
 	size_t max_bytes;
 	tb_check_fn on_violation;	/* may be set after init; NULL: none */
 	void *ctx;
+	bool tail_lost;			/* may be set after init: see below */
 	/* results */
 	int error;			/* 0, TB_EFRAMING, _ELIMIT, _ENOMEM */
 	uint64_t error_packet;		/* where the check stopped */
@@ -1843,8 +1846,9 @@ static inline void tb__ck_finish(struct tb_check *c)
 			at.seq_id = s->seq_id;
 			c->stats.open_slices++;
 			tb__ck_report(c, &at, TB_CK_SLICE_NOT_ENDED,
-				      s->last_loss != TB_CHECK_NONE &&
-				      s->last_loss > at.packet,
+				      c->tail_lost ||
+				      (s->last_loss != TB_CHECK_NONE &&
+				       s->last_loss > at.packet),
 				      c->tracks[i].uuid);
 		}
 	}

@@ -369,7 +369,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct tbt_stat_opts so = { 1, 1 << 20 };
+	struct tbt_stat_opts so = { 1, 1 << 20, false };
 	unsigned mode;
 
 	if (!size)

@@ -5,7 +5,7 @@
  *
  * tbtrace - look at traces and rings.
  *
- *   tbtrace stat [-v] [-m BYTES] FILE.pftrace
+ *   tbtrace stat [-v] [-t] [-m BYTES] FILE.pftrace
  *	packets, sequences, tracks, slices, counters, loss by DataLossReason
  *	bit and where it falls, and the verdict of tbcheck.h's checker
  *   tbtrace ring [-w] [-n N] PATH
@@ -214,6 +214,7 @@ static int tbt_size(const char *s, uint64_t *v)
 struct tbt_stat_opts {
 	int verbose;
 	size_t budget;
+	bool tail_lost;			/* -t */
 };
 
 struct tbt_vlist {
@@ -417,6 +418,7 @@ static int tbt_stat_image(const uint8_t *img, size_t len,
 
 	if (tb_check_init(&c, NULL, NULL, o->budget))
 		return 2;
+	c.tail_lost = o->tail_lost;
 	if (o->verbose) {
 		c.on_violation = tbt_violation;
 		c.ctx = &vl;
@@ -448,16 +450,19 @@ static int tbt_stat_image(const uint8_t *img, size_t len,
 
 static int tbt_stat_main(int argc, char **argv)
 {
-	struct tbt_stat_opts o = { 0, 0 };
+	struct tbt_stat_opts o = { 0, 0, false };
 	uint64_t v;
 	uint8_t *img;
 	size_t len;
 	int opt, st;
 
-	while ((opt = getopt(argc, argv, "vm:")) != -1) {
+	while ((opt = getopt(argc, argv, "vtm:")) != -1) {
 		switch (opt) {
 		case 'v':
 			o.verbose++;
+			break;
+		case 't':
+			o.tail_lost = true;
 			break;
 		case 'm':
 			if (tbt_size(optarg, &v) || !v || v > SIZE_MAX) {
@@ -472,7 +477,7 @@ static int tbt_stat_main(int argc, char **argv)
 		}
 	}
 	if (optind + 1 != argc) {
-		fprintf(stderr, "usage: tbtrace stat [-v] [-m BYTES] "
+		fprintf(stderr, "usage: tbtrace stat [-v] [-t] [-m BYTES] "
 			"FILE.pftrace\n");
 		return 2;
 	}
@@ -754,6 +759,7 @@ struct tbt_convert_result {
 	uint32_t write_pos_clamped;
 	uint64_t lost;			/* anything lost, any cause */
 	uint64_t packets;
+	bool tail_lost;			/* data after the end may be lost */
 	int check;			/* checker: 0 clean, 1, 2 */
 };
 
@@ -1120,6 +1126,8 @@ static int tbt_convert(uint8_t *img, size_t len,
 		br.stat[TB_BS_REJ_OTHER] + br.stat[TB_BS_TOO_MANY_KEYS]),
 	    ull(br.stat[TB_BS_BAD_TARGET]), ull(br.stat[TB_BS_LOSS_FLAGS]));
 	lost += rejected + br.stat[TB_BS_LOSS_FLAGS];
+	res->tail_lost = after.rstat[TB_RS_SCRAPES] || rejected ||
+			 d.ret == TB_EPROTO;
 	for (k = 0; k < nb; k++) {
 		const struct tb_buf_stats *bs;
 		struct tb_buf *b = bufs[ids[k]];
@@ -1144,6 +1152,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 		    ull(bs->chunks_discarded));
 		lost += (unread != 0) + bs->abi_violations +
 			bs->chunks_discarded + bs->chunks_overwritten;
+		res->tail_lost |= unread || bs->chunks_discarded;
 	}
 	res->packets = out->packets;
 	say(f, "trace     %llu packets, %llu bytes; %llu carry "
@@ -1203,7 +1212,7 @@ static int tbt_convert_and_check(uint8_t *img, size_t len,
 				 const struct tbt_convert_opts *o,
 				 FILE *file, FILE *f)
 {
-	struct tbt_stat_opts so = { 0, o->budget };
+	struct tbt_stat_opts so = { 0, o->budget, false };
 	struct tbt_convert_result res;
 	struct tb_trace_out out;
 	struct tbt_mem m;
@@ -1217,6 +1226,9 @@ static int tbt_convert_and_check(uint8_t *img, size_t len,
 	out.ctx = &m;
 	st = tbt_convert(img, len, o, &out, f, &res);
 	if (st != 2 && !tb_check_init(&c, NULL, NULL, so.budget)) {
+		/* torn chunks, refusals, packets never completed: what
+		 * followed the last packet of a sequence may be lost */
+		c.tail_lost = res.tail_lost;
 		ret = tb_check_trace(&c, m.p, m.len);
 		res.check = tbt_verdict(f, &c, ret);
 		tb_check_destroy(&c);
@@ -1322,15 +1334,19 @@ static int tbt_convert_main(int argc, char **argv)
 static void tbt_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: tbtrace stat [-v] [-m BYTES] FILE.pftrace\n"
+		"usage: tbtrace stat [-v] [-t] [-m BYTES] FILE.pftrace\n"
 		"       tbtrace ring [-w] [-n N] PATH\n"
 		"       tbtrace convert [-P PRODUCER] [-p PID] [-u UID] "
 		"[-b SIZE] [-q] RING.bin OUT.pftrace\n"
 		"\n"
 		"stat     what a Perfetto trace holds, and what Perfetto's "
 		"importer would drop\n"
-		"         or misplace (-v: every violation, every sequence "
-		"and track; -m: the\n"
+		"         or misplace (-v: every violation, every lossy "
+		"packet, every sequence\n"
+		"         and track; -t: the trace lost its tail (a buffer "
+		"in discard mode\n"
+		"         refused chunks): slices open at the end are "
+		"explained; -m: the\n"
 		"         checker's memory budget, default 256m)\n"
 		"ring     a live ring, mapped read-only: a file, a /dev/shm "
 		"object or\n"
