@@ -19,6 +19,11 @@
  *                 upstream iterations (8 x 64 MiB counted).
  *  wr-1000w       the same with 1000 sequences round-robin (producer =
  *                 writer = k + 1, identity 1000 + k / 100 + k, own ids).
+ *  wr-1w-cb       wr-1w with an overwrite callback set (it counts the
+ *                 packets and bytes handed to it): every overwritten packet
+ *                 is then reconstructed, where without one only the
+ *                 accounting is done.  Upstream has no such row; its
+ *                 nearest is a ProtoVM registered for the producer.
  *  rd-excl-free   read every packet of a 128 MiB buffer holding 32767
  *                 chunks (filled untimed, fresh for every run); counts
  *                 packet payload bytes.  Timed: tb_buf_begin_read() to the
@@ -52,9 +57,11 @@
  * the WR runs every packet left in the buffer is read back and matched (by
  * length and hash, in order) against the templates committed, chunk by
  * chunk back from each writer's last commit, and the surviving chunks must
- * fill the buffer; RD's first pass matches every packet of all 32767
- * chunks, and each timed RD run must count exactly as many packets and
- * bytes.  A failure marks the row and the bench exits 1.
+ * fill the buffer; with the callback, the packets it was handed and those
+ * read back must be every packet committed, and so must their bytes; RD's
+ * first pass matches every packet of all 32767 chunks, and each timed RD
+ * run must count exactly as many packets and bytes.  A failure marks the
+ * row and the bench exits 1.
  *
  * usage: bench_buffer [-l | --list] [PATTERN...]  (see bench/bench.h)
  */
@@ -190,6 +197,7 @@ static int commit(struct tb_buf *b, const struct tmpl *t, uint16_t p,
 
 static struct tmpl tpl[100];
 static volatile uint64_t sink;
+static uint64_t cb_pkts, cb_bytes;	/* handed to the overwrite callback */
 static unsigned failures;	/* verification failures of the current row */
 static unsigned commit_errors;	/* timed commits that did not return OK */
 
@@ -307,6 +315,14 @@ static void rx_free(struct rx *rx, unsigned n)
 
 /* ---- WR ----------------------------------------------------------------- */
 
+/* The overwrite callback of wr-1w-cb: counts what it is handed. */
+static void on_overwrite(void *ctx, const struct tb_buf_packet *p)
+{
+	(void)ctx;
+	cb_pkts++;
+	cb_bytes += p->size;
+}
+
 /*
  * Which chunk comes next: upstream's loop.  The writer index restarts
  * with every iteration, the template index does not.
@@ -315,6 +331,7 @@ struct wr_plan {
 	unsigned nwriters;
 	size_t tidx;		/* templates used so far */
 	uint32_t ids[NWRITERS];	/* next chunk id per writer */
+	uint64_t pkts, bytes;	/* planned: packets, their payload bytes */
 };
 
 /* Commits (or, with @b NULL, only plans) one upstream iteration. */
@@ -333,6 +350,8 @@ static void wr_iteration(struct tb_buf *b, struct wr_plan *pl,
 		counted += KCHUNK;
 		if (!b) {
 			log[w][id] = (uint8_t)ti;
+			pl->pkts += tpl[ti].nfrags;
+			pl->bytes += tpl[ti].payload;
 			continue;
 		}
 		ident.uid = 1000 + w;
@@ -347,15 +366,18 @@ static void wr_iteration(struct tb_buf *b, struct wr_plan *pl,
  * After @iters iterations of @nwriters: every packet left in @b must be
  * the templates committed, back from each writer's last chunk, and they
  * must fill the buffer (less what a wrap pads and the chunk being made
- * room for).
+ * room for).  *@gone_pkts and *@gone_bytes get the packets committed and
+ * not read back, and their payload bytes.
  */
-static void wr_verify(struct tb_buf *b, unsigned nwriters, int iters)
+static void wr_verify(struct tb_buf *b, unsigned nwriters, int iters,
+		      uint64_t *gone_pkts, uint64_t *gone_bytes)
 {
 	struct wr_plan *pl = calloc(1, sizeof(*pl));
 	struct rx *rx = calloc(nwriters, sizeof(*rx));
 	uint8_t **log = calloc(nwriters, sizeof(*log));
 	uint64_t bytes = 0;
 	unsigned w;
+	size_t j;
 	int i;
 
 	if (!pl || !rx || !log) {
@@ -382,6 +404,13 @@ static void wr_verify(struct tb_buf *b, unsigned nwriters, int iters)
 			match_back(&rx[w], pl->ids[w] - 1, log[w], &bytes);
 	if (bytes + 2u * (HDR + KCHUNK) < WR_SIZE)
 		fail("the chunks left do not fill the buffer");
+	*gone_pkts = pl->pkts;
+	*gone_bytes = pl->bytes;
+	for (w = 0; w < nwriters; w++) {
+		*gone_pkts -= rx[w].n;
+		for (j = 0; j < rx[w].n; j++)
+			*gone_bytes -= rx[w].len[j];
+	}
 	for (w = 0; w < nwriters; w++)
 		free(log[w]);
 	free(log);
@@ -390,12 +419,17 @@ static void wr_verify(struct tb_buf *b, unsigned nwriters, int iters)
 	free(pl);
 }
 
-/* Median GiB/s (counted) of @runs runs; @spread gets their spread. */
-static double bench_wr(unsigned nwriters, unsigned runs, double *spread)
+/*
+ * Median GiB/s (counted) of @runs runs, with the overwrite callback when
+ * @cb; @spread gets their spread.
+ */
+static double bench_wr(unsigned nwriters, int cb, unsigned runs,
+		       double *spread)
 {
 	struct tb_buf *b = tb_buf_create(WR_SIZE, TB_BUF_RING_BUFFER);
 	struct wr_plan *pl = calloc(1, sizeof(*pl));
 	double v[BENCH_MAX_RUNS] = { 0 };
+	uint64_t gone_pkts, gone_bytes;
 	unsigned r;
 	int i;
 
@@ -405,6 +439,9 @@ static double bench_wr(unsigned nwriters, unsigned runs, double *spread)
 	}
 	pl->nwriters = nwriters;
 	commit_errors = 0;
+	cb_pkts = cb_bytes = 0;
+	if (cb)
+		tb_buf_on_overwrite(b, on_overwrite, NULL);
 	/* Reach steady state: every later write overwrites. */
 	for (i = 0; i < WR_WARMUP; i++)
 		wr_iteration(b, pl, NULL);
@@ -418,7 +455,12 @@ static double bench_wr(unsigned nwriters, unsigned runs, double *spread)
 	}
 	if (commit_errors)
 		fail("a WR commit did not return TB_OK");
-	wr_verify(b, nwriters, WR_WARMUP + (int)runs * WR_ITERS);
+	wr_verify(b, nwriters, WR_WARMUP + (int)runs * WR_ITERS, &gone_pkts,
+		  &gone_bytes);
+	if (cb && (cb_pkts != gone_pkts || cb_bytes != gone_bytes))
+		fail("the callback was not handed every packet overwritten");
+	if (!cb && cb_pkts)
+		fail("a callback that was not set was called");
 	tb_buf_destroy(b);
 	free(pl);
 	*spread = bench_spread(v, runs);
@@ -674,16 +716,17 @@ static double bench_patch(struct tb_buf *b, uint32_t id, int expect,
 
 /* ---- The table ---------------------------------------------------------- */
 
-enum { WR1, WRN, RD_EXCL, RD_INCL, P_LAST, P_11, P_MISS, NROWS };
+enum { WR1, WRN, WR1_CB, RD_EXCL, RD_INCL, P_LAST, P_11, P_MISS, NROWS };
 
 static const char *const row_names[NROWS] = {
-	"wr-1w", "wr-1000w", "rd-excl-free", "rd-incl-free",
+	"wr-1w", "wr-1000w", "wr-1w-cb", "rd-excl-free", "rd-incl-free",
 	"patch-last", "patch-11th", "patch-missing",
 };
 
 static const char *const row_what[NROWS] = {
 	"write, 1 writer, 64 MiB",
 	"write, 1000 writers, 64 MiB",
+	"write, 1 writer, callback",
 	"read 128 MiB, free not timed",
 	"read 128 MiB + free, timed",
 	"patch: last chunk",
@@ -735,14 +778,15 @@ int main(int argc, char **argv)
 	printf("%-14s %-29s %14s %6s %14s %6s\n", "", "", "median", "%",
 	       "median", "");
 
-	if (sel[WR1] || sel[WRN]) {
+	if (sel[WR1] || sel[WRN] || sel[WR1_CB]) {
 		double mc = bench_wr_memcpy(runs);
 
-		for (i = WR1; i <= WRN; i++) {
+		for (i = WR1; i <= WR1_CB; i++) {
 			if (!sel[i])
 				continue;
 			failures = 0;
-			rows[i].value = bench_wr(i == WR1 ? 1 : NWRITERS, runs,
+			rows[i].value = bench_wr(i == WRN ? NWRITERS : 1,
+						 i == WR1_CB, runs,
 						 &rows[i].spread);
 			rows[i].base = mc;
 			rows[i].failed = failures;
