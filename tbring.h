@@ -149,10 +149,14 @@
  *     system call each and makes it reclaim the very chunk the writer was
  *     about to reuse.  A writer wakes it when it burns a position,
  *     stalls, abandons or releases a chunk, and when it hands a chunk
- *     over (published and not kept for reuse, or forgotten) once an
- *     eighth of the ring waits.  Anything else - a chunk an idle writer
- *     keeps, a lone finished chunk - is taken at the reader's next pass,
- *     at the latest when tb_reader_wait() times out.
+ *     over (published and not kept for reuse, or forgotten) once half
+ *     the ring waits (TB_DROP) or the whole ring (TB_STALL: its stall
+ *     rings anyway).  Anything else - a chunk an idle writer keeps, a
+ *     lone finished chunk - is taken at the reader's next pass, at the
+ *     latest when tb_reader_wait() times out.  Before either side
+ *     sleeps it spins for a while (an adaptive number of polls,
+ *     tbsync.h): a stalled writer until read_pos moves, a waiting reader
+ *     until write_pos does.
  *   - The writers' waiter hint (for stalls) is only a hint: a writer
  *     killed while stalled leaves it raised, which costs the reader one
  *     needless FUTEX_WAKE per drain pass and nothing else.
@@ -777,16 +781,20 @@ static inline void tb__w_notify(const struct tb_ring *r)
 }
 
 /*
- * A chunk was handed over: wake a sleeping reader only once an eighth of
- * the ring (at least one chunk) waits for it.  Waking it for every chunk
- * costs a system call and a context switch per chunk, a third of the
- * writer's time with small packets; a lone chunk waits at most the
+ * A chunk was handed over: wake a sleeping reader only once @backlog
+ * chunks wait for it.  Every sleep of the reader costs a futex wait and
+ * the wake that ends it, and a reader woken for a few chunks goes back to
+ * sleep after them: a writer that drops on a full ring wakes it once half
+ * the ring waits, which leaves the other half for the reader to get going;
+ * one that stalls only once the whole ring waits, since its stall rings
+ * the bell anyway.  A reader that is not asleep (draining, or spinning in
+ * tb_reader_wait()) costs nothing here; a lone chunk waits at most the
  * reader's wait timeout.
  */
-static inline void tb__ring_handover(const struct tb_ring *r)
+static inline void tb__ring_handover(const struct tb_ring *r,
+				     uint32_t backlog)
 {
 	struct tb_ring_hdr *h = r->hdr;
-	uint32_t backlog = r->num_chunks >> 3 ? r->num_chunks >> 3 : 1;
 
 	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	/* relaxed: statistics-grade reads, a stale one only delays a wake */
@@ -834,7 +842,6 @@ enum tb_full_policy {
 #define TB_CLAIM_BUDGET		4	/* lost claims per acquisition */
 #define TB_RELOCATE_ROUNDS	8	/* scrapes of one suffix in a row */
 #define TB_STALL_MS		1000	/* default stall_ms */
-#define TB_STALL_SPIN		256	/* polls of read_pos before a sleep */
 #define TB_SPLIT_MIN		16	/* write_packet: smallest split */
 
 enum { TB_OWN_NONE, TB_OWN_ACQUIRED, TB_OWN_CACHED };
@@ -859,6 +866,7 @@ struct tb_writer {
 	uint8_t cont_next;	/* last closed fragment continues */
 	uint8_t relocated;	/* held chunk is a replacement: no reuse */
 	uint32_t stall_ms;
+	uint32_t spin;		/* polls of read_pos before a sleep, adaptive */
 	uint32_t pos;		/* position of the held chunk */
 	uint32_t word;		/* its state word as we last set it */
 	uint32_t pub_off;	/* payload end of the published prefix */
@@ -884,6 +892,7 @@ static inline int tb_writer_init(struct tb_writer *w, const struct tb_ring *r,
 	w->bid = bid;
 	w->policy = (uint8_t)policy;
 	w->stall_ms = TB_STALL_MS;
+	w->spin = TB_SPIN_MAX;
 	return TB_OK;
 }
 
@@ -899,6 +908,14 @@ static inline int32_t tb_writer_room(const struct tb_writer *w)
 	return w->own == TB_OWN_NONE ? -1 : tb_frag_room(&w->cur);
 }
 
+/* How many chunks wait before this writer's hand-over wakes the reader. */
+static inline uint32_t tb__writer_backlog(const struct tb_writer *w)
+{
+	uint32_t n = w->ring->num_chunks;
+
+	return w->policy == TB_STALL ? n : n / 2;
+}
+
 /*
  * The writer lets go of a Complete chunk it kept for reuse: the chunk is
  * final now, so tell the reader once a backlog builds up (a cached chunk
@@ -909,7 +926,7 @@ static inline void tb__writer_forget(struct tb_writer *w)
 	if (w->own != TB_OWN_CACHED)
 		return;
 	w->own = TB_OWN_NONE;
-	tb__ring_handover(w->ring);
+	tb__ring_handover(w->ring, tb__writer_backlog(w));
 }
 
 /*
@@ -929,9 +946,8 @@ static inline void tb_writer_record_loss(struct tb_writer *w)
 static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 {
 	struct tb_ring_hdr *h = w->ring->hdr;
+	uint32_t i;
 	int ret;
-
-	unsigned spin;
 
 	if (!TB_HAVE_WAIT)
 		return false;
@@ -939,15 +955,19 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	if (tb_bell_ring(w->ring->bell))	/* the reader may be asleep */
 		tb__wstat(w, TB_WS_FUTEX_WAKES, 1);
 	/*
-	 * A reader that is draining frees room within microseconds: spin a
-	 * little before paying for a sleep and a wake-up (relaxed loads; the
-	 * reserve that follows loads read_pos with acquire).
+	 * A reader that is draining frees room within microseconds: spin
+	 * before paying for a sleep and a wake-up, w->spin polls, adapted as
+	 * tbsync.h says (relaxed loads; the reserve that follows loads
+	 * read_pos with acquire).
 	 */
-	for (spin = 0; spin < TB_STALL_SPIN; spin++) {
-		if (tb_atomic_load(&h->read_pos, TB_RLX) != sample)
+	for (i = 0; i < w->spin; i++) {
+		if (tb_atomic_load(&h->read_pos, TB_RLX) != sample) {
+			tb_spin_adapt(&w->spin, true);
 			return true;
+		}
 		tb_cpu_relax();
 	}
+	tb_spin_adapt(&w->spin, false);
 	tb_atomic_add(&h->waiters, 1);	/* relaxed: the fence orders it */
 	tb_fence_seq_cst();	/* pairs with tb__r_publish_read_pos() */
 	if (tb_atomic_load(&h->read_pos, TB_RLX) != sample) {
@@ -1319,6 +1339,7 @@ static inline int tb_writer_write_packet(struct tb_writer *w,
  * Reader: one per ring.
  */
 #define TB_READ_BUDGET		8	/* CAS losses per position */
+#define TB__NO_WORD		0xffffffffu	/* matches no real state */
 
 enum tb_read_mode {
 	TB_READ_LAZY,	/* stop before a chunk a writer holds */
@@ -1347,6 +1368,7 @@ struct tb_reader {
 	uint32_t wait_pos;	/* write_pos when the last drain stopped */
 	uint32_t wait_word;	/* the word it stopped at */
 	uint32_t pinned_run;	/* positions in a row found RewriteRequested */
+	uint32_t spin;		/* tb_reader_wait(): polls before a sleep */
 #ifdef TB_TEST_HOOKS
 	/* test seam: runs between the copy and the arbitrating CAS */
 	void (*hook)(void *ctx, uint32_t pos, uint32_t word);
@@ -1364,6 +1386,7 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	TB_MEMSET(rd, 0, sizeof(*rd));
 	rd->ring = r;
 	rd->scratch = (uint8_t *)scratch;
+	rd->spin = TB_SPIN_MAX;
 	/* relaxed: only this thread stores read_pos from now on */
 	rd->pos = tb_atomic_load(&r->hdr->read_pos, TB_RLX);
 	return TB_OK;
@@ -1572,7 +1595,7 @@ static inline void tb__reader_end(struct tb_reader *rd, uint32_t start,
 	/* relaxed: only compared by tb_reader_idle() */
 	rd->wait_pos = tb_atomic_load(&r->hdr->write_pos, TB_RLX);
 	if (ret != TB_PENDING)
-		rd->wait_word = 0xffffffffu;	/* matches no real state */
+		rd->wait_word = TB__NO_WORD;
 	for (i = 0; i < TB_RS_MAX; i++)		/* relaxed: statistics */
 		tb_atomic_store(&r->hdr->rstat[i], rd->stat[i], TB_RLX);
 }
@@ -1658,15 +1681,54 @@ static inline bool tb_reader_idle(const struct tb_reader *rd)
 }
 
 /*
+ * Before it sleeps, the reader polls write_pos for a while (rd->spin
+ * polls, adapted as tbsync.h says): a writer that is busy reserves its
+ * next chunk within microseconds, and a sleep costs a futex wait here, a
+ * futex wake in the writer and the wake-up's latency.  The doorbell is
+ * not armed meanwhile, so writers do not ring it.  Only a new reservation
+ * ends the spin, not a change of the word the lazy drain stopped at: that
+ * word changes with every packet a writer adds to the chunk it holds, and
+ * taking the chunk then would cut it short.  The checks after the spin
+ * still see such a change, as before.
+ */
+static inline bool tb__reader_spin(struct tb_reader *rd)
+{
+	uint32_t i;
+
+	if (!TB_HAVE_WAIT || rd->stopped)
+		return false;	/* no sleep to save: the caller polls */
+	if (rd->wait_word == TB__NO_WORD && rd->wait_pos != rd->pos)
+		return false;	/* the drain stopped with work left */
+	for (i = 0; i < rd->spin; i++) {
+		/* relaxed: a hint; the drain that follows loads it again */
+		if (tb_atomic_load(&rd->ring->hdr->write_pos, TB_RLX) !=
+		    rd->wait_pos) {
+			tb_spin_adapt(&rd->spin, true);
+			return true;
+		}
+		tb_cpu_relax();
+	}
+	tb_spin_adapt(&rd->spin, false);
+	return false;
+}
+
+/*
  * Waits up to @timeout_ms for writers to publish or burn a position since
- * the last drain.  Returns at once if something already changed; returns
+ * the last drain.  Where the last drain caught up with the writers (or
+ * stopped before a chunk a writer holds), it first spins until a writer
+ * reserves a new position, for a while (tb__reader_spin()); then it
+ * returns at once if something already changed, or sleeps.  Returns
  * without waiting where futexes are unavailable (poll instead).  False
  * when it slept to the timeout, as tb_bell_wait().
  */
 static inline bool tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
 {
 	struct tb_bell *b = rd->ring->bell;
-	uint32_t seq = tb_bell_prepare(b);
+	uint32_t seq;
+
+	if (tb__reader_spin(rd))
+		return true;
+	seq = tb_bell_prepare(b);
 
 	if (tb_reader_idle(rd)) {
 		if (!TB_HAVE_WAIT)

@@ -335,6 +335,35 @@ static void st_wait(struct st_run *run)
 			 "times after it was armed", ms, rd->pos, rung);
 }
 
+/*
+ * tb_reader_wait() as a service would call it: it spins on write_pos
+ * before it arms the doorbell.  Only this thread arms the bell, and every
+ * wait disarms it before it returns, so any ring of the bell during the
+ * call came after the call's own tb_bell_prepare(): a call that slept to
+ * its timeout although the bell's sequence moved slept through a wake-up
+ * (the same check as st_wait(), with the ticket taken before the call).
+ */
+static void st_wait_reader(struct st_run *run)
+{
+	struct tb_reader *rd = &run->rd;
+	struct tb_bell *b = rd->ring->bell;
+	unsigned ms = run->cfg.wait_ms ? run->cfg.wait_ms : 1;
+	uint32_t before, rung;
+	bool woken;
+
+	run->waits++;
+	before = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
+	woken = tb_reader_wait(rd, ms);
+	rung = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE) - before;
+	if (woken || !rung || ms < 50)
+		return;
+	if (!run->slept_through++)
+		snprintf(run->slept_what, sizeof(run->slept_what),
+			 "tb_reader_wait() slept %u ms at pos %#x although "
+			 "the bell rang %u times during it", ms, rd->pos,
+			 rung);
+}
+
 /* The test thread reads while the writers run, then drains the rest. */
 static void st_read(struct st_run *run)
 {
@@ -359,9 +388,14 @@ static void st_read(struct st_run *run)
 		if (__atomic_load_n(&run->done, __ATOMIC_ACQUIRE) ==
 		    (int)run->cfg.writers)
 			break;
-		if (sh_range(&rng, 0, 1)) {
+		switch (sh_range(&rng, 0, 2)) {
+		case 0:
 			st_wait(run);
-		} else {
+			break;
+		case 1:
+			st_wait_reader(run);
+			break;
+		default:
 			sched_yield();
 		}
 	}

@@ -2426,44 +2426,64 @@ START_TEST(test_writer_room_is_what_the_next_fragment_could_take)
 }
 END_TEST
 
-START_TEST(test_handover_wakes_a_sleeping_reader_once_an_eighth_waits)
+/*
+ * A writer's hand-overs leave a sleeping reader asleep (it picks the
+ * chunks up at its timeout) until @wake chunks wait; that one wakes it.
+ */
+static void check_handover_wakes_at(uint32_t num_chunks,
+				    enum tb_full_policy policy, unsigned wake)
 {
-	/*
-	 * 64 chunks: handing over chunks 1..7 leaves the reader asleep (it
-	 * picks them up at its timeout); the 8th wakes it.
-	 */
 	struct tring t;
 	struct twriter a;
 	uint32_t seq;
-	int i;
+	unsigned i;
 
-	tring_new(&t, 512, 64);
-	twriter_new(&a, &t, WA, BID, TB_DROP);
+	tring_new(&t, 512, num_chunks);
+	twriter_new(&a, &t, WA, BID, policy);
 	seq = tb_bell_prepare(t.r.bell);
-	for (i = 1; i < 8; i++) {
+	for (i = 1; i < wake; i++) {
 		fill_chunk(&a, &t);
 		ck_assert_uint_eq(bell_seq(&t), seq);
+		ck_assert_uint_eq(t.r.bell->sleeping, 1);
 	}
 	fill_chunk(&a, &t);
 	ck_assert_uint_ne(bell_seq(&t), seq);
 	ck_assert_uint_eq(t.r.bell->sleeping, 0);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wstat[TB_WS_FUTEX_WAKES]), 1);
 	twriter_free(&a);
 	tring_free(&t);
 }
+
+START_TEST(test_handover_wakes_a_sleeping_reader_once_half_waits)
+{
+	/* TB_DROP: half the ring waits, the other half is the headroom */
+	check_handover_wakes_at(64, TB_DROP, 32);
+	check_handover_wakes_at(4, TB_DROP, 2);
+	check_handover_wakes_at(2, TB_DROP, 1);
+}
 END_TEST
 
-START_TEST(test_small_ring_handover_wakes_at_once)
+START_TEST(test_stalling_writer_handover_wakes_only_a_full_ring)
 {
-	/* an eighth of 4 chunks rounds up to one: every handover wakes */
+	/* TB_STALL: a full ring makes it stall, and the stall rings */
+	check_handover_wakes_at(64, TB_STALL, 64);
+	check_handover_wakes_at(4, TB_STALL, 4);
+}
+END_TEST
+
+START_TEST(test_handover_to_a_reader_that_is_not_asleep_makes_no_call)
+{
+	/* without tb_bell_prepare(), a full ring's hand-over rings nothing */
 	struct tring t;
 	struct twriter a;
-	uint32_t seq;
+	unsigned i;
 
-	tring_new(&t, 256, 4);
+	tring_new(&t, 512, 4);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
-	seq = tb_bell_prepare(t.r.bell);
-	fill_chunk(&a, &t);
-	ck_assert_uint_ne(bell_seq(&t), seq);
+	for (i = 0; i < 4; i++)
+		fill_chunk(&a, &t);
+	ck_assert_uint_eq(bell_seq(&t), 0);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wstat[TB_WS_FUTEX_WAKES]), 0);
 	twriter_free(&a);
 	tring_free(&t);
 }
@@ -2568,6 +2588,222 @@ START_TEST(test_writer_stall_wakes_when_reader_drains)
 	tb_ring_stats(&t.r, &st);
 	ck_assert_uint_ge(st.wstat[TB_WS_FUTEX_WAITS], 1);
 	ck_assert_uint_ge(st.rstat[TB_RS_FUTEX_WAKES], 1);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * The spins before a sleep, made deterministic through the atomics seam:
+ * the other side acts just before the spinning side's poll.
+ */
+struct spin_act {
+	struct tring *t;
+	struct twriter *tw;	/* acts: writes a fragment */
+	struct treader *tr;	/* acts: drains one position */
+	int mo;			/* the poll's order */
+	const uint32_t *word;	/* the polled word */
+	unsigned polls;		/* polls of it seen */
+	unsigned bell_loads;	/* loads of the bell's sequence */
+	unsigned polls_before_bell;
+	int sleeping_seen;	/* "sleeping" when the act ran */
+	int acting, acted;
+};
+
+static struct spin_act *spin_act;
+
+static void act_on_poll(const uint32_t *p, int op, uint32_t e, uint32_t v,
+			int ok, int fail)
+{
+	struct spin_act *a = spin_act;
+
+	(void)e, (void)v, (void)fail;
+	if (a->acting || op != TB_TEST_LOAD)
+		return;
+	if (p == &a->t->r.bell->seq && !a->bell_loads++)
+		a->polls_before_bell = a->polls;
+	if (p != a->word || ok != a->mo)
+		return;
+	a->polls++;
+	if (a->acted)
+		return;
+	a->acting = 1;
+	a->sleeping_seen = (int)a->t->r.bell->sleeping;
+	if (a->tw)
+		ck_assert_int_eq(twrite(a->tw, "spun", 0, 0), TB_OK);
+	if (a->tr)
+		ck_assert_int_eq(tdrain(&a->tr->rd, 1, TB_READ_SCRAPE, NULL,
+					NULL), 1);
+	a->acting = 0;
+	a->acted = 1;
+}
+
+START_TEST(test_waiting_reader_spins_through_a_new_reservation)
+{
+	/* a reservation during the spin: no doorbell, no sleep */
+	struct spin_act act;
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 0);
+	memset(&act, 0, sizeof(act));
+	act.t = &t;
+	act.tw = &a;
+	act.mo = TB_RLX;
+	act.word = &t.r.hdr->write_pos;
+	spin_act = &act;
+	tb_test_atomic = act_on_poll;
+	ck_assert(tb_reader_wait(&tr.rd, 60000));
+	tb_test_atomic = NULL;
+	ck_assert(act.acted);
+	ck_assert_int_eq(act.sleeping_seen, 0);	/* not armed while spinning */
+	ck_assert_uint_eq(act.bell_loads, 0);	/* never got to the bell */
+	ck_assert_uint_eq(t.r.bell->sleeping, 0);
+	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAITS]), 0);
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL, NULL), 1);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_waiting_reader_does_not_spin_with_work_left)
+{
+	/* a drain that stopped at its limit: straight to the checks */
+	struct spin_act act;
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	fill_chunk(&a, &t);
+	fill_chunk(&a, &t);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 1, TB_READ_LAZY, NULL, NULL,
+					 NULL), TB_LIMIT);
+	memset(&act, 0, sizeof(act));
+	act.t = &t;
+	act.mo = TB_RLX;
+	act.word = &t.r.hdr->write_pos;
+	act.acted = 1;			/* count only */
+	spin_act = &act;
+	tb_test_atomic = act_on_poll;
+	ck_assert(tb_reader_wait(&tr.rd, 60000));	/* not idle */
+	tb_test_atomic = NULL;
+	ck_assert_uint_eq(act.bell_loads, 1);
+	ck_assert_uint_eq(act.polls_before_bell, 0);
+	ck_assert_uint_eq(t.r.bell->sleeping, 0);
+	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAITS]), 0);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_stalled_writer_spins_through_a_drain)
+{
+	/* the reader frees a chunk during the spin: no waiter, no sleep */
+	struct spin_act act;
+	struct tring t;
+	struct twriter a, b, c;
+	struct treader tr;
+	struct tb_ring_stats st;
+
+	tring_new(&t, 256, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_STALL);
+	treader_new(&tr, &t);
+	c.w.stall_ms = 10000;
+	ck_assert_int_eq(twrite(&a, "a", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&b, "b", 0, 0), TB_OK);
+	memset(&act, 0, sizeof(act));
+	act.t = &t;
+	act.tr = &tr;
+	act.mo = TB_RLX;		/* the spin's; reserve's is acquire */
+	act.word = &t.r.hdr->read_pos;
+	spin_act = &act;
+	tb_test_atomic = act_on_poll;
+	ck_assert_int_eq(twrite(&c, "c", 0, 0), TB_OK);
+	tb_test_atomic = NULL;
+	ck_assert(act.acted);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.wstat[TB_WS_STALLS], 1);
+	ck_assert_uint_eq(st.wstat[TB_WS_FUTEX_WAITS], 0);
+	ck_assert_uint_eq(st.rstat[TB_RS_FUTEX_WAKES], 0);
+	ck_assert_uint_eq(peek32(&t.r.hdr->waiters), 0);
+	ck_assert_uint_eq(twrite_pos(&t), 3);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_spin_budget_doubles_on_a_hit_and_halves_on_a_miss)
+{
+	uint32_t n = TB_SPIN_MAX;
+
+	tb_spin_adapt(&n, true);
+	ck_assert_uint_eq(n, TB_SPIN_MAX);
+	tb_spin_adapt(&n, false);
+	ck_assert_uint_eq(n, TB_SPIN_MAX / 2);
+	while (n > TB_SPIN_MIN)
+		tb_spin_adapt(&n, false);
+	ck_assert_uint_eq(n, TB_SPIN_MIN);
+	tb_spin_adapt(&n, false);
+	ck_assert_uint_eq(n, TB_SPIN_MIN);
+	tb_spin_adapt(&n, true);
+	ck_assert_uint_eq(n, 2 * TB_SPIN_MIN);
+}
+END_TEST
+
+/* A writer that stalls on a full ring rings the sleeping reader's bell. */
+START_TEST(test_stalled_writer_wakes_the_sleeping_reader)
+{
+	struct tring t;
+	struct twriter a, b, c;
+	struct treader tr;
+	struct stall_arg arg;
+	pthread_t th;
+	uint32_t seq;
+	uint64_t t0;
+
+	tring_new(&t, 256, 2);
+	twriter_new(&a, &t, WA, BID, TB_STALL);
+	twriter_new(&b, &t, WB, BID, TB_STALL);
+	twriter_new(&c, &t, WC, BID, TB_STALL);
+	treader_new(&tr, &t);
+	c.w.stall_ms = 10000;
+	ck_assert_int_eq(twrite(&a, "a", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&b, "b", 0, 0), TB_OK);
+	seq = tb_bell_prepare(t.r.bell);	/* asleep on a full ring */
+	memset(&arg, 0, sizeof(arg));
+	arg.tw = &c;
+	arg.s = "c";
+	arg.close_size = -1;
+	ck_assert_int_eq(pthread_create(&th, NULL, stall_thread, &arg), 0);
+	t0 = now_ms();
+	while (bell_seq(&t) == seq) {
+		ck_assert_msg(now_ms() - t0 < 5000, "the stall never rang");
+		sleep_ms(1);
+	}
+	ck_assert_uint_eq(__atomic_load_n(&t.r.bell->sleeping,
+					  __ATOMIC_RELAXED), 0);
+	ck_assert_uint_ge(__atomic_load_n(&t.r.hdr->wstat[TB_WS_FUTEX_WAKES],
+					  __ATOMIC_RELAXED), 1);
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_SCRAPE, NULL, NULL), 1);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(arg.ret, TB_OK);
 	twriter_free(&a);
 	twriter_free(&b);
 	twriter_free(&c);
@@ -4387,10 +4623,18 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_lost_claim_burns_position_and_moves_on);
 	tcase_add_test(tc, test_burned_position_rings_the_doorbell);
 	tcase_add_test(tc, test_writer_room_is_what_the_next_fragment_could_take);
-	tcase_add_test(tc, test_handover_wakes_a_sleeping_reader_once_an_eighth_waits);
-	tcase_add_test(tc, test_small_ring_handover_wakes_at_once);
+	tcase_add_test(tc, test_handover_wakes_a_sleeping_reader_once_half_waits);
+	tcase_add_test(tc, test_stalling_writer_handover_wakes_only_a_full_ring);
+	tcase_add_test(tc,
+		test_handover_to_a_reader_that_is_not_asleep_makes_no_call);
 	tcase_add_test(tc, test_reuse_keeps_the_reader_asleep_release_wakes_it);
 	tcase_add_test(tc, test_writer_stall_wakes_when_reader_drains);
+	tcase_add_test(tc, test_waiting_reader_spins_through_a_new_reservation);
+	tcase_add_test(tc, test_waiting_reader_does_not_spin_with_work_left);
+	tcase_add_test(tc, test_stalled_writer_spins_through_a_drain);
+	tcase_add_test(tc,
+		test_spin_budget_doubles_on_a_hit_and_halves_on_a_miss);
+	tcase_add_test(tc, test_stalled_writer_wakes_the_sleeping_reader);
 	tcase_add_test(tc,
 		test_writer_stall_times_out_to_full_when_nobody_drains);
 	tcase_set_timeout(tc, 20);
