@@ -95,6 +95,15 @@
  *   writer can see; losses it cannot see (the service's) are what the
  *   generation word is for.
  *
+ * TB_EV_DEFAULTS (an option of tb_ev_writer_init())
+ *   The state's first packet then carries TracePacketDefaults: the
+ *   writer's own track (events on it leave out track_uuid, up to 11
+ *   bytes each: a third of a typical event) and its clock id (no
+ *   timestamp_clock_id on every packet).  Every later packet of the
+ *   state says SEQ_NEEDS_INCREMENTAL_STATE, as Perfetto requires once
+ *   defaults are set.  Off by default: a reader that ignores defaults
+ *   would put those events on the trace-global track.
+ *
  * Slices under loss
  *   For tracks in its table the writer keeps a stack of the slices it
  *   began (64 deep): when a BEGIN could not be written, its END is not
@@ -207,7 +216,11 @@ enum {
 	TB__TP_INTERNED_DATA = 12,
 	TB__TP_SEQUENCE_FLAGS = 13,
 	TB__TP_TIMESTAMP_CLOCK_ID = 58,
+	TB__TP_TRACE_PACKET_DEFAULTS = 59,
 	TB__TP_TRACK_DESCRIPTOR = 60,
+	/* TracePacketDefaults (58 as in TracePacket), TrackEventDefaults */
+	TB__PDF_TRACK_EVENT_DEFAULTS = 11,
+	TB__TED_TRACK_UUID = 11,
 	/* TrackEvent */
 	TB__TE_CATEGORY_IIDS = 3,
 	TB__TE_DEBUG_ANNOTATIONS = 4,
@@ -615,6 +628,7 @@ struct tb_event {
 
 /* tb_ev_writer_init() flags */
 #define TB_EV_NO_INTERN		1u	/* names inline, no iids */
+#define TB_EV_DEFAULTS		2u	/* TracePacketDefaults (the top) */
 
 struct tb_ev_stats {
 	uint32_t events;	/* event packets written */
@@ -680,11 +694,17 @@ static inline uint64_t tb_ev_now(const struct tb_ev_writer *ew)
 #endif
 }
 
-/* The clock id packets carry, 0 for none (BOOTTIME, the default). */
-static inline uint32_t tb__ev_clock_id(const struct tb_ev_writer *ew)
+/* The writer's clock id, 0 for BOOTTIME (the default: none needed). */
+static inline uint32_t tb__ev_own_clock_id(const struct tb_ev_writer *ew)
 {
 	return ew->clock && ew->clock->id != TB_CLOCK_BOOTTIME ?
 	       ew->clock->id : 0;
+}
+
+/* The clock id each packet carries: none when the defaults say it. */
+static inline uint32_t tb__ev_clock_id(const struct tb_ev_writer *ew)
+{
+	return ew->flags & TB_EV_DEFAULTS ? 0 : tb__ev_own_clock_id(ew);
 }
 
 /* ------------------------------------------------------------------------
@@ -1085,6 +1105,19 @@ static inline uint32_t tb__ev_take_clear(struct tb_ev_writer *ew)
 	return seq;
 }
 
+/*
+ * A packet's sequence flags: CLEARED on the state's first, NEEDS on
+ * those that use it: iids (@uses), or the defaults (every later packet).
+ */
+static inline uint32_t tb__ev_seq(struct tb_ev_writer *ew, bool uses)
+{
+	uint32_t seq = tb__ev_take_clear(ew);
+
+	if (uses || (!seq && (ew->flags & TB_EV_DEFAULTS)))
+		seq |= TB_SEQ_NEEDS_INCREMENTAL_STATE;
+	return seq;
+}
+
 /* A write failed: the packet is lost, and so is the state after it. */
 static inline int tb__ev_lost(struct tb_ev_writer *ew, int ret)
 {
@@ -1145,7 +1178,7 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 			  0) +
 	     (named ? tb__ev_lsize(TB__TD_NAME, nlen) : 0) +
 	     (field ? tb__ev_lsize(field, inner) : 0);
-	seq = tb__ev_take_clear(ew);
+	seq = tb__ev_seq(ew, false);
 	size = tb__ev_head_size(ew, true, ts, seq) +
 	       tb__ev_lsize(TB__TP_TRACK_DESCRIPTOR, td);
 	if (tb__ev_out_open(&o, ew->w, size, 0))
@@ -1184,6 +1217,44 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 /* ------------------------------------------------------------------------
  * The clock snapshot: the user clock and its reference, read together.
  */
+/* ------------------------------------------------------------------------
+ * TracePacketDefaults (TB_EV_DEFAULTS): the writer's track and clock for
+ * every later packet of the state, on the state's first packet.
+ */
+static inline uint32_t tb__ev_track_defaults_size(const struct tb_ev_writer *ew)
+{
+	return tb__ev_vsize(TB__TED_TRACK_UUID, ew->track->uuid);
+}
+
+TB__EV_SLOW int tb__ev_defaults(struct tb_ev_writer *ew)
+{
+	uint32_t id = tb__ev_own_clock_id(ew);
+	uint32_t ted = ew->track ? tb__ev_track_defaults_size(ew) : 0;
+	uint32_t dl = (id ? tb__ev_vsize(TB__TP_TIMESTAMP_CLOCK_ID, id) : 0) +
+		      (ew->track ?
+		       tb__ev_lsize(TB__PDF_TRACK_EVENT_DEFAULTS, ted) : 0);
+	uint32_t seq = tb__ev_seq(ew, false);
+	struct tb__ev_out o;
+	int ret;
+
+	if (tb__ev_out_open(&o, ew->w, tb__ev_head_size(ew, false, 0, seq) +
+			    tb__ev_lsize(TB__TP_TRACE_PACKET_DEFAULTS, dl), 0))
+		return tb__ev_lost(ew, o.ret);
+	tb__ev_head_put(&o, ew, false, 0, seq);
+	tb__ev_put_hdr(&o, TB__TP_TRACE_PACKET_DEFAULTS, dl);
+	if (id)
+		tb__ev_put_uint(&o, TB__TP_TIMESTAMP_CLOCK_ID, id);
+	if (ew->track) {
+		tb__ev_put_hdr(&o, TB__PDF_TRACK_EVENT_DEFAULTS, ted);
+		tb__ev_put_uint(&o, TB__TED_TRACK_UUID, ew->track->uuid);
+	}
+	ret = tb__ev_out_close(&o);
+	if (ret)
+		return tb__ev_lost(ew, ret);
+	ew->owed = 0;
+	return TB_OK;
+}
+
 static inline bool tb__ev_wants_snapshot(const struct tb_ev_writer *ew)
 {
 	const struct tb_ev_clock *c = ew->clock;
@@ -1224,7 +1295,7 @@ TB__EV_SLOW int tb__ev_snapshot(struct tb_ev_writer *ew)
 				   tb__ev_clock_size(c->id, mine)) +
 		      tb__ev_lsize(TB__CS_CLOCKS,
 				   tb__ev_clock_size(c->ref_id, ref));
-	uint32_t seq = tb__ev_take_clear(ew);
+	uint32_t seq = tb__ev_seq(ew, false);
 	uint32_t size = tb__ev_head_size(ew, false, 0, seq) +
 			tb__ev_lsize(TB__TP_CLOCK_SNAPSHOT, cs);
 	struct tb__ev_out o;
@@ -1350,6 +1421,11 @@ TB__EV_SLOW int tb__ev_restart(struct tb_ev_writer *ew)
 		ew->nintern = 0;
 		ew->overflow = 0;
 	}
+	if (ew->flags & TB_EV_DEFAULTS) {
+		ret = tb__ev_defaults(ew);
+		if (ret)
+			return ret;
+	}
 	if (tb__ev_wants_snapshot(ew)) {
 		ret = tb__ev_snapshot(ew);
 		if (ret)
@@ -1420,12 +1496,19 @@ struct tb__ev_plan {
 	uint32_t al[TB_EV_MAX_ARGS];	/* DebugAnnotation bytes */
 };
 
-/* The track_uuid field: cached in the track's slot, or encoded now. */
-static inline void tb__ev_plan_track(struct tb__ev_plan *pl,
+/*
+ * The track_uuid field: cached in the track's slot, or encoded now; none
+ * for the writer's own track when the defaults name it.
+ */
+static inline void tb__ev_plan_track(const struct tb_ev_writer *ew,
+				     struct tb__ev_plan *pl,
 				     const struct tb_track *t,
 				     const struct tb__ev_track *slot)
 {
-	if (slot) {
+	if (t && t == ew->track && (ew->flags & TB_EV_DEFAULTS)) {
+		pl->ufield = NULL;
+		pl->ulen = 0;
+	} else if (slot) {
 		pl->ufield = slot->ufield;
 		pl->ulen = slot->ulen;
 	} else if (t) {
@@ -1545,8 +1628,7 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 	}
 	pl->te = te;
 	pl->id = id;
-	pl->seq = tb__ev_take_clear(ew) |
-		  (iids ? TB_SEQ_NEEDS_INCREMENTAL_STATE : 0);
+	pl->seq = tb__ev_seq(ew, iids);
 	pl->size = tb__ev_head_size(ew, true, pl->ts, pl->seq) +
 		   (id ? tb__ev_lsize(TB__TP_INTERNED_DATA, id) : 0) +
 		   tb__ev_lsize(TB__TP_TRACK_EVENT, te);
@@ -1661,7 +1743,7 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	if (!ret)
 		ret = tb__ev_use_track(ew, t, &slot);
 	if (!ret) {
-		tb__ev_plan_track(&pl, t, slot);
+		tb__ev_plan_track(ew, &pl, t, slot);
 		if (!pl.ts)
 			pl.ts = tb_ev_now(ew);
 		tb__ev_plan(ew, ev, &pl);
@@ -1690,7 +1772,8 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
  * Sets up @ew over @w (which it uses, and does not own): events go on
  * @track by default (NULL: the trace-global track), timestamped by
  * @clock (NULL: CLOCK_BOOTTIME; required where TB_EV_HAVE_BOOTTIME is 0).
- * @flags: TB_EV_NO_INTERN.  Nothing is written before the first event.
+ * @flags: TB_EV_NO_INTERN, TB_EV_DEFAULTS.  Nothing is written before
+ * the first event.
  */
 static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 				    struct tb_writer *w,
@@ -1698,7 +1781,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 				    const struct tb_ev_clock *clock,
 				    unsigned flags)
 {
-	if (!ew || !w || (flags & ~TB_EV_NO_INTERN))
+	if (!ew || !w || (flags & ~(TB_EV_NO_INTERN | TB_EV_DEFAULTS)))
 		return TB_EINVAL;
 	if (!clock && !TB_EV_HAVE_BOOTTIME)
 		return TB_EINVAL;

@@ -19,6 +19,7 @@
  *   slice / counter / counter-double: the macros, CLOCK_BOOTTIME
  *   slice-args: BEGIN with two annotations (uint, string), END with one
  *   slice-own-clock: the caller's clock (a counter): the encoder alone
+ *   slice-defaults: TB_EV_DEFAULTS (no track_uuid on the writer's track)
  *   slice-copy: the same events encoded into a buffer first, then
  *       tb_writer_write_packet() (what the layer would cost if it did not
  *       encode in place; private helpers of tbevent.h, bench only)
@@ -28,9 +29,10 @@
  * Bytes.  A demo-like workload (examples/demo.c's request handler: nested
  * request slices, each BEGIN with its sequence number, each END with its
  * own, a few more annotations on some stages) traced for REQUESTS
- * requests, with and without interning, in one state and with a fresh
- * state every 6250 events (the demo's rate: 25000 events/s per writer, a
- * long-trace write every 250 ms bumps the generation).  Bytes per event
+ * requests, names inline, interned, and interned with TB_EV_DEFAULTS
+ * (hashed 64-bit track uuids, as tb_ev_uuid() makes), in one state and
+ * with a fresh state every 6250 events (the demo's rate: 25000 events/s
+ * per writer, a long-trace write every 250 ms bumps the generation).  Bytes per event
  * count every packet written (descriptors and interned data included),
  * divided by the events.
  *
@@ -45,7 +47,7 @@
 
 #define CHUNK_SIZE	4096u
 #define NUM_CHUNKS	1024u
-#define BATCH		8192u		/* operations between drains */
+#define BATCH		8192u		/* operations, then a drain */
 #define ITERS		(16u * BATCH)	/* operations per run */
 #define WARMUP		BATCH
 #define CAP_MAX		16		/* packets of one operation */
@@ -61,6 +63,7 @@ enum op {
 	OP_COUNTER,
 	OP_COUNTER_DOUBLE,
 	OP_SLICE_OWN_CLOCK,
+	OP_SLICE_DEFAULTS,
 	OP_SLICE_COPY,
 	OP_SLICE_OFF,
 	OP_COUNTER_OFF,
@@ -80,6 +83,7 @@ static const struct row rows[] = {
 	{ "counter", OP_COUNTER, 1, "int64 value" },
 	{ "counter-double", OP_COUNTER_DOUBLE, 1, "double value" },
 	{ "slice-own-clock", OP_SLICE_OWN_CLOCK, 1, "BEGIN + END, no clock" },
+	{ "slice-defaults", OP_SLICE_DEFAULTS, 1, "BEGIN + END, defaults" },
 	{ "slice-copy", OP_SLICE_COPY, 1, "encode to buffer + write" },
 	{ "slice-off", OP_SLICE_OFF, 0, "BEGIN + END, disabled" },
 	{ "counter-off", OP_COUNTER_OFF, 0, "counter, disabled" },
@@ -223,7 +227,7 @@ static void copy_emit(struct tb_ev_writer *ew, unsigned type,
 	if (tb__ev_check_state(ew) ||
 	    tb__ev_use_track(ew, ew->track, &slot))
 		return;
-	tb__ev_plan_track(&pl, ew->track, slot);
+	tb__ev_plan_track(ew, &pl, ew->track, slot);
 	pl.ts = tb_ev_now(ew);
 	tb__ev_plan(ew, &ev, &pl);
 	o.w = NULL;
@@ -243,6 +247,7 @@ static inline void run_op(struct bench *b, enum op op, uint32_t i)
 	switch (op) {
 	case OP_SLICE:
 	case OP_SLICE_OWN_CLOCK:
+	case OP_SLICE_DEFAULTS:
 		TB_TRACE_BEGIN_W(ew, &cat_on, "HandleRequest");
 		TB_TRACE_END_W(ew, &cat_on);
 		break;
@@ -348,7 +353,8 @@ static int run_row(const struct row *rw, unsigned runs)
 
 	if (!b)
 		exit(1);
-	setup(b, rw->op == OP_SLICE_OWN_CLOCK ? &own : NULL, 0);
+	setup(b, rw->op == OP_SLICE_OWN_CLOCK ? &own : NULL,
+	      rw->op == OP_SLICE_DEFAULTS ? TB_EV_DEFAULTS : 0);
 	capture(b, rw->op);
 	for (j = 0; j < b->ncap; j++)
 		bytes += b->caplen[j];
@@ -485,10 +491,12 @@ static void bytes_per_event(void)
 		const char *what;
 		unsigned flags, every;
 	} cfg[] = {
-		{ "interned, one state", 0, 0 },
 		{ "inline names, one state", TB_EV_NO_INTERN, 0 },
-		{ "interned, fresh every 6250", 0, 6250 },
+		{ "interned, one state", 0, 0 },
+		{ "interned + defaults, one state", TB_EV_DEFAULTS, 0 },
 		{ "inline names, fresh every 6250", TB_EV_NO_INTERN, 6250 },
+		{ "interned, fresh every 6250", 0, 6250 },
+		{ "interned + defaults, fresh/6250", TB_EV_DEFAULTS, 6250 },
 	};
 	double base = 0;
 	unsigned i;
@@ -508,7 +516,7 @@ static void bytes_per_event(void)
 		setup(b, NULL, cfg[i].flags);
 		workload(b, cfg[i].every);
 		per = (double)b->bytes / (double)b->events;
-		if (i % 2 == 0)
+		if (i % 3 == 0)
 			base = per;
 		printf("%-32s %8llu %8llu %9llu %8.2f %6.0f%%\n", cfg[i].what,
 		       (unsigned long long)b->events,

@@ -312,6 +312,9 @@ struct seqck {
 	struct sc_track tracks[SC_TRACKS];	/* every track ever */
 	uint64_t snap[4];		/* clock ids snapshotted, this state */
 	unsigned nsnap;
+	int has_defaults;		/* TracePacketDefaults, this state */
+	uint64_t def_track;		/* their track_uuid, 0: none */
+	uint64_t def_clock;		/* their timestamp_clock_id, 0: none */
 	uint64_t last_ts;
 	unsigned events, descriptors, clears, losses, snapshots;
 	unsigned errors;
@@ -329,6 +332,9 @@ static void sc_reset_state(struct seqck *sc)
 	memset(sc->nstr, 0, sizeof(sc->nstr));
 	sc->ndesc = 0;
 	sc->nsnap = 0;
+	sc->has_defaults = 0;
+	sc->def_track = 0;
+	sc->def_clock = 0;
 }
 
 static struct sc_track *sc_track(struct seqck *sc, uint64_t uuid)
@@ -433,9 +439,12 @@ static void sc_event(struct seqck *sc, unsigned idx, const struct msg *te,
 	sc->events++;
 	if (type < 1 || type > 4)
 		sc_fail(sc, idx, "event without a type");
-	if (msg_has(te, 11)) {
-		uint64_t uuid = msg_varint(te, 11);
+	if (msg_has(te, 11) || sc->def_track) {
+		uint64_t uuid = msg_has(te, 11) ? msg_varint(te, 11) :
+						  sc->def_track;
 
+		if (!msg_has(te, 11))
+			*uses = 1;	/* the defaults' track */
 		if (!sc_described(sc, uuid))
 			sc_fail(sc, idx, "event on a track not described "
 				"in this state");
@@ -500,6 +509,24 @@ static void sc_feed(struct seqck *sc, unsigned idx, const struct tpkt *p)
 	}
 	if (!sc->valid)
 		sc_fail(sc, idx, "packet before the first cleared state");
+	if (sc->has_defaults && !(seq & 2))
+		sc_fail(sc, idx, "a packet after the defaults without "
+			"SEQ_NEEDS_INCREMENTAL_STATE");
+	if (msg_has(&m, 59)) {
+		struct msg d, ted;
+
+		if (!(seq & 1))
+			sc_fail(sc, idx, "defaults not on the state's first "
+				"packet");
+		msg_sub(&m, 59, &d);
+		sc->has_defaults = 1;
+		sc->def_clock = msg_has(&d, 58) ? msg_varint(&d, 58) : 0;
+		sc->def_track = 0;
+		if (msg_has(&d, 11)) {
+			msg_sub(&d, 11, &ted);
+			sc->def_track = msg_varint(&ted, 11);
+		}
+	}
 	if (msg_has(&m, 6)) {
 		struct msg cs, ck;
 
@@ -511,8 +538,9 @@ static void sc_feed(struct seqck *sc, unsigned idx, const struct tpkt *p)
 		}
 		sc->snapshots++;
 	}
-	if (msg_has(&m, 58)) {
-		uint64_t id = msg_varint(&m, 58);
+	if (msg_has(&m, 58) || (msg_has(&m, 8) && sc->def_clock)) {
+		uint64_t id = msg_has(&m, 58) ? msg_varint(&m, 58) :
+						sc->def_clock;
 		int found = id < 64;
 
 		for (i = 0; i < sc->nsnap; i++)
@@ -550,7 +578,7 @@ static void sc_feed(struct seqck *sc, unsigned idx, const struct tpkt *p)
 	}
 	if (uses && !(seq & 2))
 		sc_fail(sc, idx, "iids without SEQ_NEEDS_INCREMENTAL_STATE");
-	if (!uses && (seq & 2))
+	if (!uses && (seq & 2) && !sc->has_defaults)
 		sc_fail(sc, idx, "SEQ_NEEDS_INCREMENTAL_STATE, but no iid");
 }
 
@@ -1462,6 +1490,72 @@ START_TEST(test_too_many_items_and_bad_events_are_refused)
 }
 END_TEST
 
+START_TEST(test_defaults_name_the_writers_track_and_clock)
+{
+	struct tb_ev_clock clk = { fake_now, NULL, 70, 0, NULL };
+	struct tenv *e = env_new(4096, 8, TB_EV_DEFAULTS);
+	struct seqck *sc = sc_new();
+	static const struct tb_track lane =
+		TB_TRACK_CUSTOM_INIT(0x7300, NULL, "lane");
+	struct msg m, d, ted, te;
+	unsigned i;
+
+	TB_TRACE_BEGIN_W(&e->ew, &cat_a, "Own");
+	TB_TRACE_INSTANT_W(&e->ew, &cat_a, "Other", TB_ON_TRACK(&lane));
+	TB_TRACE_END_W(&e->ew, &cat_a);
+	tb_ring_bump_generation(&e->t.r);
+	TB_TRACE_INSTANT_W(&e->ew, &cat_a, "Again");
+	env_flush(e);
+	/* defaults, proc, thread, Own, lane, Other, END; again: 4 + I */
+	ck_assert_uint_eq(e->n, 7 + 5);
+	sc_run(sc, e);
+	ck_assert_seq_ok(sc);
+	pkt(e, 0, &m);
+	ck_assert_uint_eq(msg_varint(&m, 13), 1);
+	ck_assert(!msg_has(&m, 8) && !msg_has(&m, 60) && !msg_has(&m, 11));
+	msg_sub(&m, 59, &d);
+	ck_assert(!msg_has(&d, 58));		/* BOOTTIME: no clock id */
+	msg_sub(&d, 11, &ted);
+	ck_assert_int_eq(ted.n, 1);
+	ck_assert_uint_eq(msg_varint(&ted, 11), THREAD_UUID);
+	for (i = 1; i < 7; i++) {
+		pkt(e, i, &m);
+		ck_assert_uint_eq(msg_varint(&m, 13) & 3, 2);
+	}
+	pkt_event(e, 3, &m, &te);
+	ck_assert(!msg_has(&te, 11));		/* the default track */
+	pkt_event(e, 5, &m, &te);
+	ck_assert_uint_eq(msg_varint(&te, 11), 0x7300);
+	pkt_event(e, 6, &m, &te);
+	ck_assert(!msg_has(&te, 11));
+	pkt(e, 7, &m);
+	ck_assert(msg_has(&m, 59));		/* again after the bump */
+	free(sc);
+	env_free(e);
+
+	/* a user clock: its id in the defaults, on no packet */
+	e = env_new_clock(4096, 8, &clk, TB_EV_DEFAULTS);
+	sc = sc_new();
+	TB_TRACE_INSTANT_W(&e->ew, &cat_a, "Timed");
+	env_flush(e);
+	ck_assert_uint_eq(e->n, 4);
+	pkt(e, 0, &m);
+	msg_sub(&m, 59, &d);
+	ck_assert_uint_eq(msg_varint(&d, 58), 70);
+	for (i = 1; i < 4; i++) {
+		pkt(e, i, &m);
+		ck_assert(!msg_has(&m, 58));
+	}
+	/* no snapshot (no reference clock): the checker must say so */
+	sc_run(sc, e);
+	ck_assert_uint_eq(sc->errors, 3);
+	ck_assert_str_eq(sc->err, "packet 1: a user clock without its "
+			 "snapshot");
+	free(sc);
+	env_free(e);
+}
+END_TEST
+
 START_TEST(test_copied_names_and_the_global_track)
 {
 	struct tenv *e = env_new(4096, 8, 0);
@@ -1594,7 +1688,7 @@ static const char *const stage[] = { "HandleRequest", "ParseRequest",
 
 START_TEST(test_random_loss_keeps_every_sequence_resolvable)
 {
-	struct tenv *e = env_new(256, 4, 0);
+	struct tenv *e = env_new(256, 4, _i ? TB_EV_DEFAULTS : 0);
 	struct seqck *sc = sc_new();
 	static const struct tb_track lane =
 		TB_TRACK_CUSTOM_INIT(0x7200, NULL, "lane");
@@ -1680,6 +1774,7 @@ static Suite *event_suite(void)
 	tcase_add_test(enc, test_user_clock_and_its_snapshot);
 	tcase_add_test(enc, test_builtin_user_clock_needs_no_snapshot);
 	tcase_add_test(enc, test_copied_names_and_the_global_track);
+	tcase_add_test(enc, test_defaults_name_the_writers_track_and_clock);
 	tcase_add_test(st, test_failed_write_starts_a_fresh_state);
 	tcase_add_test(st, test_failed_descriptor_drops_the_event_and_retries);
 	tcase_add_test(st, test_finish_writes_the_state_a_loss_left_owed);
@@ -1691,7 +1786,8 @@ static Suite *event_suite(void)
 	tcase_add_test(st, test_scoped_slice_ends_with_its_block);
 	tcase_add_test(st,
 		test_iids_survive_a_fresh_state_while_the_table_has_room);
-	tcase_add_test(st, test_random_loss_keeps_every_sequence_resolvable);
+	tcase_add_loop_test(st, test_random_loss_keeps_every_sequence_resolvable,
+			    0, 2);
 	tcase_add_test(lim,
 		       test_full_interning_table_falls_back_to_inline_names);
 	tcase_add_test(lim,
