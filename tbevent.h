@@ -628,7 +628,7 @@ struct tb_event {
 
 /* tb_ev_writer_init() flags */
 #define TB_EV_NO_INTERN		1u	/* names inline, no iids */
-#define TB_EV_DEFAULTS		2u	/* TracePacketDefaults (the top) */
+#define TB_EV_DEFAULTS		2u	/* TracePacketDefaults (top) */
 
 struct tb_ev_stats {
 	uint32_t events;	/* event packets written */

@@ -32,9 +32,9 @@
  * requests, names inline, interned, and interned with TB_EV_DEFAULTS
  * (hashed 64-bit track uuids, as tb_ev_uuid() makes), in one state and
  * with a fresh state every 6250 events (the demo's rate: 25000 events/s
- * per writer, a long-trace write every 250 ms bumps the generation).  Bytes per event
- * count every packet written (descriptors and interned data included),
- * divided by the events.
+ * per writer, a long-trace write every 250 ms bumps the generation).
+ * Bytes per event count every packet written (descriptors and interned
+ * data included), divided by the events.
  *
  * usage: bench_event [-l | --list] [PATTERN...]  (bench.h: rows by name)
  */

@@ -314,7 +314,7 @@ struct seqck {
 	unsigned nsnap;
 	int has_defaults;		/* TracePacketDefaults, this state */
 	uint64_t def_track;		/* their track_uuid, 0: none */
-	uint64_t def_clock;		/* their timestamp_clock_id, 0: none */
+	uint64_t def_clock;		/* their clock id, 0: none */
 	uint64_t last_ts;
 	unsigned events, descriptors, clears, losses, snapshots;
 	unsigned errors;
@@ -1786,7 +1786,8 @@ static Suite *event_suite(void)
 	tcase_add_test(st, test_scoped_slice_ends_with_its_block);
 	tcase_add_test(st,
 		test_iids_survive_a_fresh_state_while_the_table_has_room);
-	tcase_add_loop_test(st, test_random_loss_keeps_every_sequence_resolvable,
+	tcase_add_loop_test(st,
+			    test_random_loss_keeps_every_sequence_resolvable,
 			    0, 2);
 	tcase_add_test(lim,
 		       test_full_interning_table_falls_back_to_inline_names);
