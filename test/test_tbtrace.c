@@ -10,9 +10,10 @@
  *     them between the two halves of a packet) gives what was published
  *     and reports the rest; scribbled ones (reserved states, a free tag
  *     of another lap, a write_pos far ahead, a directory that does not
- *     parse) give a valid trace of what is readable, with the loss of an
- *     unreadable chunk flagged on its writer's next packet; images that
- *     are no ring are refused by the attach code's name;
+ *     parse) give a valid trace of what is readable, never a packet glued
+ *     across a lost chunk, every loss flagged on a writer's next packet
+ *     (on every writer's when the lost chunk's writer is unknown); images
+ *     that are no ring are refused by the attach code's name;
  *   - ring: a ring in a shared file mapping with a chunk held and one
  *     pinned, the same through /proc/self/fd/N of a memfd, -w -n 2, and
  *     files that are no ring;
@@ -506,8 +507,15 @@ START_TEST(test_convert_scribbled_states_become_holes)
 	ck_assert_out("free tag of another lap");
 	ck_assert_out("salvage   2 words: 1 reserved states, 1 free tags");
 	ck_assert_out("stopped: TB_NODATA");
+	/* whose chunks they were nobody knows: every writer after them is
+	 * charged, so no packet is glued across a hole, no loss unflagged */
+	ck_assert_out("its loss is charged to the 3 writers with chunks "
+		      "after it");
+	ck_assert_out("0 invalid ones replaced");
 	read_back(trace, &b);
 	ck_assert_int_eq(b.ret, TB_OK);
+	ck_assert(b.clean);
+	ck_assert_uint_ge(b.lossy, 3);
 	ck_assert_uint_eq(b.per_writer[3], 25);
 	ck_assert_uint_lt(b.per_writer[1], 25);
 	ck_assert_uint_lt(b.per_writer[2], 25);

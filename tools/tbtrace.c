@@ -774,8 +774,11 @@ static uint32_t tbt_free_tag(const struct tb_ring *r, uint32_t pos)
  * write_pos more than a ring ahead, reserved states, free tags of another
  * lap, Acknowledged words with low bits set.  Returns words changed.
  */
+#define TBT_HOLES	256	/* salvaged holes charged one by one */
+
 static uint32_t tbt_salvage(FILE *f, struct tb_ring *r,
-			    struct tbt_convert_result *res)
+			    struct tbt_convert_result *res, uint32_t *holes,
+			    unsigned *nholes)
 {
 	uint32_t rp = r->hdr->read_pos, wp = r->hdr->write_pos, pos, i, w;
 	uint32_t kinds[3] = { 0 }, n = 0;
@@ -812,6 +815,10 @@ static uint32_t tbt_salvage(FILE *f, struct tb_ring *r,
 		if (n < TBT_LIST)
 			say(f, "salvage   chunk %u (position %u): %s, word "
 			    "%#010x: read as a hole\n", i, pos, why, w);
+		if (*nholes < TBT_HOLES)
+			holes[(*nholes)++] = pos;
+		else
+			holes[TBT_HOLES - 1] = pos;	/* charged as one */
 		n++;
 		*word = tbt_free_tag(r, pos);
 	}
@@ -894,14 +901,42 @@ static void tbt_drop_first(const struct tb_ring *r, uint32_t pos)
 }
 
 /*
+ * Charges a loss to @writer's chunks after position @from: the tails at
+ * their start that continue a packet begun before (or in) what was lost
+ * are dropped, and the data-loss flag goes on the first chunk with
+ * anything left.  Returns that chunk's position, @wp when the writer has
+ * none, or the position of an unreadable one (which carries it on).
+ */
+static uint32_t tbt_charge(const struct tb_ring *r, uint32_t from,
+			   uint32_t wp, uint16_t writer, unsigned *tails)
+{
+	uint32_t next, word;
+
+	for (next = tbt_next_of(r, from, wp, writer); next != wp;
+	     next = tbt_next_of(r, next, wp, writer)) {
+		word = *tbt_wordp(r, next);
+		if (tbt_unreadable(r, tbt_chunk(r, next), word))
+			break;
+		if (word & TB_F_CONT_PREV) {
+			tbt_drop_first(r, next);
+			(*tails)++;
+		}
+		if (tb_state_nfrags(*tbt_wordp(r, next))) {
+			*tbt_wordp(r, next) |= TB_F_DATA_LOSS;
+			break;
+		}
+	}
+	return next;
+}
+
+/*
  * The reader drops a chunk whose format is unknown or whose directory
  * does not parse, and the bridge never hears of it: the central buffer
  * would glue the start of a packet before it to the tail of another after
  * it, and nothing would tell the trace that its writer lost data.  So
- * the tails after it (fragments continuing what the lost chunk held) are
- * dropped, and the writer's data-loss flag is set on its next chunk with
- * anything left: the buffer sees a broken chain where a packet was cut,
- * and the writer's next packet carries previous_packet_dropped.
+ * the loss is charged to its writer (tbt_charge()): the buffer sees a
+ * broken chain where a packet was cut, and the writer's next packet
+ * carries previous_packet_dropped.
  */
 static uint32_t tbt_flag_unreadable(FILE *f, struct tb_ring *r)
 {
@@ -919,36 +954,59 @@ static uint32_t tbt_flag_unreadable(FILE *f, struct tb_ring *r)
 		n++;
 		writer = tb_state_writer(word);
 		tails = 0;
-		for (next = tbt_next_of(r, pos, wp, writer); next != wp;
-		     next = tbt_next_of(r, next, wp, writer)) {
-			word = *tbt_wordp(r, next);
-			if (tbt_unreadable(r, tbt_chunk(r, next), word))
-				break;		/* it carries the loss on */
-			if (word & TB_F_CONT_PREV) {
-				tbt_drop_first(r, next);
-				tails++;
-			}
-			if (tb_state_nfrags(*tbt_wordp(r, next))) {
-				*tbt_wordp(r, next) |= TB_F_DATA_LOSS;
-				break;
-			}
-		}
+		next = tbt_charge(r, pos, wp, writer, &tails);
 		say(f, "salvage   chunk %u (position %u) of writer %u is "
 		    "unreadable: ", pos & (r->num_chunks - 1), pos, writer);
 		if (tails)
 			say(f, "%u packet tail%s after it dropped; ", tails,
 			    tails == 1 ? "" : "s");
-		if (next != wp && !tbt_unreadable(r, tbt_chunk(r, next),
-						   *tbt_wordp(r, next)))
-			say(f, "the loss is flagged on its next chunk "
-			    "(position %u)\n", next);
-		else if (next != wp)
-			say(f, "its next chunk is unreadable too\n");
-		else
+		if (next == wp)
 			say(f, "the writer has no later chunk to carry the "
 			    "loss\n");
+		else if (tbt_unreadable(r, tbt_chunk(r, next),
+					*tbt_wordp(r, next)))
+			say(f, "its next chunk is unreadable too\n");
+		else
+			say(f, "the loss is flagged on its next chunk "
+			    "(position %u)\n", next);
 	}
 	return n;
+}
+
+/*
+ * A word salvage turned into a hole named no writer we can trust: the
+ * chunk may have been anyone's.  Every writer with a chunk after it is
+ * charged the loss (tbt_charge()), so no packet is glued across it and
+ * no loss goes unflagged, at the price of flags on writers that lost
+ * nothing there.
+ */
+static void tbt_charge_holes(FILE *f, const struct tb_ring *r,
+			     const uint32_t *holes, unsigned nholes)
+{
+	uint32_t wp = r->hdr->write_pos, q, word;
+	static uint8_t seen[65536 / 8];
+	unsigned h, st, tails, writers;
+	uint16_t w;
+
+	for (h = 0; h < nholes; h++) {
+		memset(seen, 0, sizeof(seen));
+		tails = writers = 0;
+		for (q = holes[h] + 1; q != wp; q++) {
+			word = *tbt_wordp(r, q);
+			st = tb_state_of(word);
+			w = tb_state_writer(word);
+			if ((st != TB_ACQUIRED && st != TB_COMPLETE) ||
+			    seen[w / 8] & (1u << (w % 8)))
+				continue;
+			seen[w / 8] |= (uint8_t)(1u << (w % 8));
+			writers++;
+			tbt_charge(r, holes[h], wp, w, &tails);
+		}
+		say(f, "salvage   position %u named no writer: its loss is "
+		    "charged to the %u writer%s with chunks after it (%u "
+		    "packet tail%s dropped)\n", holes[h], writers,
+		    writers == 1 ? "" : "s", tails, tails == 1 ? "" : "s");
+	}
 }
 
 /*
@@ -1037,6 +1095,8 @@ static int tbt_convert(uint8_t *img, size_t len,
 {
 	struct tb_buf **bufs;
 	uint16_t ids[TBT_MAX_BUFS];
+	uint32_t holes[TBT_HOLES];
+	unsigned nholes = 0;
 	struct tb_ring_stats before, after;
 	struct tb_buf_ident ident;
 	struct tbt_drain d;
@@ -1074,8 +1134,9 @@ static int tbt_convert(uint8_t *img, size_t len,
 		before.wstat[TB_WS_DROPPED_FRAGS];
 	/* a fresh reader starts at read_pos: forget the image's own */
 	memset(r.hdr->rstat, 0, sizeof(r.hdr->rstat));
-	if (tbt_salvage(f, &r, res))
+	if (tbt_salvage(f, &r, res, holes, &nholes))
 		lost++;
+	tbt_charge_holes(f, &r, holes, nholes);
 	tbt_flag_unreadable(f, &r);
 	lost += res->write_pos_clamped;
 	bufs = (struct tb_buf **)calloc(65536, sizeof(*bufs));
