@@ -67,7 +67,7 @@
  *   string literals ("" name), the functions take TB_EV_COPY_NAMES for
  *   names that are not static.  The table is fixed-size, inside the
  *   writer: TB_EV_INTERN_SLOTS (default 64, a power of two) slots, at
- *   most three quarters used (48 strings; the demo needs 17); a string
+ *   most three quarters used (48 strings; the demo uses 18); a string
  *   that finds it full goes inline (counted in stats.inline_names), and
  *   the next fresh state then empties the table.  A string keeps its iid
  *   across states while it stays in the table; iids are never reused for
@@ -79,11 +79,11 @@
  *   tb_ev_reset(), and when tb_ring_generation() of its ring moved since
  *   the last event (one relaxed load per event: the service bumps it when
  *   its central buffer overwrote chunks or a long-trace period was written
- *   out).  A fresh state writes, in order: a ClockSnapshot (user clocks
- *   of ids 64..127 with a reference clock), then the TrackDescriptor of
- *   every track this writer used (its table of tracks, TB_EV_TRACKS,
- *   default 16, parents before children); the first of those packets
- *   carries SEQ_INCREMENTAL_STATE_CLEARED.  Each event packet then
+ *   out).  A fresh state writes, in order: the defaults (TB_EV_DEFAULTS,
+ *   below), a ClockSnapshot (user clocks of ids 64..127 with a reference
+ *   clock), then the TrackDescriptor of every track this writer used (its
+ *   table of tracks, TB_EV_TRACKS, default 16, parents before children);
+ *   the first of those packets carries SEQ_INCREMENTAL_STATE_CLEARED.  Each event packet then
  *   carries the interned data it needs that this state has not seen, and
  *   SEQ_NEEDS_INCREMENTAL_STATE when it refers to any iid.  If any of
  *   those writes fails, the event is not written (it would refer to
@@ -93,7 +93,10 @@
  *   So every event resolves to a descriptor, and every iid to its
  *   interned data, written on the same sequence after the last loss this
  *   writer can see; losses it cannot see (the service's) are what the
- *   generation word is for.
+ *   generation word is for.  A loss in a writer's last writes would reach
+ *   the trace with nothing after it: tb_ev_writer_finish() writes the
+ *   fresh state then, so the loss shows (the next chunk carries the
+ *   data-loss flag, the trace previous_packet_dropped).
  *
  * TB_EV_DEFAULTS (an option of tb_ev_writer_init())
  *   The state's first packet then carries TracePacketDefaults: the
@@ -118,8 +121,9 @@
  *   or _GNU_SOURCE under strict C99; TB_EV_HAVE_BOOTTIME says), else a
  *   clock of the caller's (struct tb_ev_clock: a function returning ns,
  *   a clock id, and a reference clock for the ClockSnapshot), which is
- *   what firmware has and must pass.  A user clock id (64..127, scoped to
- *   the sequence) goes on every packet (timestamp_clock_id).
+ *   what firmware has and must pass (TB_EV_NO_DEFAULT_CLOCK asks for that
+ *   anywhere).  A clock other than BOOTTIME has its id on every
+ *   timestamped packet (timestamp_clock_id), or once in the defaults.
  *
  * What it writes
  *   Each packet goes into the ring in place (tb_writer_open/_close): the
@@ -1772,8 +1776,9 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
  * Sets up @ew over @w (which it uses, and does not own): events go on
  * @track by default (NULL: the trace-global track), timestamped by
  * @clock (NULL: CLOCK_BOOTTIME; required where TB_EV_HAVE_BOOTTIME is 0).
- * @flags: TB_EV_NO_INTERN, TB_EV_DEFAULTS.  Nothing is written before
- * the first event.
+ * @flags: TB_EV_NO_INTERN, TB_EV_DEFAULTS.  @track (and its parents) and
+ * @clock are kept, not copied: they must outlive @ew.  Nothing is
+ * written before the first event.
  */
 static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 				    struct tb_writer *w,
