@@ -83,13 +83,14 @@
  *   below), a ClockSnapshot (user clocks of ids 64..127 with a reference
  *   clock), then the TrackDescriptor of every track this writer used (its
  *   table of tracks, TB_EV_TRACKS, default 16, parents before children);
- *   the first of those packets carries SEQ_INCREMENTAL_STATE_CLEARED.  Each event packet then
- *   carries the interned data it needs that this state has not seen, and
- *   SEQ_NEEDS_INCREMENTAL_STATE when it refers to any iid.  If any of
- *   those writes fails, the event is not written (it would refer to
- *   state the trace may not have) and the next event tries again.
- *   A track the table has no room for is described again before every
- *   event on it: it costs a packet per event, but nothing goes unresolved.
+ *   the first of those packets carries SEQ_INCREMENTAL_STATE_CLEARED.
+ *   Each event packet then carries the interned data it needs that this
+ *   state has not seen, and SEQ_NEEDS_INCREMENTAL_STATE when it refers
+ *   to any iid.  If any of those writes fails, the event is not written
+ *   (it would refer to state the trace may not have) and the next event
+ *   tries again.  A track the table has no room for is described again
+ *   before every event on it: a packet more per event, but nothing goes
+ *   unresolved.
  *   So every event resolves to a descriptor, and every iid to its
  *   interned data, written on the same sequence after the last loss this
  *   writer can see; losses it cannot see (the service's) are what the
