@@ -667,8 +667,17 @@ TB__BUF_HOT int tb__buf_frag_next(const uint8_t *p, uint32_t size,
 	avail = size - off;
 	v = p[off];
 	if (v >= 0x80u) {
-		if (avail < 2 || p[off + 1] >= 0x80u)
-			return tb__buf_frag_slow(p, size, off, len, next);
+		if (avail < 2 || p[off + 1] >= 0x80u) {
+			/* Locals, so *@len and *@next stay in registers. */
+			uint32_t l, nx;
+			int r = tb__buf_frag_slow(p, size, off, &l, &nx);
+
+			if (r == TB_PB_FRAG_OK) {
+				*len = l;
+				*next = nx;
+			}
+			return r;
+		}
 		v = (v & 0x7fu) | (uint32_t)p[off + 1] << 7;
 		n = 2;
 	}
