@@ -53,6 +53,21 @@
  * chunks, writers died mid-packet).  Explained violations are counted
  * apart; tb_check_clean() is true when nothing unexplained is left.
  *
+ * Using it
+ *   struct tb_check c;
+ *   tb_check_init(&c, NULL, NULL, 0);	   (allocator hook, budget)
+ *   c.on_violation = fn; c.ctx = ctx;	   (optional: each violation)
+ *   ret = tb_check_trace(&c, image, len); (TB_OK, TB_EFRAMING, ...)
+ *   tb_check_clean(&c), c.rule[TB_CK_*], c.stats, c.seqs[], c.tracks[]
+ *   tb_check_destroy(&c);		   (the results stay readable)
+ *
+ * Not modelled (never reported, so never a false alarm): legacy event
+ * phases (placed, not matched into slices), the window sort of a trace
+ * whose TraceConfig asks for write_into_file with a flush period (there a
+ * descriptor far after its events can come too late), slice nesting depth
+ * limits, pid and tid reuse, incremental counters fed from the wrong
+ * sequence, and extra counter uuids given only in TrackEventDefaults.
+ *
  * Threading: one thread per struct tb_check.  Input is untrusted: a
  * trace image that is not one (or a budget that runs out) stops the check
  * with an error, never a crash, and every table lives within the memory
@@ -540,6 +555,17 @@ static inline struct tb__ck_ent *tb__ck_get(struct tb_check *c,
 	return e;
 }
 
+/*
+ * Takes back the entry tb__ck_get() just made (its record could not be
+ * stored): no entry was made after it, so no probe chain runs past it.
+ */
+static inline void tb__ck_unmake(struct tb__ck_index *ix,
+				 struct tb__ck_ent *e)
+{
+	e->used = 0;
+	ix->n--;
+}
+
 static inline void tb__ck_index_free(struct tb_check *c,
 				     struct tb__ck_index *ix)
 {
@@ -840,8 +866,7 @@ static inline struct tb_check_seq *tb__ck_seq(struct tb_check *c,
 		return &c->seqs[e->v1];
 	if (!tb__ck_grow(c, (void **)&c->seqs, &c->seqs_cap,
 			 sizeof(*c->seqs), c->nseqs + 1)) {
-		e->used = 0;	/* only ever the last one made: unlinked */
-		c->seq_ix.n--;
+		tb__ck_unmake(&c->seq_ix, e);
 		return NULL;
 	}
 	e->v1 = c->nseqs;
@@ -864,8 +889,10 @@ static inline struct tb_check_track *tb__ck_track(struct tb_check *c,
 	if (!made)
 		return &c->tracks[e->v1];
 	if (!tb__ck_grow(c, (void **)&c->tracks, &c->tracks_cap,
-			 sizeof(*c->tracks), c->ntracks + 1))
-		return NULL;	/* the index entry stays: the check stops */
+			 sizeof(*c->tracks), c->ntracks + 1)) {
+		tb__ck_unmake(&c->track_ix, e);
+		return NULL;
+	}
 	e->v1 = c->ntracks;
 	t = &c->tracks[c->ntracks++];
 	TB_MEMSET(t, 0, sizeof(*t));
@@ -908,8 +935,10 @@ static inline int64_t tb__ck_clock(struct tb_check *c, uint64_t id,
 	if (!made)
 		return e->v1;
 	if (!tb__ck_grow(c, (void **)&c->clocks, &c->clocks_cap,
-			 sizeof(*c->clocks), c->nclocks + 1))
+			 sizeof(*c->clocks), c->nclocks + 1)) {
+		tb__ck_unmake(&c->clock_ix, e);
 		return -1;
+	}
 	e->v1 = c->nclocks;
 	c->clocks[c->nclocks].id = id;
 	c->clocks[c->nclocks].scope = scope;
