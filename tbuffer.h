@@ -1739,11 +1739,11 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 		return TB_ENOENT;
 	}
 	c = tb__buf_chunk(b, s, (uint32_t)i);
-	if (n)
-		c->flags &= (uint8_t)~TB__BUF_PLAIN;
 	for (k = 0; k < n; k++) {
 		if (c->payload_size < TB_BUF_PATCH_SIZE ||
 		    patches[k].offset > c->payload_size - TB_BUF_PATCH_SIZE) {
+			if (k)	/* the patches before it changed its bytes */
+				c->flags &= (uint8_t)~TB__BUF_PLAIN;
 			b->stats.patches_failed++;
 			return TB_ERANGE;
 		}
@@ -1751,8 +1751,9 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 		       patches[k].data, TB_BUF_PATCH_SIZE);
 	}
 	b->stats.patches_succeeded += n;
-	if (!more_pending)
-		c->flags &= (uint8_t)~TB_BUF_NEEDS_PATCH;
+	/* Its bytes may have changed: one update of the flags for both. */
+	c->flags &= (uint8_t)~(TB__BUF_PLAIN |
+			       (more_pending ? 0 : TB_BUF_NEEDS_PATCH));
 	return TB_OK;
 }
 
