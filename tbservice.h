@@ -78,7 +78,7 @@ struct tb_service {
 	uint32_t wake_req;		/* bumped by any thread */
 	uint32_t wake_done;
 	uint32_t stop_req;
-	uint64_t overwritten;		/* chunks, all buffers, last look */
+	uint64_t overwritten;		/* bytes, all buffers, last ask */
 	struct tb_service_stats stats;
 };
 
@@ -266,19 +266,31 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 }
 
 /*
- * A central buffer overwrote chunks since the last look: the state some
- * writers emitted once may be gone with them, so every ring's writers are
- * asked for a fresh one (all rings: cheaper than knowing whose it was).
+ * A central buffer overwrote chunks: the state a writer emitted once for
+ * its sequence (descriptors, interned names) goes with the oldest chunks,
+ * and the events after it cannot be read until a fresh one.  Each writer
+ * is asked for a fresh state once a quarter of the smallest buffer was
+ * overwritten since the last ask, so a full buffer always holds a recent
+ * one, at four fresh states per wrap (asking at every pass that saw an
+ * overwrite made a fresh state per few chunks).  All rings: cheaper than
+ * knowing whose chunks went.
  */
 static inline void tb__service_check_overwrites(struct tb_service *s)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, min = 0;
 	unsigned i;
 
-	for (i = 0; i < s->cfg.nbufs; i++)
-		if (s->cfg.bufs[i])
-			n += tb_buf_stats(s->cfg.bufs[i])->chunks_overwritten;
-	if (n != s->overwritten) {
+	for (i = 0; i < s->cfg.nbufs; i++) {
+		const struct tb_buf_stats *st;
+
+		if (!s->cfg.bufs[i])
+			continue;
+		st = tb_buf_stats(s->cfg.bufs[i]);
+		n += st->bytes_overwritten;
+		if (!min || st->buffer_size < min)
+			min = st->buffer_size;
+	}
+	if (n - s->overwritten >= min / 4 && n != s->overwritten) {
 		s->overwritten = n;
 		tb__service_new_generation(s);
 	}

@@ -27,7 +27,9 @@ rows="writer fast path: write_packet|wpacket|writer_fast.c|-DTBT_WRITER_ENTRY=1
 writer span API: open + close|wspan|writer_fast.c|-DTBT_WRITER_ENTRY=2
 reader drain|drain|reader_drain.c|
 whole writer side (writer_side.c)|wside|writer_side.c|
-whole reader side (reader_side.c)|rside|reader_side.c|"
+whole reader side (reader_side.c)|rside|reader_side.c|
+event layer: the macros|evmacro|writer_event.c|-DTBT_EVENT_ENTRY=1
+event layer: every call|evall|writer_event.c|"
 
 printf '%-36s' ".text bytes, -Os"
 echo "$targets" | while IFS='|' read -r t cc sz fl; do printf ' %16s' "$t"; done
