@@ -254,7 +254,7 @@ struct tb__buf_hdr {
 	uint16_t size;			/* reserved payload bytes */
 	uint16_t payload_size;		/* valid payload bytes */
 	uint16_t payload_avail;		/* unread payload bytes */
-	uint8_t flags;			/* ABI flags | TB__BUF_INCOMPLETE ... */
+	uint8_t flags;			/* TB_BUF_* and TB__BUF_* flags */
 	uint8_t spare;
 };
 
@@ -333,8 +333,8 @@ struct tb_buf {
 
 /*
  * The fragment tokenizer runs for every fragment read, deleted or copied
- * in: keep it in line at each of its few call sites, and its rare slow
- * path out of them.
+ * in, and the common step of reading for every packet read: keep them in
+ * line at each of their few call sites, and the rare slow paths out.
  */
 #if defined(__GNUC__)
 #define TB__BUF_HOT	static inline __attribute__((always_inline))
@@ -1121,11 +1121,6 @@ static inline void tb__buf_overwrite(struct tb_buf *b, uint32_t off)
 }
 
 /*
- * Clears [wr, wr + n) for a new record: every chunk starting there is
- * overwritten, and the part of the last one beyond the range becomes a
- * padding record.
- */
-/*
  * Making room and reading walk the buffer in order, and what they walk is
  * cold: the oldest data.  Walking a record chases varint headers, each
  * position depending on the previous length, so cold lines would come in
@@ -1167,6 +1162,11 @@ static inline void tb__buf_prefetch_ahead(const struct tb_buf *b,
 #endif
 }
 
+/*
+ * Clears [wr, wr + n) for a new record: every chunk starting there is
+ * overwritten, and the part of the last one beyond the range becomes a
+ * padding record.
+ */
 static inline void tb__buf_make_room(struct tb_buf *b, uint32_t n)
 {
 	uint32_t end = b->wr + n, off = b->wr;
