@@ -158,8 +158,10 @@
  *     tbsync.h): a stalled writer until read_pos moves, a waiting reader
  *     until write_pos does.
  *   - The writers' waiter hint (for stalls) is only a hint: a writer
- *     killed while stalled leaves it raised, which costs the reader one
- *     needless FUTEX_WAKE per drain pass and nothing else.
+ *     killed while stalled leaves it raised, and nothing decides on it.
+ *     A writer going to sleep sets the wake request, which only the
+ *     reader clears when it wakes the sleepers: one FUTEX_WAKE per sleep,
+ *     and one needless one, once, for a writer that died asleep.
  */
 #ifndef TBRING_H
 #define TBRING_H
@@ -335,10 +337,12 @@ struct tb_ring_hdr {
 	/* line 1: the writers' cursor */
 	uint32_t write_pos;
 	uint32_t pad1[15];
-	/* line 2: the reader's cursor, also the stalled writers' futex */
+	/* line 2: the reader's cursor, and how stalled writers sleep */
 	uint32_t read_pos;
-	uint32_t waiters;	/* hint: writers waiting on read_pos */
-	uint32_t pad2[14];
+	uint32_t waiters;	/* hint: writers asleep on wake_seq */
+	uint32_t wake_req;	/* set by a writer going to sleep */
+	uint32_t wake_seq;	/* the stalled writers' futex: bumped to wake */
+	uint32_t pad2[12];
 	/* line 3: the ring's own doorbell */
 	struct tb_bell bell;
 	uint32_t pad3[14];
@@ -806,17 +810,38 @@ static inline void tb__ring_handover(const struct tb_ring *r,
 
 
 /*
- * Wakes writers stalled on a full ring, after read_pos moved.  The waiter
- * hint is only a hint: a writer killed while waiting leaves it raised,
- * which costs one needless FUTEX_WAKE per reader call, no more.
+ * Wakes writers stalled on a full ring, after read_pos moved.  A writer
+ * takes a ticket (wake_seq), sets the wake request and sleeps on wake_seq
+ * while it still equals the ticket; the reader clears the request, bumps
+ * wake_seq and wakes.  Only the reader clears the request, so it makes
+ * one wake for every sleep, however many of its calls pass before the
+ * woken writers run.  (Deciding on the waiter count woke them again at
+ * every call until they had run: with two writers, as many wakes as
+ * sleeps again.)  A request cleared before its writer sleeps costs that
+ * writer nothing: its ticket is older than the bump, so its futex wait
+ * returns at once.  A writer that dies asleep, or that finds read_pos
+ * moved after all, costs one needless FUTEX_WAKE, once.
  */
 static inline bool tb__ring_wake_writers(const struct tb_ring *r)
 {
+	struct tb_ring_hdr *h = r->hdr;
+	uint32_t req;
+
 	tb_fence_seq_cst();	/* pairs with the fence in tb__writer_stall */
 	/* relaxed: the fence above gives the store->load order */
-	if (!tb_atomic_load(&r->hdr->waiters, TB_RLX))
+	req = tb_atomic_load(&h->wake_req, TB_RLX);
+	if (!req)
 		return false;
-	tb_wake(&r->hdr->read_pos);
+	/* relaxed: the bump below orders it for the writers */
+	tb_atomic_cas(&h->wake_req, &req, 0, TB_RLX, TB_RLX);
+	/*
+	 * release: pairs with the ticket's acquire load in tb__writer_stall,
+	 * so a ticket never includes the bump that served its own request.
+	 * Only the reader stores wake_seq: no read-modify-write needed.
+	 */
+	tb_atomic_store(&h->wake_seq, tb_atomic_load(&h->wake_seq, TB_RLX) + 1,
+			TB_REL);
+	tb_wake(&h->wake_seq);
 	return TB_HAVE_WAIT;	/* a system call, where there is one */
 }
 
@@ -941,12 +966,14 @@ static inline void tb_writer_record_loss(struct tb_writer *w)
 
 /*
  * Waits for read_pos to leave @sample: true if it may have moved, false
- * after stall_ms without a change or where futexes are unavailable.
+ * after stall_ms without a change or where futexes are unavailable.  It
+ * spins first (tbsync.h), then sleeps on wake_seq until the reader wakes
+ * it (tb__ring_wake_writers()).
  */
 static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 {
 	struct tb_ring_hdr *h = w->ring->hdr;
-	uint32_t i;
+	uint32_t i, ticket;
 	int ret;
 
 	if (!TB_HAVE_WAIT)
@@ -968,16 +995,20 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 		tb_cpu_relax();
 	}
 	tb_spin_adapt(&w->spin, false);
-	tb_atomic_add(&h->waiters, 1);	/* relaxed: the fence orders it */
-	tb_fence_seq_cst();	/* pairs with tb__r_publish_read_pos() */
+	/* acquire: pairs with the reader's release bump of wake_seq */
+	ticket = tb_atomic_load(&h->wake_seq, TB_ACQ);
+	tb_atomic_add(&h->waiters, 1);	/* relaxed: a hint */
+	tb_atomic_store(&h->wake_req, 1, TB_RLX);	/* fenced below */
+	tb_fence_seq_cst();	/* pairs with tb__ring_wake_writers() */
 	if (tb_atomic_load(&h->read_pos, TB_RLX) != sample) {
 		ret = 1;
 	} else {
 		tb__wstat(w, TB_WS_FUTEX_WAITS, 1);
-		ret = tb_wait(&h->read_pos, sample, w->stall_ms);
+		ret = tb_wait(&h->wake_seq, ticket, w->stall_ms);
 	}
 	tb_atomic_add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
-	return ret > 0;
+	/* relaxed: the reserve that follows loads read_pos with acquire */
+	return ret > 0 || tb_atomic_load(&h->read_pos, TB_RLX) != sample;
 }
 
 /*

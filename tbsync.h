@@ -265,8 +265,8 @@ static inline void tb_spin_adapt(uint32_t *budget, bool hit)
 }
 
 /* ------------------------------------------------------------------------
- * Waiting: a writer stalled on a full ring waits for read_pos to move,
- * the reader for its doorbell.  On Linux these are shared (not private)
+ * Waiting: a writer stalled on a full ring waits for the reader to make
+ * room (the ring's wake_seq), the reader for its doorbell.  On Linux these are shared (not private)
  * futexes: the words live in memory several processes map.  Anywhere
  * else, or with TB_NO_FUTEX, the platform's own wait can be plugged in by
  * defining both of these before including tbring.h (an RTOS event group,

@@ -2587,7 +2587,7 @@ START_TEST(test_writer_stall_wakes_when_reader_drains)
 	/* the writer slept in the futex and the reader's drain woke it */
 	tb_ring_stats(&t.r, &st);
 	ck_assert_uint_ge(st.wstat[TB_WS_FUTEX_WAITS], 1);
-	ck_assert_uint_ge(st.rstat[TB_RS_FUTEX_WAKES], 1);
+	ck_assert_uint_eq(st.rstat[TB_RS_FUTEX_WAKES], 1);
 	twriter_free(&a);
 	twriter_free(&b);
 	twriter_free(&c);
@@ -2740,7 +2740,127 @@ START_TEST(test_stalled_writer_spins_through_a_drain)
 	ck_assert_uint_eq(st.wstat[TB_WS_FUTEX_WAITS], 0);
 	ck_assert_uint_eq(st.rstat[TB_RS_FUTEX_WAKES], 0);
 	ck_assert_uint_eq(peek32(&t.r.hdr->waiters), 0);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wake_req), 0);
 	ck_assert_uint_eq(twrite_pos(&t), 3);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reader_wakes_sleeping_writers_once_per_request)
+{
+	/*
+	 * A writer about to sleep sets the wake request (and raises the
+	 * waiter hint).  The reader's next call that moves read_pos clears
+	 * it, bumps wake_seq and wakes; later calls make no system call
+	 * until a writer asks again, even though the hint is still up (the
+	 * woken writer has not run yet, or died).
+	 */
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	unsigned i;
+
+	tring_new(&t, 512, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	for (i = 0; i < 6; i++)
+		fill_chunk(&a, &t);
+	poke32(&t.r.hdr->waiters, 1);
+	poke32(&t.r.hdr->wake_req, 1);
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_LAZY, NULL, NULL), 1);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wake_req), 0);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wake_seq), 1);
+	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAKES]), 1);
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_LAZY, NULL, NULL), 1);
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_LAZY, NULL, NULL), 1);
+	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAKES]), 1);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wake_seq), 1);
+	poke32(&t.r.hdr->wake_req, 1);		/* a writer asks again */
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_LAZY, NULL, NULL), 1);
+	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAKES]), 2);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wake_seq), 2);
+	/* a call that does not move read_pos wakes nobody */
+	poke32(&t.r.hdr->wake_req, 1);
+	ck_assert_int_eq(tb_reader_drain(&tr.rd, 0, TB_READ_LAZY, NULL, NULL,
+					 NULL), TB_LIMIT);
+	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAKES]), 2);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wake_req), 1);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * A writer whose request the reader served before the writer went to
+ * sleep: it sampled read_pos after the reader's store, so the wake was
+ * not for it, but its ticket predates the bump and its sleep returns at
+ * once.  (With read_pos as the futex and a plain flag, that writer slept
+ * its whole stall_ms and gave TB_FULL; test_stress found it.)  Its next
+ * stall finds the room the reader makes meanwhile.  Were the first sleep
+ * to last, the test would run into its timeout: stall_ms is a minute.
+ */
+struct early {
+	struct tring *t;
+	struct treader *tr;
+	unsigned stores;
+};
+
+static struct early *early;
+
+static void serve_before_sleep(const uint32_t *p, int op, uint32_t e,
+			       uint32_t v, int ok, int fail)
+{
+	struct tb_ring_hdr *h = early->t->r.hdr;
+
+	(void)e, (void)ok, (void)fail;
+	/* the writer's store of the wake request, just before it happens */
+	if (op != TB_TEST_STORE || p != &h->wake_req || v != 1)
+		return;
+	if (++early->stores == 1) {
+		/* a request served now, with no room made: not this one's */
+		poke32(&h->wake_req, 1);
+		tb_ring_publish_read_pos(&early->t->r, peek32(&h->read_pos));
+		ck_assert_uint_eq(peek32(&h->wake_req), 0);
+	} else if (early->stores == 2) {
+		/* the reader makes room before the second sleep */
+		ck_assert_int_eq(tdrain(&early->tr->rd, 1, TB_READ_SCRAPE,
+					NULL, NULL), 1);
+	}
+}
+
+START_TEST(test_writer_whose_request_was_served_early_does_not_sleep)
+{
+	struct tring t;
+	struct twriter a, b, c;
+	struct treader tr;
+	struct tb_ring_stats st;
+	struct early ctx;
+
+	tring_new(&t, 256, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_STALL);
+	treader_new(&tr, &t);
+	c.w.stall_ms = 60000;
+	c.w.spin = 0;		/* straight to the sleep, twice */
+	ck_assert_int_eq(twrite(&a, "a", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&b, "b", 0, 0), TB_OK);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.t = &t;
+	ctx.tr = &tr;
+	early = &ctx;
+	tb_test_atomic = serve_before_sleep;
+	ck_assert_int_eq(twrite(&c, "c", 0, 0), TB_OK);
+	tb_test_atomic = NULL;
+	ck_assert_uint_eq(ctx.stores, 2);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.wstat[TB_WS_STALLS], 2);
+	ck_assert_uint_eq(st.wstat[TB_WS_FUTEX_WAITS], 1);	/* at once */
 	twriter_free(&a);
 	twriter_free(&b);
 	twriter_free(&c);
@@ -4634,6 +4754,9 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_stalled_writer_spins_through_a_drain);
 	tcase_add_test(tc,
 		test_spin_budget_doubles_on_a_hit_and_halves_on_a_miss);
+	tcase_add_test(tc, test_reader_wakes_sleeping_writers_once_per_request);
+	tcase_add_test(tc,
+		test_writer_whose_request_was_served_early_does_not_sleep);
 	tcase_add_test(tc, test_stalled_writer_wakes_the_sleeping_reader);
 	tcase_add_test(tc,
 		test_writer_stall_times_out_to_full_when_nobody_drains);
