@@ -177,6 +177,7 @@ struct bench {
 struct result {
 	double secs;
 	long csw;		/* voluntary context switches, whole process */
+	double cpu;		/* CPU seconds of the process over the run */
 	uint64_t attempted, written, delivered, bad, partial, orphans;
 	uint64_t failed[8];
 	uint64_t idle_waits, passes;
@@ -469,6 +470,10 @@ static void run_config(const struct config *c, double secs, int baseline,
 	r->secs = bench_now() - t0;
 	getrusage(RUSAGE_SELF, &ru1);
 	r->csw = ru1.ru_nvcsw - ru0.ru_nvcsw;
+	r->cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+		 (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+		 1e-6 * (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+				 ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
 	collect(b, r);
 	if (baseline)
 		r->mc_mbps = memcpy_mbps(c->len);
@@ -485,11 +490,11 @@ static void run_config(const struct config *c, double secs, int baseline,
  */
 static void print_header(void)
 {
-	printf("%-22s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %6s %5s\n",
+	printf("%-22s %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s | %6s %5s\n",
 	       "row", "Mpkt/s", "spread", "Mch/s", "MB/s", "loss%", "reloc%",
-	       "pkt/ch", "fx/ch", "csw/ch", "memcpy", "ratio");
-	printf("%-22s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %6s %5s\n",
-	       "", "median", "%", "", "", "", "", "", "", "", "MB/s", "");
+	       "pkt/ch", "fx/ch", "csw/ch", "cpu%", "memcpy", "ratio");
+	printf("%-22s %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s | %6s %5s\n",
+	       "", "median", "%", "", "", "", "", "", "", "", "", "MB/s", "");
 }
 
 static void config_name(struct config *c)
@@ -536,12 +541,12 @@ static void print_row(const struct config *c, const struct result *r,
 	double chunks = rs[TB_RS_EMITTED] ? rs[TB_RS_EMITTED] : 1;
 
 	printf("%-22s %6.2f %6.0f %6.2f %6.0f %6.2f %6.2f %6.1f %6.3f %6.3f "
-	       "| %6.0f %5.2f%s\n",
+	       "%4.0f | %6.0f %5.2f%s\n",
 	       c->name, mpkt, spread, rs[TB_RS_EMITTED] / r->secs / 1e6,
 	       mbps, loss, 100.0 * ws[TB_WS_RELOCATIONS] / chunks,
 	       (double)r->delivered / chunks, futex_calls(r) / chunks,
-	       (double)r->csw / chunks, mc_mbps, mbps / mc_mbps,
-	       verified ? "" : "  VERIFY FAILED");
+	       (double)r->csw / chunks, 100.0 * r->cpu / r->secs, mc_mbps,
+	       mbps / mc_mbps, verified ? "" : "  VERIFY FAILED");
 }
 
 static void print_details(const struct config *c, const struct result *r,
@@ -722,9 +727,10 @@ int main(int argc, char **argv)
 	       "of the runs.  fx/ch: futex waits and wakes of writers and "
 	       "reader together\nper delivered chunk (the ring's counters); "
 	       "csw/ch: voluntary context switches of\nthe process per chunk "
-	       "(getrusage).  memcpy: one thread stamping and copying the "
-	       "same\npackets into 64 x 4 KiB, right after each run, median "
-	       "over the runs; ratio = MB/s /\nmemcpy.  reloc%%: relocations "
+	       "(getrusage); cpu%%: the CPU time the process got, per cent\n"
+	       "of one CPU (200: both of two).  memcpy: one thread stamping "
+	       "and copying the same\npackets into 64 x 4 KiB, right after "
+	       "each run, median over the runs; ratio = MB/s /\nmemcpy.  reloc%%: relocations "
 	       "per emitted chunk.  scrape: the reader scrapes on every\n"
 	       "pass.  paced: 200k pkt/s.\n");
 	if (failed)
