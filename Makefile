@@ -19,6 +19,7 @@
 #   make size    .text table of the writer fast path and the reader drain
 #                (x86-64, Cortex-M4, Cortex-M33, all -Os)
 #   make help    this list
+#   build/tbtrace  stat FILE.pftrace | ring PATH | convert RING.bin OUT
 
 CC	?= cc
 PREFIX	?= /usr/local
@@ -46,13 +47,14 @@ RUN_EXAMPLES ?= quickstart
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
+TOOLS	:= tbtrace
 TEST_DEPS := $(HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
 
 .PHONY: all test check demo bench tsan asan m32 fuzz headers deps deps-m32 \
 	deps-fuzz install uninstall clean help
 
 # have-deps first: without ck a plain make says what to install.
-all: have-deps $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(BENCHES) $(EXAMPLES))
+all: have-deps $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(BENCHES) $(EXAMPLES) $(TOOLS))
 
 help:
 	@sed -n '/^#   make/,/^$$/p' Makefile | sed -e 's/^# \{0,1\}//' -e '/^$$/d'
@@ -114,7 +116,7 @@ test check: deps headers
 # many passed and failed, and make fails if any did.  Tests that run the
 # examples (cross-process) find them in TB_BUILD_DIR.
 .PHONY: run-tests
-run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES))
+run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 	@pass=0; fail=0; failed=""; for t in $(TESTS) $(RUN_CXX); do \
 	echo "== $$t"; \
 	if TB_BUILD_DIR=$(BUILD) $(RUNNER) ./$(BUILD)/$$t; then \
@@ -243,7 +245,7 @@ cross-all:
 cross-build: $(X_CK)/ck_md.h
 	@$(__check_arch)
 	@echo "cross $(ARCH): building $(words $(TESTS)) suites and $(words $(EXAMPLES)) examples with $(X_TRIPLE)-gcc, ck from $(X_CK)"
-	@$(MAKE) --no-print-directory -s $(addprefix $(X_BUILD)/,$(TESTS) $(EXAMPLES)) \
+	@$(MAKE) --no-print-directory -s $(addprefix $(X_BUILD)/,$(TESTS) $(EXAMPLES) $(TOOLS)) \
 	BUILD=$(X_BUILD) CC=$(X_TRIPLE)-gcc CFLAGS="-O2" \
 	EXTRA="-isystem $(X_CK) $(EXTRA)" \
 	CHECK_LIBS="$$(PKG_CONFIG_LIBDIR=/usr/lib/$(X_TRIPLE)/pkgconfig pkg-config --cflags --libs check) -pthread"
@@ -363,6 +365,12 @@ fuzz: deps-fuzz $(addprefix build/fuzz/,$(FUZZERS))
 		exit 1; \
 	fi; done
 
+# --- tools -----------------------------------------------------------------
+$(BUILD)/tbtrace: tools/tbtrace.c $(HEADERS) | $(BUILD)
+	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@
+
+build/fuzz/fuzz_tbcheck: tools/tbtrace.c
+
 # --- bench and demo --------------------------------------------------------
 $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)
 	$(CC) $(BASE) -O2 -DNDEBUG $(EXTRA) $< -o $@ -pthread -lm
@@ -387,9 +395,10 @@ CMAKE_DIR = $(DESTDIR)$(PREFIX)/lib/cmake/tbring
 SUBST	= sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	      -e 's|@MAJOR@|$(firstword $(subst ., ,$(VERSION)))|'
 
-install:
-	install -d $(INC_DIR) $(PC_DIR) $(CMAKE_DIR)
+install: $(BUILD)/tbtrace
+	install -d $(INC_DIR) $(PC_DIR) $(CMAKE_DIR) $(DESTDIR)$(PREFIX)/bin
 	install -m 0644 $(HEADERS) $(INC_DIR)/
+	install -m 0755 $(BUILD)/tbtrace $(DESTDIR)$(PREFIX)/bin/tbtrace
 	$(SUBST) tbring.pc.in > $(PC_DIR)/tbring.pc
 	$(SUBST) tbringConfig.cmake.in > $(CMAKE_DIR)/tbringConfig.cmake
 	$(SUBST) tbringConfigVersion.cmake.in > \
@@ -398,6 +407,7 @@ install:
 
 uninstall:
 	rm -f $(addprefix $(INC_DIR)/,$(HEADERS)) $(PC_DIR)/tbring.pc \
+		$(DESTDIR)$(PREFIX)/bin/tbtrace \
 		$(CMAKE_DIR)/tbringConfig.cmake \
 		$(CMAKE_DIR)/tbringConfigVersion.cmake
 	-rmdir $(INC_DIR) $(CMAKE_DIR) 2>/dev/null

@@ -136,7 +136,7 @@ static inline void tb_pb_reader_init(struct tb_pb_reader *r, const void *p,
 				     size_t n)
 {
 	r->p = (const uint8_t *)p;
-	r->end = r->p + n;
+	r->end = n ? r->p + n : r->p;	/* (NULL, 0) is an empty input */
 	r->bad = 0;
 }
 

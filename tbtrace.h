@@ -156,8 +156,8 @@ static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 		if (!tb__pb_get_varint(&c, &key))
 			return false;	/* a key cut short: not a field */
 		field = key >> 3;
-		if (!field || tb__pb_reserved(field))
-			return false;
+		if (!field || field > 0x1fffffffu || tb__pb_reserved(field))
+			return false;	/* no such field number, or not theirs */
 		switch (key & 7) {
 		case TB_PB_VARINT:
 			if (!tb__pb_get_varint(&c, &len))

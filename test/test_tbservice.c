@@ -1409,6 +1409,31 @@ START_TEST(test_trace_packet_ending_inside_a_key_is_invalid)
 }
 END_TEST
 
+/* A field number past 2^29 - 1 is no protobuf field: the packet goes. */
+START_TEST(test_trace_field_number_out_of_range_is_invalid)
+{
+	/* key (2^29 << 3): field 2^29, varint; then its value 1 */
+	static const uint8_t big[] = { 0x80, 0x80, 0x80, 0x80, 0x10, 0x01 };
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	struct tb_buf_frag fr[1];
+	struct tb_trace_out o;
+	struct mem_out m;
+	unsigned n;
+
+	fr[0].data = big;
+	fr[0].size = sizeof(big);
+	out_init(&o, &m);
+	commit(b, 1, 1, 0, 0, 1000, 101, fr, 1);
+	tb_trace_write(&o, b);
+	ck_assert_uint_eq(o.invalid_packets, 1);
+	/* and what was written reads back as a trace */
+	ck_assert_int_eq(trace_for_each(m.p, m.len, NULL, NULL), 1);
+	assert_no_forged_identity(&m, 1000, 1u << 16 | 1u, 101, &n);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_trace_multi_slice_packet_is_written_contiguously)
 {
 	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
@@ -2307,6 +2332,7 @@ static Suite *trace_suite(void)
 		test_trace_malformed_producer_packet_keeps_the_trace_valid);
 	tcase_add_test(t,
 		test_trace_multi_slice_packet_is_written_contiguously);
+	tcase_add_test(t, test_trace_field_number_out_of_range_is_invalid);
 	tcase_add_loop_test(t, test_trace_packet_ending_inside_a_key_is_invalid,
 			    0, 3);
 	tcase_add_test(t, test_trace_failed_write_latches_an_error);
