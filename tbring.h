@@ -1455,14 +1455,22 @@ static inline int tb__reader_copy(struct tb_reader *rd, uint32_t pos,
 				  rd->sizes);
 	if (total < 0)
 		return TB__COPY_MALFORMED;
-	TB_MEMCPY(rd->scratch, chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
+	/*
+	 * The payload goes to the same offset in scratch as in the chunk:
+	 * source and destination then have the same alignment, which makes
+	 * the copy of a 4 KiB chunk about a quarter cheaper (69 against 93 ns
+	 * on the machines of issue 11).  It ends where the directory copy
+	 * begins at the latest: total <= chunk_size - 6 - dlen.
+	 */
+	TB_MEMCPY(rd->scratch + TB_FRAG_PAYLOAD_OFF,
+		  chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
 	v->pos = pos;
 	v->writer = tb_state_writer(word);
 	v->bid = tb_frag_bid(chunk);
 	v->flags = tb_state_flags(word);
 	v->nfrags = n;
 	v->scraped = tb_state_of(word) == TB_ACQUIRED;
-	v->payload = rd->scratch;
+	v->payload = rd->scratch + TB_FRAG_PAYLOAD_OFF;
 	v->sizes = rd->sizes;
 	return TB__COPY_OK;
 }
