@@ -45,8 +45,10 @@
  * skipped or ignored packet, a track with no descriptor, a clock with no
  * snapshot - is "explained" when its sequence carried
  * previous_packet_dropped since its last incremental-state clear; an END
- * without BEGIN when a loss flag on its sequence fell after the track's
- * previous event and at or before the END; a slice never ended when a
+ * without BEGIN when a loss flag on its sequence, or a packet skipped for
+ * want of state, came at or before the END (what was lost may have held
+ * any number of BEGINs, so a loss anywhere before explains every END
+ * that finds the stack empty later); a slice never ended when a
  * loss flag on its sequence fell after the BEGIN, or when the caller set
  * c->tail_lost: it knows data after the trace's end was lost with no
  * packet left to carry a flag (a central buffer in discard mode refused
@@ -1460,10 +1462,8 @@ static inline void tb__ck_slice(struct tb_check *c,
 		c->stats.slice_ends++;
 		if (!t->open) {
 			tb__ck_report(c, at, TB_CK_END_WITHOUT_BEGIN,
-				      s->last_loss != TB_CHECK_NONE &&
-				      (t->last_event == TB_CHECK_NONE ||
-				       s->last_loss > t->last_event),
-				      t->uuid);
+				      s->last_loss != TB_CHECK_NONE ||
+				      s->skipped, t->uuid);
 			return;
 		}
 		i = t->open - 1;
