@@ -89,7 +89,8 @@ struct tb_bridge {
 	struct tb__bridge_key *keys;	/* open addressing, power of two */
 	uint32_t keys_cap;
 	uint32_t keys_n;
-	int error;			/* TB_EPROTO or TB_EPINNED: retired */
+	int error;			/* TB_EPROTO, or the service's TB_EPINNED */
+	uint64_t pinned_since;		/* the service's: see tbservice.h */
 	uint64_t stat[TB_BS_MAX];
 	struct tb_buf_frag frags[TB_FRAG_MAX];
 };
@@ -252,9 +253,11 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
  * says why it stopped, as tb_reader_drain() (*@resolved, may be NULL, gets
  * the positions resolved), or why the ring is retired, for good (later
  * calls return it at once and touch nothing): TB_EPROTO when the ring
- * broke the protocol, TB_EPINNED when every chunk of it is pinned by
- * writers that never acknowledged a scrape (tb_reader_pinned()), so
- * nothing can be written to it again.
+ * broke the protocol.  A ring whose every chunk is pinned
+ * (tb_reader_pinned(&br->reader)) is not retired here: writers that are
+ * only slow or idle unpin it when they next write, so only time tells a
+ * dead one (the service retires such a ring once it stayed pinned for
+ * pin_ms, with TB_EPINNED).
  */
 static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
 				  enum tb_read_mode mode, unsigned *resolved)
@@ -267,8 +270,6 @@ static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
 		return br->error;
 	ret = tb_reader_drain(&br->reader, max, mode, tb__bridge_chunk, br,
 			      resolved);
-	if (ret >= 0 && tb_reader_pinned(&br->reader))
-		ret = TB_EPINNED;
 	if (ret < 0)
 		br->error = ret;
 	return ret;

@@ -10,9 +10,10 @@
  * central buffers, and when nothing is there sleeps on a shared doorbell
  * (struct tb_bell) with a timeout, so an idle service does not spin.  It
  * scrapes (flushes) on request and at stop, retires a ring that breaks
- * the protocol or whose every chunk is pinned by dead writers while the
- * others carry on, and in long-trace mode writes the central buffers to
- * the output every period.
+ * the protocol or whose every chunk stayed pinned for pin_ms (writers
+ * that died holding chunks the service scraped) while the others carry
+ * on, and in long-trace mode writes the central buffers to the output
+ * every period.
  *
  * A shared doorbell is writable by every producer that rings it: a
  * hostile one can wake the service thread needlessly, or hide others'
@@ -49,12 +50,14 @@ struct tb_service_config {
 	uint32_t wait_ms;		/* longest sleep on the doorbell */
 	uint32_t period_ms;		/* long trace: write every period; 0 */
 	uint32_t batch;			/* positions per ring per pass; 0: 256 */
+	uint32_t pin_ms;		/* retire a ring pinned so long; 0: 10 s */
 	/* a ring was retired (TB_EPROTO or TB_EPINNED); @ring is its handle */
 	void (*on_ring_error)(void *ctx, unsigned ring, int err);
 	void *ctx;
 };
 
 #define TB_SERVICE_BATCH	256u	/* default positions per ring per pass */
+#define TB_SERVICE_PIN_MS	10000u	/* default pin_ms */
 
 /* What the service did; tb_service_stats() fills it. */
 struct tb_service_stats {
@@ -73,6 +76,7 @@ struct tb_service {
 	struct tb_service_config cfg;
 	unsigned top;			/* slots in use are below it */
 	uint64_t next_write_ms;
+	uint64_t now_ms;		/* of the last tb_service_poll() */
 	uint32_t flush_req;		/* bumped by any thread */
 	uint32_t flush_done;
 	uint32_t wake_req;		/* bumped by any thread */
@@ -95,6 +99,8 @@ static inline int tb_service_init(struct tb_service *s,
 	s->cfg = *cfg;
 	if (!s->cfg.batch)
 		s->cfg.batch = TB_SERVICE_BATCH;
+	if (!s->cfg.pin_ms)
+		s->cfg.pin_ms = TB_SERVICE_PIN_MS;
 	for (i = 0; i < cfg->max_rings; i++)
 		s->cfg.slots[i] = NULL;
 	return TB_OK;
@@ -135,12 +141,37 @@ static inline int tb_service_add(struct tb_service *s, struct tb_bridge *br,
 	return TB_OK;
 }
 
+/*
+ * Whether ring @br has been pinned for pin_ms: every chunk held by a
+ * writer that never acknowledged its scrape.  A lap of pinned chunks alone
+ * proves nothing: with more writers than chunks, writers the scheduler
+ * left out (or that sit idle holding their chunk) pin every chunk while
+ * the others burn positions on them, and they unpin it when they run.
+ * Dead writers never do; a ring that stays pinned for pin_ms is retired.
+ */
+static inline bool tb__service_pinned(struct tb_service *s,
+				      struct tb_bridge *br)
+{
+	if (!tb_reader_pinned(&br->reader)) {
+		br->pinned_since = 0;
+		return false;
+	}
+	if (!br->pinned_since) {
+		br->pinned_since = s->now_ms + 1;	/* 0 means never */
+		return false;
+	}
+	return s->now_ms + 1 - br->pinned_since >= s->cfg.pin_ms;
+}
+
 /* Drains one live ring; false when it was retired (TB_EPROTO, _EPINNED). */
 static inline bool tb__service_ring(struct tb_service *s, unsigned h,
 				    enum tb_read_mode mode, unsigned *done)
 {
-	int ret = tb_bridge_drain(s->cfg.slots[h], s->cfg.batch, mode, done);
+	struct tb_bridge *br = s->cfg.slots[h];
+	int ret = tb_bridge_drain(br, s->cfg.batch, mode, done);
 
+	if (ret >= 0 && tb__service_pinned(s, br))
+		ret = br->error = TB_EPINNED;
 	if (ret >= 0)
 		return true;
 	if (ret == TB_EPINNED)
@@ -351,6 +382,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 	uint32_t req = tb_atomic_load(&s->flush_req, TB_RLX), seq, wait;
 	bool busy;
 
+	s->now_ms = now_ms;
 	if (tb_service_stopping(s)) {
 		tb_service_flush(s);
 		tb_service_write_buffers(s);

@@ -2093,10 +2093,10 @@ START_TEST(test_service_ring_protocol_error_stops_only_that_ring)
 END_TEST
 
 /*
- * Writers that die holding chunks the service scraped pin them: after a
- * lap in which every chunk was still RewriteRequested, the service retires
- * that ring with its own reason (TB_EPINNED, counted apart from protocol
- * errors) and goes on serving the others.
+ * Writers that die holding chunks the service scraped pin them: once a
+ * lap found every chunk still RewriteRequested and it stayed so for
+ * pin_ms, the service retires that ring with its own reason (TB_EPINNED,
+ * counted apart from protocol errors) and goes on serving the others.
  */
 START_TEST(test_service_retires_a_ring_whose_every_chunk_is_pinned)
 {
@@ -2112,12 +2112,17 @@ START_TEST(test_service_retires_a_ring_whose_every_chunk_is_pinned)
 	}
 	twriter_new(&e, &f->t[0], 30, 0, TB_DROP);
 	tw_new(&a, f, 1, 1, 0);
+	f->cfg.pin_ms = 1000;
 	tb_service_request_flush(svc(f));	/* scrapes all four */
 	ck_assert(tb_service_poll(svc(f), 0));
 	ck_assert_uint_eq(f->nerr, 0);
 	ck_assert_int_eq(twrite(&e, "e", 0, 0), TB_NO_CHUNK);
 	wpkt_rel(&a, 0, 60);
-	ck_assert(tb_service_poll(svc(f), 1));
+	ck_assert(tb_service_poll(svc(f), 1));	/* a pinned lap: it starts */
+	ck_assert(tb_reader_pinned(&f->br[0].reader));
+	ck_assert(tb_service_poll(svc(f), 1000));
+	ck_assert_uint_eq(f->nerr, 0);
+	ck_assert(tb_service_poll(svc(f), 1001));
 	ck_assert_uint_eq(f->nerr, 1);
 	ck_assert_uint_eq(f->err_ring, 0);
 	ck_assert_int_eq(f->err, TB_EPINNED);
@@ -2135,6 +2140,67 @@ START_TEST(test_service_retires_a_ring_whose_every_chunk_is_pinned)
 		twriter_free(&dead[i]);
 	twriter_free(&e);
 	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+/*
+ * A lap of pinned chunks is not enough: writers that are only slow (more
+ * writers than chunks, the scheduler left them out) pin every chunk while
+ * another burns positions on them, and unpin it when they run again.  The
+ * service keeps such a ring: pinned for less than pin_ms, then unpinned,
+ * it stays served and writes go on; pinned again, pin_ms starts over.
+ */
+START_TEST(test_service_keeps_a_ring_pinned_by_slow_writers)
+{
+	struct fx *f = fx_new(1, 256, 4, 1u << 20);
+	struct twriter slow[4], e;
+	struct tb_span sp;
+	unsigned i;
+
+	for (i = 0; i < 4; i++) {
+		twriter_new(&slow[i], &f->t[0], (uint16_t)(20 + i), 0,
+			    TB_DROP);
+		topen_with(&slow[i], "open", 4, 0, &sp);
+	}
+	twriter_new(&e, &f->t[0], 30, 0, TB_DROP);
+	f->cfg.pin_ms = 1000;
+	tb_service_request_flush(svc(f));	/* scrapes all four */
+	ck_assert(tb_service_poll(svc(f), 0));
+	ck_assert_int_eq(twrite(&e, "e", 0, 0), TB_NO_CHUNK);
+	ck_assert(tb_service_poll(svc(f), 10));
+	ck_assert(tb_reader_pinned(&f->br[0].reader));
+	/* they run again: each acknowledges its scrape */
+	for (i = 0; i < 4; i++) {
+		tb_writer_close(&slow[i].w, 4, 0);
+		tb_writer_release(&slow[i].w);
+	}
+	ck_assert(tb_service_poll(svc(f), 20));
+	ck_assert(!tb_reader_pinned(&f->br[0].reader));
+	ck_assert(tb_service_poll(svc(f), 5000));
+	ck_assert_uint_eq(f->nerr, 0);
+	ck_assert_uint_eq(fx_stats(f).pinned_rings, 0);
+	ck_assert_int_eq(twrite(&e, "e", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&e.w), TB_OK);
+	ck_assert(tb_service_poll(svc(f), 5001));
+	ck_assert_uint_eq(sbr(f, 0)->stat[TB_BS_CHUNKS], 1);
+	ck_assert_int_eq(sbr(f, 0)->error, 0);
+	/* pinned again: pin_ms counts from this lap, not the first */
+	for (i = 0; i < 4; i++)
+		topen_with(&slow[i], "open", 4, 0, &sp);
+	tb_service_request_flush(svc(f));
+	ck_assert(tb_service_poll(svc(f), 5002));
+	ck_assert_int_eq(twrite(&e, "e", 0, 0), TB_NO_CHUNK);
+	ck_assert(tb_service_poll(svc(f), 5003));
+	ck_assert(tb_reader_pinned(&f->br[0].reader));
+	ck_assert(tb_service_poll(svc(f), 5500));
+	ck_assert_uint_eq(f->nerr, 0);
+	ck_assert(tb_service_poll(svc(f), 6003));
+	ck_assert_uint_eq(f->nerr, 1);
+	ck_assert_int_eq(f->err, TB_EPINNED);
+	for (i = 0; i < 4; i++)
+		twriter_free(&slow[i]);
+	twriter_free(&e);
 	fx_free(f);
 }
 END_TEST
@@ -2374,6 +2440,7 @@ static Suite *service_suite(void)
 		test_service_bumps_the_generation_on_writes_and_overwrites);
 	tcase_add_test(t,
 		test_service_retires_a_ring_whose_every_chunk_is_pinned);
+	tcase_add_test(t, test_service_keeps_a_ring_pinned_by_slow_writers);
 	suite_add_tcase(s, t);
 	return s;
 }
