@@ -5,24 +5,28 @@
  *
  *   make demo          (or: ./build/demo -w 4 -d 3; ./build/demo -h)
  *
- * Writer threads trace a made-up request handler with Perfetto
- * TrackEvents: each names its thread with a track descriptor, then emits
- * nested slices (begin/end pairs with real timestamps) and now and then an
- * instant event with a debug annotation of several KiB, a packet that
- * spans chunks.  Every packet goes through one shared-memory ring
- * (tbring.h).  A service thread (tbservice.h) drains the ring into a
- * central buffer (tbuffer.h) and, in long-trace mode, writes the buffer to
- * demo.pftrace every 250 ms, so the trace can outgrow the buffer.  Open
- * the file in https://ui.perfetto.dev.
+ * Writer threads trace a made-up request handler with the event layer
+ * (tbevent.h): nested slices on each writer's thread track, a counter
+ * track of the rows each writer decoded, a flow from each request's parse
+ * to its response, and now and then an instant event with a debug
+ * annotation of several KiB, a packet that spans chunks.  Every packet
+ * goes through one shared-memory ring (tbring.h).  A service thread
+ * (tbservice.h) drains the ring into a central buffer (tbuffer.h) and, in
+ * long-trace mode, writes the buffer to demo.pftrace every 250 ms, so the
+ * trace can outgrow the buffer.  Open the file in https://ui.perfetto.dev.
  *
- * The demo checks itself.  It reads the trace back and compares, writer by
- * writer, the packets the writers were told were written with the packets
- * in the file.  Every event carries its writer's sequence number (a debug
- * annotation, "seq", or "end_seq" on slice ends), so the check sees order
- * and gaps, not just counts.  It exits 1 if a writer's events are out of
- * order or duplicated, if a gap in the trace is not flagged by
- * previous_packet_dropped, or if packets are missing that no loss counter
- * accounts for.
+ * The demo checks itself, two ways.  It reads the trace back and
+ * compares, writer by writer, the events the writers were told were
+ * written with the events in the file: every slice begin and instant
+ * carries its writer's sequence number (a debug annotation, "seq"), so the
+ * check sees order and gaps, not just counts.  And it runs the trace
+ * checker (tbcheck.h), which applies the rules of Perfetto's importer:
+ * every event's track and every interned name must resolve on its
+ * sequence, slices must nest, and anything that breaks a rule must be
+ * explained by a loss the trace flags.  It exits 1 if a writer's events
+ * are out of order or repeated, if a gap is not flagged, if events are
+ * missing that no loss counter accounts for, or if the checker finds a
+ * violation no loss explains.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -35,8 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tbcheck.h"
+#include "tbevent.h"
 #include "tbservice.h"
-/* the tests' protobuf reader: independent of tbservice.h's encoder */
 
 #define MAX_WRITERS	64
 #define PRODUCER_ID	1	/* the one ring's producer */
@@ -45,38 +50,20 @@
 #define PKT_MAX		(TEXT_MAX + 512)
 
 /*
- * Perfetto field numbers, from protos/perfetto/trace/trace_packet.proto
- * and track_event/{track_event,track_descriptor,thread_descriptor,
- * process_descriptor,debug_annotation}.proto.
+ * What the check reads back, from Perfetto's protos (trace_packet.proto,
+ * track_event/track_event.proto, track_event/debug_annotation.proto).
  */
 enum {
-	TP_TIMESTAMP = 8,		/* TracePacket */
-	TP_TRACK_EVENT = 11,
-	TP_SEQUENCE_FLAGS = 13,
+	TP_TRACK_EVENT = 11,		/* TracePacket */
 	TP_TRACK_DESCRIPTOR = 60,
-	TD_UUID = 1,			/* TrackDescriptor */
-	TD_PROCESS = 3,
-	TD_THREAD = 4,
-	PD_PID = 1,			/* ProcessDescriptor */
-	PD_PROCESS_NAME = 6,
-	THD_PID = 1,			/* ThreadDescriptor */
-	THD_TID = 2,
-	THD_THREAD_NAME = 5,
 	TE_DEBUG_ANNOTATIONS = 4,	/* TrackEvent */
-	TE_TYPE = 9,
-	TE_TRACK_UUID = 11,
-	TE_NAME = 23,
 	DA_UINT_VALUE = 3,		/* DebugAnnotation */
-	DA_STRING_VALUE = 6,
-	DA_NAME = 10,
 };
 
-enum {
-	SEQ_INCREMENTAL_STATE_CLEARED = 1,	/* TracePacket.SequenceFlags */
-	TYPE_SLICE_BEGIN = 1,			/* TrackEvent.Type */
-	TYPE_SLICE_END = 2,
-	TYPE_INSTANT = 3,
-};
+/* The categories the writers trace in; all on. */
+TB_CATEGORY_DEFINE(cat_request, "request", 1);
+TB_CATEGORY_DEFINE(cat_db, "db", 1);
+TB_CATEGORY_DEFINE(cat_debug, "debug", 1);
 
 struct options {
 	unsigned writers;		/* -w */
@@ -92,12 +79,6 @@ struct options {
 };
 
 /* Counters another thread reads while the run goes on: relaxed atomics. */
-static void count(uint64_t *c, uint64_t n)
-{
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
-			 __ATOMIC_RELAXED);
-}
-
 static void publish(uint64_t *c, uint64_t v)
 {
 	__atomic_store_n(c, v, __ATOMIC_RELAXED);
@@ -125,48 +106,6 @@ static void sleep_until(double t)
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
-/* Perfetto's default trace clock is CLOCK_BOOTTIME, in nanoseconds. */
-static uint64_t trace_clock_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_BOOTTIME, &ts))
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* ------------------------------------------------------------------------
- * Protobuf: a message is built in a buffer; a nested one is built first in
- * its own buffer, then copied in as a length-delimited field.
- */
-struct msg {
-	uint8_t *p;
-	size_t n;
-};
-
-static void put_uint(struct msg *m, uint32_t field, uint64_t v)
-{
-	m->n += tb_pb_uint(m->p + m->n, field, v);
-}
-
-static void put_bytes(struct msg *m, uint32_t field, const void *data,
-		      size_t len)
-{
-	m->n += tb_pb_len(m->p + m->n, field, len);
-	memcpy(m->p + m->n, data, len);
-	m->n += len;
-}
-
-static void put_str(struct msg *m, uint32_t field, const char *s)
-{
-	put_bytes(m, field, s, strlen(s));
-}
-
-static void put_msg(struct msg *m, uint32_t field, const struct msg *inner)
-{
-	put_bytes(m, field, inner->p, inner->n);
-}
-
 /* ------------------------------------------------------------------------
  * Writers.
  */
@@ -177,26 +116,29 @@ struct writer {
 	pthread_t thread;
 	uint16_t id;
 	struct tb_writer w;
+	struct tb_ev_writer ev;
 	uint8_t *scratch;	/* chunk_size, for relocations */
 	uint64_t rng;
-	uint64_t track;		/* the uuid of this thread's track */
 	double t0;
-	double next_descriptor;
-	uint8_t pkt[PKT_MAX], event[PKT_MAX], inner[PKT_MAX];
+	char name[16];		/* "writer N": static for the track */
+	struct tb_track thread_track;
+	struct tb_track rows_track;	/* a counter: rows decoded */
+	uint64_t rows;
+	uint64_t requests;
 	/* after the run */
-	uint64_t seq;		/* events written: the next event's number */
-	uint64_t descriptors;	/* descriptor packets written */
+	uint64_t seq;		/* tagged events tried: the next one's number */
+	uint64_t written;	/* ... of them written (TB_OK) */
 	/* progress, read by the main thread */
 	uint64_t attempted;
-	uint64_t packets;	/* written: TB_OK */
-	uint64_t bytes;
-	uint64_t failed[8];	/* packets lost, by -result */
+	uint64_t events;	/* event packets written, all kinds */
+	uint64_t lost;		/* event packets not written */
 };
 
 struct demo {
 	struct options opt;
 	int pid;
 	unsigned uid;
+	struct tb_track process_track;
 	/* the ring, in shared memory as between processes */
 	struct tb_ring ring;
 	void *mem;
@@ -209,7 +151,8 @@ struct demo {
 	struct tb_trace_out out;
 	FILE *file;
 	pthread_t service;
-	uint64_t overwritten[MAX_WRITERS + 1];	/* packets, by writer id */
+	uint64_t overwritten[MAX_WRITERS + 1];	/* tagged events, by writer */
+	uint64_t overwritten_packets;
 	int ring_error;
 	/* what the service thread publishes for the progress lines */
 	struct {
@@ -230,87 +173,12 @@ static uint32_t rnd(struct writer *wr, uint32_t n)
 	return (uint32_t)(wr->rng >> 32) % n;
 }
 
-/* Writes one packet; every result is counted. */
-static int emit(struct writer *wr, const struct msg *pkt)
+/* A tagged event written: counted, for the check. */
+static void tagged(struct writer *wr, int ret)
 {
-	int ret = tb_writer_write_packet(&wr->w, pkt->p, pkt->n);
-
-	count(&wr->attempted, 1);
-	if (ret == TB_OK) {
-		count(&wr->packets, 1);
-		count(&wr->bytes, pkt->n);
-	} else {
-		count(&wr->failed[-ret & 7], 1);
-	}
-	return ret;
-}
-
-/*
- * A track descriptor names the writer's thread (writer 1 also names the
- * process).  The first packet of a sequence clears its incremental state;
- * re-emitted once a second, as Perfetto's SDK does, so the tracks survive
- * a central buffer that wraps.
- */
-static void describe(struct writer *wr)
-{
-	struct demo *d = wr->d;
-	struct msg pkt = { wr->pkt, 0 }, td = { wr->event, 0 };
-	struct msg desc = { wr->inner, 0 };
-	char name[32];
-
-	if (wr->id == 1) {
-		put_uint(&desc, PD_PID, (uint64_t)d->pid);
-		put_str(&desc, PD_PROCESS_NAME, "tbring demo");
-		put_uint(&td, TD_UUID, (uint64_t)d->pid << 16);
-		put_msg(&td, TD_PROCESS, &desc);
-		put_uint(&pkt, TP_TIMESTAMP, trace_clock_ns());
-		put_uint(&pkt, TP_SEQUENCE_FLAGS,
-			 SEQ_INCREMENTAL_STATE_CLEARED);
-		put_msg(&pkt, TP_TRACK_DESCRIPTOR, &td);
-		if (emit(wr, &pkt) == TB_OK)
-			wr->descriptors++;
-		pkt.n = td.n = desc.n = 0;
-	}
-	snprintf(name, sizeof(name), "writer %u", wr->id);
-	put_uint(&desc, THD_PID, (uint64_t)d->pid);
-	put_uint(&desc, THD_TID, (uint64_t)syscall(SYS_gettid));
-	put_str(&desc, THD_THREAD_NAME, name);
-	put_uint(&td, TD_UUID, wr->track);
-	put_msg(&td, TD_THREAD, &desc);
-	put_uint(&pkt, TP_TIMESTAMP, trace_clock_ns());
-	put_uint(&pkt, TP_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-	put_msg(&pkt, TP_TRACK_DESCRIPTOR, &td);
-	if (emit(wr, &pkt) == TB_OK)
-		wr->descriptors++;
-}
-
-/*
- * One TrackEvent on the writer's thread track, tagged with its sequence
- * number; @text, when given, goes in a second debug annotation @key.
- */
-static void event(struct writer *wr, unsigned type, const char *name,
-		  const char *key, const char *text, size_t len)
-{
-	struct msg pkt = { wr->pkt, 0 }, ev = { wr->event, 0 };
-	struct msg ann = { wr->inner, 0 };
-
-	put_uint(&ev, TE_TYPE, type);
-	put_uint(&ev, TE_TRACK_UUID, wr->track);
-	if (name)
-		put_str(&ev, TE_NAME, name);
-	put_str(&ann, DA_NAME, type == TYPE_SLICE_END ? "end_seq" : "seq");
-	put_uint(&ann, DA_UINT_VALUE, wr->seq);
-	put_msg(&ev, TE_DEBUG_ANNOTATIONS, &ann);
-	if (text) {
-		ann.n = 0;
-		put_str(&ann, DA_NAME, key);
-		put_bytes(&ann, DA_STRING_VALUE, text, len);
-		put_msg(&ev, TE_DEBUG_ANNOTATIONS, &ann);
-	}
-	put_uint(&pkt, TP_TIMESTAMP, trace_clock_ns());
-	put_msg(&pkt, TP_TRACK_EVENT, &ev);
-	if (emit(wr, &pkt) == TB_OK)
-		wr->seq++;
+	wr->seq++;
+	if (ret == TB_OK)
+		wr->written++;
 }
 
 /* The body of a large response, for the snapshot annotation. */
@@ -325,7 +193,7 @@ static void make_response_text(void)
 		n += (size_t)snprintf(response_text + n,
 				      sizeof(response_text) - n,
 				      "row %05u: user=u%04u status=ok "
-				      "bytes=%u\n", i, i * 7919 % 10000,
+				      "bytes=%u\\n", i, i * 7919 % 10000,
 				      i * 104729 % 65536);
 	memset(response_text + n, '.', sizeof(response_text) - n);
 }
@@ -333,32 +201,36 @@ static void make_response_text(void)
 /*
  * The request handler the writers pretend to run, as a tree: depth, how
  * often the stage runs (percent), how long it works (up to N
- * microseconds), its name.  A stage that does not run skips its children.
+ * microseconds), its name and category.  A stage that does not run skips
+ * its children.
  */
 struct stage {
 	unsigned depth;
 	unsigned percent;
 	unsigned work_us;
 	const char *name;
+	const struct tb_category *cat;
 };
 
 static const struct stage request[] = {
-	{ 0, 100, 0, "HandleRequest" },
-	{ 1, 100, 3,	"ParseRequest" },
-	{ 1, 60, 0,	"Authenticate" },
-	{ 2, 100, 2,		"TokenCache::Lookup" },
-	{ 2, 20, 8,		"VerifySignature" },
-	{ 1, 100, 0,	"QueryDatabase" },
-	{ 2, 100, 1,		"AcquireConnection" },
-	{ 2, 100, 10,		"ExecuteQuery" },
-	{ 2, 40, 4,		"DecodeRows" },
-	{ 1, 100, 0,	"RenderResponse" },
-	{ 2, 100, 5,		"Serialize" },
-	{ 2, 50, 6,		"Compress" },
-	{ 1, 100, 2,	"SendResponse" },
+	{ 0, 100, 0, "HandleRequest", &cat_request },
+	{ 1, 100, 3,	"ParseRequest", &cat_request },
+	{ 1, 60, 0,	"Authenticate", &cat_request },
+	{ 2, 100, 2,		"TokenCache::Lookup", &cat_request },
+	{ 2, 20, 8,		"VerifySignature", &cat_request },
+	{ 1, 100, 0,	"QueryDatabase", &cat_db },
+	{ 2, 100, 1,		"AcquireConnection", &cat_db },
+	{ 2, 100, 10,		"ExecuteQuery", &cat_db },
+	{ 2, 40, 4,		"DecodeRows", &cat_db },
+	{ 1, 100, 0,	"RenderResponse", &cat_request },
+	{ 2, 100, 5,		"Serialize", &cat_request },
+	{ 2, 50, 6,		"Compress", &cat_request },
+	{ 1, 100, 2,	"SendResponse", &cat_request },
 };
 
 #define NSTAGES		(sizeof(request) / sizeof(request[0]))
+#define STAGE_PARSE	1	/* starts the request's flow */
+#define STAGE_DECODE	8	/* counts rows */
 #define SNAPSHOT_PCT	2	/* requests that log their response */
 
 /* Simulated work, so slices have a visible length (not when flat out). */
@@ -373,9 +245,30 @@ static void work(struct writer *wr, unsigned max_us)
 		;
 }
 
+/*
+ * One stage's slice begins: tagged with the writer's sequence number;
+ * the parse starts a flow the response ends, so the UI draws an arrow
+ * from each request's parse to its reply.
+ */
+static void stage_begin(struct writer *wr, unsigned i)
+{
+	const struct stage *s = &request[i];
+	uint64_t flow = (uint64_t)wr->id << 40 | wr->requests;
+	struct tb_arg a[2];
+	uint32_t n = 0;
+
+	a[n++] = TB_ARG_UINT("seq", wr->seq);
+	if (i == STAGE_PARSE)
+		a[n++] = TB_FLOW(flow);
+	else if (i == NSTAGES - 1)
+		a[n++] = TB_FLOW_END(flow);
+	tagged(wr, tb_ev_begin(&wr->ev, s->cat, s->name, a, n));
+}
+
 static void handle_request(struct writer *wr)
 {
-	unsigned i, open = 0, skip_below = ~0u;
+	const struct tb_category *open[8];
+	unsigned i, depth = 0, skip_below = ~0u;
 
 	for (i = 0; i < NSTAGES; i++) {
 		const struct stage *s = &request[i];
@@ -383,44 +276,79 @@ static void handle_request(struct writer *wr)
 		if (s->depth > skip_below)
 			continue;	/* its parent did not run */
 		skip_below = ~0u;
-		for (; open > s->depth; open--)
-			event(wr, TYPE_SLICE_END, NULL, NULL, NULL, 0);
+		for (; depth > s->depth; depth--)
+			TB_TRACE_END(open[depth - 1]);
 		if (rnd(wr, 100) >= s->percent) {
 			skip_below = s->depth;
 			continue;
 		}
-		event(wr, TYPE_SLICE_BEGIN, s->name, NULL, NULL, 0);
-		open++;
+		stage_begin(wr, i);
+		open[depth++] = s->cat;
 		work(wr, s->work_us);
+		if (i == STAGE_DECODE) {
+			wr->rows += 1 + rnd(wr, 500);
+			TB_TRACE_COUNTER(&cat_db, &wr->rows_track, wr->rows);
+		}
 	}
 	/* now and then a big one: it spans chunks of the ring */
-	if (rnd(wr, 100) < SNAPSHOT_PCT)
-		event(wr, TYPE_INSTANT, "ResponseSnapshot", "body",
-		      response_text, 2048 + rnd(wr, TEXT_MAX - 2048));
-	for (; open; open--)
-		event(wr, TYPE_SLICE_END, NULL, NULL, NULL, 0);
+	if (rnd(wr, 100) < SNAPSHOT_PCT) {
+		struct tb_arg a[2];
+
+		a[0] = TB_ARG_UINT("seq", wr->seq);
+		a[1] = TB_ARG_STRN("body", response_text,
+				   2048 + rnd(wr, TEXT_MAX - 2048));
+		tagged(wr, tb_ev_instant(&wr->ev, &cat_debug,
+					 "ResponseSnapshot", a, 2));
+	}
+	for (; depth; depth--)
+		TB_TRACE_END(open[depth - 1]);
+	wr->requests++;
 }
 
 static void *writer_main(void *arg)
 {
 	struct writer *wr = arg;
 	struct demo *d = wr->d;
+	unsigned tries;
 
 	tb_writer_init(&wr->w, &d->ring, wr->id, BUFFER_ID, d->opt.full,
 		       wr->scratch);
-	wr->t0 = wr->next_descriptor = now();
+	snprintf(wr->name, sizeof(wr->name), "writer %u", wr->id);
+	tb_track_thread(&wr->thread_track, tb_ev_uuid((uint64_t)d->pid,
+						      wr->id),
+			&d->process_track, d->pid, (int32_t)syscall(SYS_gettid),
+			wr->name);
+	tb_track_counter(&wr->rows_track, tb_ev_uuid((uint64_t)d->pid,
+						     0x10000u + wr->id),
+			 &wr->thread_track, "rows decoded", TB_UNIT_COUNT);
+	/* its thread track is the default: events need no track_uuid */
+	tb_ev_writer_init(&wr->ev, &wr->w, &wr->thread_track, NULL,
+			  TB_EV_DEFAULTS);
+	tb_ev_set_current(&wr->ev);	/* for the TB_TRACE_* macros */
+	wr->t0 = now();
 	while (!__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
-		if (now() >= wr->next_descriptor) {
-			describe(wr);
-			wr->next_descriptor += 1.0;
-		}
 		handle_request(wr);
+		publish(&wr->attempted, wr->ev.stats.events +
+					wr->ev.stats.not_written);
+		publish(&wr->events, wr->ev.stats.events);
+		publish(&wr->lost, wr->ev.stats.not_written);
 		/* keep to the rate: sleep once the writer is ahead */
 		if (d->opt.rate)
-			sleep_until(wr->t0 + (double)wr->attempted /
+			sleep_until(wr->t0 + (double)peek(&wr->attempted) /
 					     d->opt.rate);
 	}
+	/*
+	 * A last loss reaches the trace: finish writes a packet that flags
+	 * it.  On a full ring (drop policy) that packet can fail too; the
+	 * service is still draining, so try again for a while.
+	 */
+	for (tries = 0; tb_ev_writer_finish(&wr->ev) != TB_OK &&
+			tries < 1000; tries++)
+		sleep_until(now() + 1e-3);
 	tb_writer_release(&wr->w);	/* publishes what it holds */
+	publish(&wr->attempted, wr->ev.stats.events + wr->ev.stats.not_written);
+	publish(&wr->events, wr->ev.stats.events);
+	publish(&wr->lost, wr->ev.stats.not_written);
 	return NULL;
 }
 
@@ -438,14 +366,64 @@ static int write_file(void *ctx, const void *data, size_t len)
 	return fwrite(data, 1, len, (FILE *)ctx) == len ? 0 : -1;
 }
 
-/* Packets the central buffer overwrote (ring policy), by writer. */
+/*
+ * The kind of one TracePacket: a track descriptor, an event tagged with
+ * a sequence number (a debug annotation with an unsigned value, as slice
+ * begins and instants are; the number in *@seq), another event (slice
+ * ends, counters), or neither (defaults, interned data, clocks).
+ */
+enum { KIND_OTHER, KIND_DESCRIPTOR, KIND_TAGGED, KIND_UNTAGGED, KIND_BAD };
+
+static int packet_kind(const uint8_t *p, size_t n, uint64_t *seq)
+{
+	struct tb_pb_reader r, e, a;
+	struct tb_pb_field f, g, h;
+	int kind = KIND_OTHER;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number == TP_TRACK_DESCRIPTOR && f.type == TB_PB_LEN)
+			kind = KIND_DESCRIPTOR;
+		if (f.number != TP_TRACK_EVENT || f.type != TB_PB_LEN)
+			continue;
+		kind = KIND_UNTAGGED;
+		tb_pb_reader_init(&e, f.data, f.size);
+		while (tb_pb_next(&e, &g) > 0) {
+			if (g.number != TE_DEBUG_ANNOTATIONS ||
+			    g.type != TB_PB_LEN)
+				continue;
+			tb_pb_reader_init(&a, g.data, g.size);
+			while (tb_pb_next(&a, &h) > 0)
+				if (h.number == DA_UINT_VALUE &&
+				    h.type == TB_PB_VARINT) {
+					*seq = h.value;
+					kind = KIND_TAGGED;
+				}
+		}
+		if (e.bad)
+			return KIND_BAD;
+	}
+	return r.bad ? KIND_BAD : kind;
+}
+
+/* Tagged events the central buffer overwrote (ring policy), by writer. */
 static void on_overwrite(void *ctx, const struct tb_buf_packet *pkt)
 {
+	static uint8_t flat[PKT_MAX];
 	struct demo *d = ctx;
+	size_t n = 0;
+	uint64_t seq;
+	unsigned i;
 
-	if (pkt->writer_id <= MAX_WRITERS)
+	d->overwritten_packets++;
+	for (i = 0; i < pkt->nslices && n + pkt->slices[i].size <= PKT_MAX;
+	     i++) {
+		memcpy(flat + n, pkt->slices[i].data, pkt->slices[i].size);
+		n += pkt->slices[i].size;
+	}
+	if (i == pkt->nslices && pkt->writer_id <= MAX_WRITERS &&
+	    packet_kind(flat, n, &seq) == KIND_TAGGED)
 		d->overwritten[pkt->writer_id]++;
-	d->overwritten[0]++;	/* the total */
 }
 
 static void on_ring_error(void *ctx, unsigned ring, int err)
@@ -458,7 +436,7 @@ static void on_ring_error(void *ctx, unsigned ring, int err)
 
 static void publish_counters(struct demo *d)
 {
-	publish(&d->pub.overwritten, d->overwritten[0]);
+	publish(&d->pub.overwritten, d->overwritten_packets);
 	publish(&d->pub.rejected, d->bridge.stat[TB_BS_REJECTED]);
 	publish(&d->pub.trace_packets, d->out.packets);
 	publish(&d->pub.trace_bytes, d->out.bytes);
@@ -478,31 +456,27 @@ static void *service_main(void *arg)
  * Progress and summary.
  */
 struct totals {
-	uint64_t attempted, packets, bytes, failed[8];
+	uint64_t attempted, events, lost;
 };
 
 static void sum_up(struct demo *d, struct totals *t)
 {
-	unsigned i, k;
+	unsigned i;
 
 	memset(t, 0, sizeof(*t));
 	for (i = 0; i < d->opt.writers; i++) {
-		struct writer *wr = &d->w[i];
-
-		t->attempted += peek(&wr->attempted);
-		t->packets += peek(&wr->packets);
-		t->bytes += peek(&wr->bytes);
-		for (k = 0; k < 8; k++)
-			t->failed[k] += peek(&wr->failed[k]);
+		t->attempted += peek(&d->w[i].attempted);
+		t->events += peek(&d->w[i].events);
+		t->lost += peek(&d->w[i].lost);
 	}
 }
 
 static void progress_header(void)
 {
-	printf("lost: packets the ring refused (full, no chunk, relocation "
+	printf("lost: events the ring refused (full, no chunk, relocation "
 	       "found no room),\npackets the central buffer overwrote, "
 	       "chunks it refused\n\n"
-	       "time  packets/s    MB/s  trace MB   lost: full  no chunk  "
+	       "time   events/s  trace MB   lost: events  full  no chunk  "
 	       "reloc  overwritten  refused\n");
 }
 
@@ -513,12 +487,11 @@ static void progress(struct demo *d, unsigned sec, struct totals *last)
 
 	sum_up(d, &t);
 	tb_ring_stats(&d->ring, &st);
-	printf("%3us %9.1fk %7.1f %9.1f %11u %9u %6u %12llu %8llu\n", sec,
-	       (double)(t.packets - last->packets) / 1e3,
-	       (double)(t.bytes - last->bytes) / 1e6,
+	printf("%3us %9.1fk %9.1f %14llu %5u %9u %6u %12llu %8llu\n", sec,
+	       (double)(t.events - last->events) / 1e3,
 	       (double)peek(&d->pub.trace_bytes) / 1e6,
-	       st.wstat[TB_WS_FULL], st.wstat[TB_WS_NO_CHUNK],
-	       st.wstat[TB_WS_DROPPED_FRAGS],
+	       (unsigned long long)t.lost, st.wstat[TB_WS_FULL],
+	       st.wstat[TB_WS_NO_CHUNK], st.wstat[TB_WS_DROPPED_FRAGS],
 	       (unsigned long long)peek(&d->pub.overwritten),
 	       (unsigned long long)peek(&d->pub.rejected));
 	fflush(stdout);
@@ -530,7 +503,7 @@ static void progress(struct demo *d, unsigned sec, struct totals *last)
  */
 struct seen {
 	uint64_t packets;
-	uint64_t events;
+	uint64_t tagged;	/* events tagged with a sequence number */
 	uint64_t descriptors;
 	uint64_t next_seq;	/* the event number expected next */
 	uint64_t gaps;		/* gaps flagged by previous_packet_dropped */
@@ -538,65 +511,20 @@ struct seen {
 	uint64_t disorder;	/* events out of order or repeated: a bug */
 	uint64_t lossy;		/* packets that carried loss bits */
 	uint32_t loss_bits;	/* all of them, or-ed */
-	uint32_t flagged;	/* loss bits since the last event */
+	uint32_t flagged;	/* loss bits since the last tagged event */
 };
 
 struct check {
 	struct demo *d;
 	struct seen w[MAX_WRITERS + 1];		/* by writer id */
 	uint64_t foreign;	/* wrong trusted fields or unknown writer */
-	uint64_t malformed;	/* neither a descriptor nor a tagged event */
+	uint64_t malformed;	/* not protobuf */
+	struct tb_check rules;	/* Perfetto's importer's rules */
+	int rules_ret;
 };
 
-/* The event number in a DebugAnnotation "seq" or "end_seq", if it is one. */
-static int annotation_seq(const uint8_t *p, size_t n, uint64_t *seq)
+static void on_packet(struct check *c, const struct tb_trace_packet *tp)
 {
-	struct tb_pb_reader r;
-	struct tb_pb_field f;
-	int named = 0, valued = 0;
-
-	tb_pb_reader_init(&r, p, n);
-	while (tb_pb_next(&r, &f) > 0) {
-		if (f.number == DA_NAME && f.type == TB_PB_LEN)
-			named = (f.size == 3 && !memcmp(f.data, "seq", 3)) ||
-				(f.size == 7 && !memcmp(f.data, "end_seq", 7));
-		else if (f.number == DA_UINT_VALUE && f.type == TB_PB_VARINT) {
-			*seq = f.value;
-			valued = 1;
-		}
-	}
-	return !r.bad && named && valued;
-}
-
-enum { KIND_OTHER, KIND_DESCRIPTOR, KIND_EVENT };
-
-static int packet_kind(const uint8_t *p, size_t n, uint64_t *seq)
-{
-	struct tb_pb_reader r, e;
-	struct tb_pb_field f, g;
-	int kind = KIND_OTHER;
-
-	tb_pb_reader_init(&r, p, n);
-	while (tb_pb_next(&r, &f) > 0) {
-		if (f.number == TP_TRACK_DESCRIPTOR && f.type == TB_PB_LEN)
-			kind = KIND_DESCRIPTOR;
-		if (f.number != TP_TRACK_EVENT || f.type != TB_PB_LEN)
-			continue;
-		tb_pb_reader_init(&e, f.data, f.size);
-		while (tb_pb_next(&e, &g) > 0)
-			if (g.number == TE_DEBUG_ANNOTATIONS &&
-			    g.type == TB_PB_LEN &&
-			    annotation_seq(g.data, g.size, seq))
-				kind = KIND_EVENT;
-		if (e.bad)
-			return KIND_OTHER;
-	}
-	return kind;
-}
-
-static void on_packet(void *ctx, const struct tb_trace_packet *tp)
-{
-	struct check *c = ctx;
 	unsigned writer = (unsigned)(tp->trusted_seq_id & 0xffff);
 	struct seen *s;
 	uint64_t seq = 0;
@@ -622,9 +550,9 @@ static void on_packet(void *ctx, const struct tb_trace_packet *tp)
 	case KIND_DESCRIPTOR:
 		s->descriptors++;
 		break;
-	case KIND_EVENT:
-		/* the flag may come on a descriptor packet before the event */
-		s->events++;
+	case KIND_TAGGED:
+		/* the flag may come on a packet before the event */
+		s->tagged++;
 		if (seq < s->next_seq)
 			s->disorder++;
 		else if (seq > s->next_seq && s->flagged)
@@ -634,12 +562,13 @@ static void on_packet(void *ctx, const struct tb_trace_packet *tp)
 		s->next_seq = seq + 1;
 		s->flagged = 0;
 		break;
-	default:
+	case KIND_BAD:
 		c->malformed++;
+		break;
 	}
 }
 
-/* Decodes the written file; -1 if it is not a valid Perfetto trace. */
+/* Decodes the written file and checks it; -1 if it is not a trace. */
 static long read_trace(struct demo *d, struct check *c, uint64_t *size)
 {
 	struct tb_trace_packet tp;
@@ -654,6 +583,9 @@ static long read_trace(struct demo *d, struct check *c, uint64_t *size)
 		return -1;
 	}
 	*size = (uint64_t)st.st_size;
+	tb_check_init(&c->rules, NULL, NULL, 0);
+	/* discard policy: the buffer refused the end of the run */
+	c->rules.tail_lost = d->opt.fill == TB_BUF_DISCARD;
 	if (!st.st_size) {
 		close(fd);
 		return 0;
@@ -667,8 +599,36 @@ static long read_trace(struct demo *d, struct check *c, uint64_t *size)
 	tb_pb_reader_init(&r, map, (size_t)st.st_size);
 	for (n = 0; (ret = tb_trace_next(&r, &tp)) > 0; n++)
 		on_packet(c, &tp);
+	c->rules_ret = tb_check_trace(&c->rules, map, (size_t)st.st_size);
 	munmap(map, (size_t)st.st_size);
 	return ret < 0 ? -1 : n;
+}
+
+/* The checker's verdict, one line per rule that something broke. */
+static bool report_rules(const struct check *c)
+{
+	unsigned k;
+
+	for (k = 0; k < TB_CK_MAX; k++) {
+		const struct tb_check_count *r = &c->rules.rule[k];
+
+		if (r->count || r->explained)
+			printf("              %-24s %8llu explained by a loss, "
+			       "%llu not\n", tb_check_rule_name((int)k),
+			       (unsigned long long)r->explained,
+			       (unsigned long long)r->count);
+	}
+	return !tb_check_clean(&c->rules);
+}
+
+static bool rules_all_hold(const struct check *c)
+{
+	unsigned k;
+
+	for (k = 0; k < TB_CK_MAX; k++)
+		if (c->rules.rule[k].count || c->rules.rule[k].explained)
+			return false;
+	return true;
 }
 
 static int verify(struct demo *d, struct check *c, long decoded)
@@ -678,14 +638,15 @@ static int verify(struct demo *d, struct check *c, long decoded)
 				d->bridge.stat[TB_BS_TOO_MANY_KEYS] +
 				d->bridge.stat[TB_BS_KEYS_NOMEM];
 	unsigned i, bad = 0;
+	bool rules;
 
 	for (i = 0; i < d->opt.writers; i++) {
 		struct writer *wr = &d->w[i];
 		struct seen *s = &c->w[wr->id];
-		int64_t missing = (int64_t)(wr->packets - s->packets -
+		int64_t missing = (int64_t)(wr->written - s->tagged -
 					    d->overwritten[wr->id]);
 		/*
-		 * Packets neither in the trace nor handed over as overwritten
+		 * Events neither in the trace nor handed over as overwritten
 		 * need a cause the service reported: refused chunks, loss
 		 * bits it set (not the writer's own SMB_FULL), or overwrites
 		 * of this writer: an overwrite cuts a packet whose tail has
@@ -699,30 +660,41 @@ static int verify(struct demo *d, struct check *c, long decoded)
 		if (!s->disorder && !s->silent_gaps && missing >= 0 &&
 		    (!missing || reported))
 			continue;
-		printf("  writer %u: wrote %llu packets (%llu events), trace "
-		       "has %llu (%llu events), overwritten %llu; %llu out of "
-		       "order, %llu unflagged gaps\n", wr->id,
-		       (unsigned long long)wr->packets,
+		printf("  writer %u: wrote %llu tagged events of %llu, trace "
+		       "has %llu, overwritten %llu; %llu out of order, %llu "
+		       "unflagged gaps\n", wr->id,
+		       (unsigned long long)wr->written,
 		       (unsigned long long)wr->seq,
-		       (unsigned long long)s->packets,
-		       (unsigned long long)s->events,
+		       (unsigned long long)s->tagged,
 		       (unsigned long long)d->overwritten[wr->id],
 		       (unsigned long long)s->disorder,
 		       (unsigned long long)s->silent_gaps);
 		bad++;
 	}
-	if (decoded < 0 || c->foreign || c->malformed || bad ||
+	printf("  importer    ");
+	if (c->rules_ret)
+		printf("the checker could not read the trace: %s\n",
+		       tb_strerror(c->rules_ret));
+	else if (rules_all_hold(c))
+		printf("every rule of Perfetto's importer holds\n");
+	else if (tb_check_clean(&c->rules))
+		printf("rules broken only where the trace flags a loss:\n");
+	else
+		printf("rules broken that no loss explains:\n");
+	rules = c->rules_ret || report_rules(c);
+	if (decoded < 0 || c->foreign || c->malformed || bad || rules ||
 	    d->ring_error || d->out.error) {
 		printf("  verify      FAILED:%s%s%s %llu foreign and %llu "
-		       "malformed packets, %u writers mismatched\n",
+		       "malformed packets, %u writers mismatched%s\n",
 		       decoded < 0 ? " the file is not a valid trace;" : "",
 		       d->out.error ? " writing the file failed;" : "",
 		       d->ring_error ? " the ring was stopped;" : "",
 		       (unsigned long long)c->foreign,
-		       (unsigned long long)c->malformed, bad);
+		       (unsigned long long)c->malformed, bad,
+		       rules ? ", importer rules broken" : "");
 		return 1;
 	}
-	printf("  verify      ok: every packet written is in the trace or "
+	printf("  verify      ok: every event written is in the trace or "
 	       "counted lost, each\n              writer's in order, every "
 	       "gap flagged\n");
 	return 0;
@@ -743,31 +715,40 @@ static const char *size_str(char *buf, size_t len, size_t size)
 	return buf;
 }
 
+/* After the run: the writers are joined, their counters are plain. */
 static void summary(struct demo *d, double secs, struct check *c,
 		    uint64_t file_size)
 {
 	const struct tb_buf_stats *bs = tb_buf_stats(d->buf);
 	struct tb_ring_stats st;
-	struct totals t;
-	uint64_t in_trace = 0, lossy = 0, gaps = 0, lost_ring, lost_service;
-	uint64_t other = 0;
+	struct tb_ev_stats ev;
+	uint64_t seq = 0, written = 0, in_trace = 0, overwritten = 0;
+	uint64_t packets = 0, lossy = 0, gaps = 0, cut;
 	uint32_t bits = 0;
-	unsigned i, k;
+	unsigned i;
 	char size[32];
 
-	sum_up(d, &t);
-	tb_ring_stats(&d->ring, &st);
-	for (i = 1; i <= d->opt.writers; i++) {
-		in_trace += c->w[i].packets;
-		lossy += c->w[i].lossy;
-		gaps += c->w[i].gaps;
-		bits |= c->w[i].loss_bits;
+	memset(&ev, 0, sizeof(ev));
+	for (i = 0; i < d->opt.writers; i++) {
+		const struct writer *wr = &d->w[i];
+		const struct seen *s = &c->w[wr->id];
+
+		seq += wr->seq;
+		written += wr->written;
+		in_trace += s->tagged;
+		overwritten += d->overwritten[wr->id];
+		packets += s->packets;
+		lossy += s->lossy;
+		gaps += s->gaps;
+		bits |= s->loss_bits;
+		ev.events += wr->ev.stats.events;
+		ev.not_written += wr->ev.stats.not_written;
+		ev.descriptors += wr->ev.stats.descriptors;
+		ev.states += wr->ev.stats.states;
+		ev.ends_skipped += wr->ev.stats.ends_skipped;
 	}
-	for (k = 0; k < 8; k++)
-		if (k != -TB_FULL && k != -TB_NO_CHUNK && k != -TB_DROPPED)
-			other += t.failed[k];
-	lost_ring = t.attempted - t.packets;
-	lost_service = t.packets - in_trace;
+	cut = written - in_trace - overwritten;
+	tb_ring_stats(&d->ring, &st);
 	printf("\nsummary: %u writers for %.1f s; ring %u x %u B, %s when "
 	       "full; buffer %s, %s policy,\n", d->opt.writers, secs,
 	       d->opt.num_chunks, d->opt.chunk_size,
@@ -779,28 +760,30 @@ static void summary(struct demo *d, double secs, struct check *c,
 		       d->opt.period_ms);
 	else
 		printf("         written out once, at the end\n");
-	printf("  writers     wrote %llu packets (%.1f MB): %.1fk packets/s, "
-	       "%.1f MB/s\n", (unsigned long long)t.packets,
-	       (double)t.bytes / 1e6, (double)t.packets / secs / 1e3,
-	       (double)t.bytes / secs / 1e6);
-	printf("  trace       %llu packets (%.2f%% of those written); %s is "
-	       "%.1f MB\n", (unsigned long long)in_trace,
-	       pct(in_trace, t.packets), d->opt.output,
-	       (double)file_size / 1e6);
-	printf("  lost        in the ring: %llu of %llu attempted (full %llu, "
-	       "no chunk %llu,\n              relocation found no room %llu",
-	       (unsigned long long)lost_ring,
-	       (unsigned long long)t.attempted,
-	       (unsigned long long)t.failed[-TB_FULL],
-	       (unsigned long long)t.failed[-TB_NO_CHUNK],
-	       (unsigned long long)t.failed[-TB_DROPPED]);
-	if (other)
-		printf(", other %llu", (unsigned long long)other);
-	printf(")\n              in the service: %llu (overwritten %llu, "
-	       "cut short or in refused\n              chunks %llu; chunks "
-	       "refused %llu)\n", (unsigned long long)lost_service,
-	       (unsigned long long)d->overwritten[0],
-	       (unsigned long long)(lost_service - d->overwritten[0]),
+	printf("  writers     %llu events written (%.1fk/s), %llu not "
+	       "written; %llu track\n              descriptors, %llu "
+	       "incremental states, %llu ENDs skipped (BEGIN lost)\n",
+	       (unsigned long long)ev.events,
+	       (double)ev.events / secs / 1e3,
+	       (unsigned long long)ev.not_written,
+	       (unsigned long long)ev.descriptors,
+	       (unsigned long long)ev.states,
+	       (unsigned long long)ev.ends_skipped);
+	printf("  trace       %llu packets; %llu of the %llu tagged events "
+	       "written (%.2f%%);\n              %s is %.1f MB\n",
+	       (unsigned long long)packets, (unsigned long long)in_trace,
+	       (unsigned long long)written, pct(in_trace, written),
+	       d->opt.output, (double)file_size / 1e6);
+	printf("  lost        in the ring: %llu of %llu tagged events tried "
+	       "(full %u, no chunk %u,\n              relocation found no "
+	       "room %u)\n", (unsigned long long)(seq - written),
+	       (unsigned long long)seq, st.wstat[TB_WS_FULL],
+	       st.wstat[TB_WS_NO_CHUNK], st.wstat[TB_WS_DROPPED_FRAGS]);
+	printf("              in the service: %llu tagged events (overwritten "
+	       "%llu, cut short or in\n              refused chunks %llu; "
+	       "chunks refused %llu)\n",
+	       (unsigned long long)(written - in_trace),
+	       (unsigned long long)overwritten, (unsigned long long)cut,
 	       (unsigned long long)(d->bridge.stat[TB_BS_REJECTED] +
 				    d->bridge.stat[TB_BS_BAD_TARGET] +
 				    d->bridge.stat[TB_BS_TOO_MANY_KEYS] +
@@ -928,6 +911,8 @@ static void setup(struct demo *d)
 
 	d->pid = (int)getpid();
 	d->uid = (unsigned)getuid();
+	tb_track_process(&d->process_track, tb_ev_uuid((uint64_t)d->pid, 0),
+			 d->pid, "tbring demo");
 	/* the ring: shared memory, as between processes; zero is empty */
 	d->mem_size = tb_ring_size(d->opt.chunk_size, d->opt.num_chunks);
 	d->mem = mmap(NULL, d->mem_size, PROT_READ | PROT_WRITE,
@@ -987,7 +972,6 @@ static void setup(struct demo *d)
 		wr->id = (uint16_t)(i + 1);
 		wr->scratch = xmalloc(d->opt.chunk_size);
 		wr->rng = 0x9e3779b97f4a7c15ull * wr->id;
-		wr->track = (uint64_t)d->pid << 16 | wr->id;
 	}
 }
 
@@ -1035,6 +1019,7 @@ int main(int argc, char **argv)
 	if (!ret)
 		printf("\nOpen %s in https://ui.perfetto.dev (\"Open trace "
 		       "file\", or drop it on the page).\n", d.opt.output);
+	tb_check_destroy(&c.rules);
 	tb_bridge_destroy(&d.bridge);
 	tb_buf_destroy(d.buf);
 	munmap(d.mem, d.mem_size);
