@@ -277,6 +277,17 @@ static void seam(const uint32_t *p, int op, uint32_t expect, uint32_t v,
 	CHECK((const uint8_t *)p >= (const uint8_t *)h &&
 	      off + 4 <= tb_ring_size(r->chunk_size, r->num_chunks));
 	pos = c->pos;
+	if (p == &h->wake_req) {
+		/* the reader only clears a writer's wake request */
+		CHECK(op == TB_TEST_LOAD || (op == TB_TEST_CAS && v == 0));
+		return;
+	}
+	if (p == &h->wake_seq) {
+		/* and then bumps the stalled writers' futex word by one */
+		CHECK(op == TB_TEST_LOAD ||
+		      (op == TB_TEST_STORE && v == *p + 1));
+		return;
+	}
 	if (c->stopped)
 		CHECK(op == TB_TEST_LOAD || (op == TB_TEST_STORE &&
 		      p >= h->rstat && p < h->rstat + 16));
