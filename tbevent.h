@@ -113,8 +113,14 @@
  *   began (64 deep): when a BEGIN could not be written, its END is not
  *   written either (counted in stats.ends_skipped), since an END whose
  *   BEGIN is missing would close the enclosing slice in the importer.
- *   Disabling a category between a BEGIN and its END leaves the slice
- *   open; TB_TRACE_SCOPE remembers whether it began and always ends.
+ *   An END that could not be written, of a BEGIN that was, is owed: the
+ *   writer keeps its track and time (TB_EV_OWED_ENDS of them, default 8)
+ *   and writes it, at that time and without its annotations, before its
+ *   next event or in tb_ev_writer_finish() (stats.ends_late), so a slice
+ *   ends where it ended even when the ring was full at that moment; an
+ *   event waits for the ENDs owed before it.  Disabling a category
+ *   between a BEGIN and its END leaves the slice open; TB_TRACE_SCOPE
+ *   remembers whether it began and always ends.
  *
  * Timestamps
  *   CLOCK_BOOTTIME (Perfetto's default trace clock) through
@@ -143,7 +149,7 @@
  *   - TB_EV_MAX_ARGS (16) items per event, else TB_EINVAL; strings up to
  *     2^30 bytes.  Slice stacks 64 deep per track; deeper slices are
  *     written as if their BEGIN always was.
- *   - TB_EV_INTERN_SLOTS, TB_EV_TRACKS and TB_EV_MAX_ARGS size
+ *   - TB_EV_INTERN_SLOTS, TB_EV_TRACKS, TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size
  *     struct tb_ev_writer and the encoder's stack frame: define them the
  *     same in every translation unit, before including this header.
  *   - Tracks must outlive the writers that used them (or be dropped from
@@ -168,11 +174,16 @@
 #ifndef TB_EV_MAX_ARGS
 #define TB_EV_MAX_ARGS		16	/* items per event */
 #endif
+#ifndef TB_EV_OWED_ENDS
+#define TB_EV_OWED_ENDS		8	/* ENDs kept to write late */
+#endif
 
 typedef char tb__ev_slots_check[TB_EV_INTERN_SLOTS >= 4 &&
 				!(TB_EV_INTERN_SLOTS &
 				  (TB_EV_INTERN_SLOTS - 1)) ? 1 : -1];
 typedef char tb__ev_tracks_check[TB_EV_TRACKS >= 1 ? 1 : -1];
+typedef char tb__ev_ends_check[TB_EV_OWED_ENDS >= 1 &&
+			       TB_EV_OWED_ENDS <= 255 ? 1 : -1];
 
 /* The default clock: CLOCK_BOOTTIME where the platform declares it. */
 #if !defined(TB_EV_HAVE_BOOTTIME)
@@ -645,12 +656,18 @@ struct tb_ev_stats {
 	uint32_t snapshots;	/* clock snapshot packets written */
 	uint32_t inline_names;	/* names inline: interning table full */
 	uint32_t ends_skipped;	/* ENDs not written: BEGIN was lost */
+	uint32_t ends_late;	/* owed ENDs written later, at their time */
 };
 
 struct tb__ev_intern {
 	const char *str;	/* the key, with the kind */
 	uint32_t iid;		/* bits 31..30 the kind, 29..0 the iid */
 	uint32_t epoch;		/* emitted in this state */
+};
+
+struct tb__ev_end {		/* an END owed */
+	const struct tb_track *t;
+	uint64_t ts;
 };
 
 struct tb__ev_track {
@@ -677,7 +694,10 @@ struct tb_ev_writer {
 	uint8_t flags;		/* TB_EV_NO_INTERN */
 	uint8_t overflow;	/* the interning table filled since emptied */
 	uint8_t owed;		/* a write failed, none succeeded since */
+	uint8_t nends;		/* ENDs owed, oldest first in ends[] */
+	uint64_t stamp;		/* descriptors' timestamp; 0: now */
 	struct tb_ev_stats stats;
+	struct tb__ev_end ends[TB_EV_OWED_ENDS];
 	struct tb__ev_track tracks[TB_EV_TRACKS];
 	struct tb__ev_intern intern[TB_EV_INTERN_SLOTS];
 };
@@ -1174,7 +1194,7 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 	uint32_t field = tb__ev_inner_field(t), td, size, seq;
 	bool named = t->name && (t->kind == TB_TRACK_CUSTOM ||
 				 t->kind == TB_TRACK_COUNTER);
-	uint64_t ts = tb_ev_now(ew);
+	uint64_t ts = ew->stamp ? ew->stamp : tb_ev_now(ew);
 	struct tb__ev_out o;
 	int ret;
 
@@ -1722,18 +1742,90 @@ static inline bool tb__ev_valid(const struct tb_event *ev)
 }
 
 /*
- * Writes @ev, category unchecked: the fresh state if one is due, the
- * descriptors of a track not described in this state, then the event
- * with the interned data it needs.  An END whose BEGIN was not written
- * is skipped; whatever happens, a BEGIN and an END move the track's
- * slice stack.
+ * Writes @ev on @t at @pl->ts (0: now): the fresh state if one is due,
+ * the descriptors of a track not described in this state, then the event
+ * with the interned data it needs.
+ */
+static inline int tb__ev_write(struct tb_ev_writer *ew,
+			       const struct tb_event *ev,
+			       const struct tb_track *t,
+			       struct tb__ev_plan *pl,
+			       struct tb__ev_track **slot)
+{
+	struct tb__ev_out o;
+	int ret = tb__ev_check_state(ew);
+
+	if (!ret)
+		ret = tb__ev_use_track(ew, t, slot);
+	if (ret)
+		return ret;
+	tb__ev_plan_track(ew, pl, t, *slot);
+	if (!pl->ts)
+		pl->ts = tb_ev_now(ew);
+	tb__ev_plan(ew, ev, pl);
+	if (!tb__ev_out_open(&o, ew->w, pl->size, 0))
+		tb__ev_body_put(&o, ew, ev, pl);
+	ret = tb__ev_out_close(&o);
+	if (ret)
+		tb__ev_lost(ew, ret);
+	return ret;
+}
+
+/*
+ * Writes the ENDs owed, oldest first, each at its own time, and the fresh
+ * state or descriptors it needs at that time too (nothing else is written
+ * while an END is owed), so timestamps never go back on the sequence.
+ * Stops at the first that fails.
+ */
+TB__EV_SLOW int tb__ev_pay_ends(struct tb_ev_writer *ew)
+{
+	struct tb__ev_track *slot;
+	struct tb__ev_plan pl;
+	struct tb_event e;
+	uint32_t i;
+	int ret;
+
+	TB_MEMSET(&e, 0, sizeof(e));
+	e.type = TB_EV_SLICE_END;
+	while (ew->nends) {
+		slot = NULL;
+		e.track = ew->ends[0].t;
+		pl.ts = ew->ends[0].ts;
+		ew->stamp = pl.ts;
+		ret = tb__ev_write(ew, &e, e.track, &pl, &slot);
+		ew->stamp = 0;
+		if (ret)
+			return ret;
+		ew->stats.ends_late++;
+		ew->owed = 0;
+		ew->nends--;
+		for (i = 0; i < ew->nends; i++)
+			ew->ends[i] = ew->ends[i + 1];
+	}
+	return TB_OK;
+}
+
+/* An END not written whose BEGIN was: kept to write later, if room. */
+static inline void tb__ev_owe_end(struct tb_ev_writer *ew,
+				  const struct tb_track *t, uint64_t ts)
+{
+	if (ew->nends == TB_EV_OWED_ENDS)
+		return;		/* the slice stays open: the loss shows */
+	ew->ends[ew->nends].t = t;
+	ew->ends[ew->nends].ts = ts ? ts : tb_ev_now(ew);
+	ew->nends++;
+}
+
+/*
+ * Writes @ev, category unchecked, after the ENDs owed.  An END whose
+ * BEGIN was not written is skipped; one that cannot be written is owed;
+ * whatever happens, a BEGIN and an END move the track's slice stack.
  */
 static inline int tb__ev_emit(struct tb_ev_writer *ew,
 			      const struct tb_event *ev)
 {
 	struct tb__ev_track *slot = NULL;
 	struct tb__ev_plan pl;
-	struct tb__ev_out o;
 	const struct tb_track *t;
 	int ret;
 
@@ -1744,22 +1836,13 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 		ew->stats.ends_skipped++;
 		return TB_OK;		/* its BEGIN is not in the trace */
 	}
-	ret = tb__ev_check_state(ew);
+	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;
 	if (!ret)
-		ret = tb__ev_use_track(ew, t, &slot);
-	if (!ret) {
-		tb__ev_plan_track(ew, &pl, t, slot);
-		if (!pl.ts)
-			pl.ts = tb_ev_now(ew);
-		tb__ev_plan(ew, ev, &pl);
-		if (!tb__ev_out_open(&o, ew->w, pl.size, 0))
-			tb__ev_body_put(&o, ew, ev, &pl);
-		ret = tb__ev_out_close(&o);
-		if (ret)
-			tb__ev_lost(ew, ret);
-	}
+		ret = tb__ev_write(ew, ev, t, &pl, &slot);
 	if (ret) {
 		ew->stats.not_written++;
+		if (ev->type == TB_EV_SLICE_END)
+			tb__ev_owe_end(ew, t, pl.ts);
 	} else {
 		ew->stats.events++;
 		ew->owed = 0;
@@ -1949,7 +2032,9 @@ static inline int tb_ev_add_track(struct tb_ev_writer *ew,
 
 	if (!ew || !track)
 		return TB_EINVAL;
-	ret = tb__ev_check_state(ew);
+	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;	/* they come first */
+	if (!ret)
+		ret = tb__ev_check_state(ew);
 	return ret ? ret : tb__ev_use_track(ew, track, &slot);
 }
 
@@ -1963,6 +2048,10 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 		if (ew->tracks[i].t != track)
 			ew->tracks[j++] = ew->tracks[i];
 	ew->ntracks = j;
+	for (i = j = 0; i < ew->nends; i++)	/* its owed ENDs too */
+		if (ew->ends[i].t != track)
+			ew->ends[j++] = ew->ends[i];
+	ew->nends = (uint8_t)j;
 	if (ew->track == track)
 		ew->track = NULL;
 	for (i = 0; i < ew->ntracks; i++)
@@ -1977,17 +2066,23 @@ static inline void tb_ev_reset(struct tb_ev_writer *ew)
 }
 
 /*
- * Before the writer goes away (then tb_writer_release()): if its last
- * writes failed and nothing was written since, writes the fresh state
- * now, so that the loss reaches the trace (the chunk after a loss says
- * so, and the trace flags the packet previous_packet_dropped): else
- * slices whose END was lost at the very end stay open with nothing to
- * explain them.  TB_OK, or the ring's error: try again once it has room.
+ * Before the writer goes away (then tb_writer_release()): writes the
+ * ENDs still owed, and if its last writes failed and nothing was written
+ * since, the fresh state, so that the loss reaches the trace (the chunk
+ * after a loss says so, and the trace flags the packet
+ * previous_packet_dropped): else slices whose END was lost at the very
+ * end stay open with nothing to explain them.  TB_OK, or the ring's
+ * error: try again once it has room.
  */
 static inline int tb_ev_writer_finish(struct tb_ev_writer *ew)
 {
+	int ret;
+
 	if (!ew)
 		return TB_EINVAL;
+	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;
+	if (ret)
+		return ret;
 	if (!ew->owed)
 		return TB_OK;
 	ew->fresh = 1;

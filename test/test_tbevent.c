@@ -1629,6 +1629,159 @@ START_TEST(test_end_of_a_lost_begin_is_not_written)
 }
 END_TEST
 
+/* The index of the first packet at or after @from whose event is @type. */
+static unsigned find_event(const struct tenv *e, unsigned from, uint64_t type)
+{
+	struct msg m, te;
+	unsigned i;
+
+	for (i = from; i < e->n; i++) {
+		pkt(e, i, &m);
+		if (!msg_has(&m, 11))
+			continue;
+		msg_sub(&m, 11, &te);
+		if (msg_varint(&te, 9) == type)
+			return i;
+	}
+	return e->n;
+}
+
+/*
+ * An END that finds the ring full, of a BEGIN that was written, is owed:
+ * written before the next event, at the time it was asked for, so the
+ * slice ends where it ended and nothing is left open.
+ */
+START_TEST(test_lost_end_is_written_late_at_its_time)
+{
+	struct tenv *e = env_new(256, 4, 0);
+	struct seqck *sc = sc_new();
+	unsigned written = 0, end, after;
+	uint64_t t_end;
+	struct tb_arg at;
+	struct msg m, te;
+
+	ck_assert_int_eq(tb_ev_begin(&e->ew, &cat_a, "Outer", NULL, 0),
+			 TB_OK);
+	ck_assert_int_eq(fill_until_failure(e, &written), TB_FULL);
+	t_end = tb_ev_now(&e->ew);
+	at = TB_AT(t_end);
+	ck_assert_int_eq(tb_ev_end(&e->ew, &cat_a, &at, 1), TB_FULL);
+	ck_assert_uint_eq(e->ew.stats.ends_late, 0);
+	env_drain(e);
+	ck_assert_int_eq(tb_ev_instant(&e->ew, &cat_a, "After", NULL, 0),
+			 TB_OK);
+	ck_assert_uint_eq(e->ew.stats.ends_late, 1);
+	env_flush(e);
+	end = find_event(e, 0, 2);
+	after = find_event(e, end, 3);
+	ck_assert_uint_lt(end, e->n);
+	ck_assert_uint_lt(after, e->n);
+	pkt_event(e, end, &m, &te);
+	ck_assert_uint_eq(msg_varint(&m, 8), t_end);
+	/* the fresh state went first, stamped no later (the checker) */
+	sc_run(sc, e);
+	ck_assert_seq_ok(sc);
+	ck_assert_uint_eq(sc->tracks[1].depth, 0);
+	free(sc);
+	env_free(e);
+}
+END_TEST
+
+/* ENDs still owed when the writer finishes are written by finish. */
+START_TEST(test_finish_writes_the_ends_owed)
+{
+	struct tenv *e = env_new(256, 4, 0);
+	struct seqck *sc = sc_new();
+	unsigned written = 0, i;
+
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tb_ev_begin(&e->ew, &cat_a, "S", NULL, 0),
+				 TB_OK);
+	ck_assert_int_eq(fill_until_failure(e, &written), TB_FULL);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tb_ev_end(&e->ew, &cat_a, NULL, 0), TB_FULL);
+	ck_assert_int_eq(tb_ev_writer_finish(&e->ew), TB_FULL);
+	env_drain(e);
+	ck_assert_int_eq(tb_ev_writer_finish(&e->ew), TB_OK);
+	ck_assert_uint_eq(e->ew.stats.ends_late, 3);
+	ck_assert_int_eq(tb_ev_writer_finish(&e->ew), TB_OK);
+	ck_assert_uint_eq(e->ew.stats.ends_late, 3);
+	env_flush(e);
+	sc_run(sc, e);
+	ck_assert_seq_ok(sc);
+	ck_assert_uint_eq(sc->tracks[1].depth, 0);
+	free(sc);
+	env_free(e);
+}
+END_TEST
+
+/*
+ * At most TB_EV_OWED_ENDS are kept: the slices of the rest stay open (a
+ * loss the trace flags), the others end; and a forgotten track's owed
+ * ENDs go with it.
+ */
+START_TEST(test_owed_ends_are_bounded_and_go_with_their_track)
+{
+	struct tenv *e = env_new(4096, 4, 0);
+	struct seqck *sc = sc_new();
+	static const struct tb_track lane =
+		TB_TRACK_CUSTOM_INIT(0x7300, NULL, "lane");
+	unsigned written = 0, i, n = TB_EV_OWED_ENDS + 2;
+	struct tb_arg on = TB_ON_TRACK(&lane);
+
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(tb_ev_begin(&e->ew, &cat_a, "S", NULL, 0),
+				 TB_OK);
+	ck_assert_int_eq(fill_until_failure(e, &written), TB_FULL);
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(tb_ev_end(&e->ew, &cat_a, NULL, 0), TB_FULL);
+	ck_assert_uint_eq(e->ew.nends, TB_EV_OWED_ENDS);
+	env_drain(e);
+	ck_assert_int_eq(tb_ev_writer_finish(&e->ew), TB_OK);
+	ck_assert_uint_eq(e->ew.stats.ends_late, TB_EV_OWED_ENDS);
+	env_flush(e);
+	sc_run(sc, e);
+	ck_assert_seq_ok(sc);
+	ck_assert_uint_eq(sc->tracks[1].depth, 2);
+	free(sc);
+	env_free(e);
+
+	e = env_new(4096, 4, 0);
+	ck_assert_int_eq(tb_ev_begin(&e->ew, &cat_a, "L", &on, 1), TB_OK);
+	ck_assert_int_eq(fill_until_failure(e, &written), TB_FULL);
+	ck_assert_int_eq(tb_ev_end(&e->ew, &cat_a, &on, 1), TB_FULL);
+	ck_assert_uint_eq(e->ew.nends, 1);
+	tb_ev_forget_track(&e->ew, &lane);
+	ck_assert_uint_eq(e->ew.nends, 0);
+	env_flush(e);
+	env_free(e);
+}
+END_TEST
+
+/* Describing a track ahead writes the ENDs owed first, at their time. */
+START_TEST(test_add_track_writes_the_ends_owed_first)
+{
+	struct tenv *e = env_new(256, 4, 0);
+	struct seqck *sc = sc_new();
+	static const struct tb_track lane =
+		TB_TRACK_CUSTOM_INIT(0x7400, NULL, "lane");
+	unsigned written = 0;
+
+	ck_assert_int_eq(tb_ev_begin(&e->ew, &cat_a, "S", NULL, 0), TB_OK);
+	ck_assert_int_eq(fill_until_failure(e, &written), TB_FULL);
+	ck_assert_int_eq(tb_ev_end(&e->ew, &cat_a, NULL, 0), TB_FULL);
+	env_drain(e);
+	ck_assert_int_eq(tb_ev_add_track(&e->ew, &lane), TB_OK);
+	ck_assert_uint_eq(e->ew.stats.ends_late, 1);
+	env_flush(e);
+	sc_run(sc, e);
+	ck_assert_seq_ok(sc);
+	ck_assert_uint_eq(sc->tracks[1].depth, 0);
+	free(sc);
+	env_free(e);
+}
+END_TEST
+
 static void scoped(struct tb_ev_writer *ew, int n)
 {
 	TB_TRACE_SCOPE_W(ew, &cat_a, "Scoped", TB_ARG_INT("n", n));
@@ -1778,6 +1931,10 @@ static Suite *event_suite(void)
 	tcase_add_test(st, test_failed_write_starts_a_fresh_state);
 	tcase_add_test(st, test_failed_descriptor_drops_the_event_and_retries);
 	tcase_add_test(st, test_finish_writes_the_state_a_loss_left_owed);
+	tcase_add_test(st, test_lost_end_is_written_late_at_its_time);
+	tcase_add_test(st, test_finish_writes_the_ends_owed);
+	tcase_add_test(st, test_owed_ends_are_bounded_and_go_with_their_track);
+	tcase_add_test(st, test_add_track_writes_the_ends_owed_first);
 	tcase_add_test(st, test_generation_bump_starts_a_fresh_state);
 	tcase_add_test(st, test_reset_on_request);
 	tcase_add_test(st, test_disabled_category_writes_nothing);
