@@ -746,6 +746,7 @@ static void summary(struct demo *d, double secs, struct check *c,
 		ev.descriptors += wr->ev.stats.descriptors;
 		ev.states += wr->ev.stats.states;
 		ev.ends_skipped += wr->ev.stats.ends_skipped;
+		ev.ends_late += wr->ev.stats.ends_late;
 	}
 	cut = written - in_trace - overwritten;
 	tb_ring_stats(&d->ring, &st);
@@ -762,21 +763,24 @@ static void summary(struct demo *d, double secs, struct check *c,
 		printf("         written out once, at the end\n");
 	printf("  writers     %llu events written (%.1fk/s), %llu not "
 	       "written; %llu track\n              descriptors, %llu "
-	       "incremental states, %llu ENDs skipped (BEGIN lost)\n",
+	       "incremental states; ENDs: %llu written late (the\n"
+	       "              ring was full), %llu skipped (BEGIN lost)\n",
 	       (unsigned long long)ev.events,
 	       (double)ev.events / secs / 1e3,
 	       (unsigned long long)ev.not_written,
 	       (unsigned long long)ev.descriptors,
 	       (unsigned long long)ev.states,
+	       (unsigned long long)ev.ends_late,
 	       (unsigned long long)ev.ends_skipped);
 	printf("  trace       %llu packets; %llu of the %llu tagged events "
 	       "written (%.2f%%);\n              %s is %.1f MB\n",
 	       (unsigned long long)packets, (unsigned long long)in_trace,
 	       (unsigned long long)written, pct(in_trace, written),
 	       d->opt.output, (double)file_size / 1e6);
-	printf("  lost        in the ring: %llu of %llu tagged events tried "
-	       "(full %u, no chunk %u,\n              relocation found no "
-	       "room %u)\n", (unsigned long long)(seq - written),
+	printf("  lost        in the ring: %llu of %llu tagged events tried; "
+	       "writes refused:\n              full %u, no chunk %u, "
+	       "relocation found no room %u\n",
+	       (unsigned long long)(seq - written),
 	       (unsigned long long)seq, st.wstat[TB_WS_FULL],
 	       st.wstat[TB_WS_NO_CHUNK], st.wstat[TB_WS_DROPPED_FRAGS]);
 	printf("              in the service: %llu tagged events (overwritten "
