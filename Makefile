@@ -42,8 +42,10 @@ TESTS	:= $(patsubst test/%.c,%,$(wildcard test/test_*.c))
 # not in the -m32 and cross builds (they have no C++ compiler here).
 CXX_TESTS := $(patsubst test/%.cc,%,$(wildcard test/test_*.cc))
 RUN_CXX	?= $(CXX_TESTS)
-# Examples that check themselves and exit non-zero when they fail.
-RUN_EXAMPLES ?= quickstart
+# Examples that check themselves and exit non-zero when they fail; each
+# gets build/NAME.pftrace as its argument, and a trace it writes there must
+# pass tbtrace stat (Perfetto's importer's rules).
+RUN_EXAMPLES ?= quickstart events
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
@@ -122,8 +124,11 @@ run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 	if TB_BUILD_DIR=$(BUILD) $(RUNNER) ./$(BUILD)/$$t; then \
 	pass=$$((pass + 1)); else fail=$$((fail + 1)); failed="$$failed $$t"; fi; \
 	done; for t in $(RUN_EXAMPLES); do echo "== example $$t"; \
-	if $(RUNNER) ./$(BUILD)/$$t >/dev/null; then pass=$$((pass + 1)); \
-	echo "ok"; else fail=$$((fail + 1)); failed="$$failed $$t"; fi; done; \
+	o=$(BUILD)/$$t.pftrace; rm -f $$o; \
+	if $(RUNNER) ./$(BUILD)/$$t $$o >/dev/null && { [ ! -f $$o ] || \
+	$(RUNNER) ./$(BUILD)/tbtrace stat $$o >/dev/null; }; then \
+	pass=$$((pass + 1)); echo "ok"; \
+	else fail=$$((fail + 1)); failed="$$failed $$t"; fi; done; \
 	echo "tests ($(BUILD)): $$pass passed, $$fail failed$${failed:+:$$failed}"; \
 	[ $$fail = 0 ]
 
