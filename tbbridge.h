@@ -12,8 +12,11 @@
  * chunks, which is the order the writer wrote them; the ring's
  * continuation flags become the buffer's, and the ring's data-loss flag
  * becomes TB_BUF_DATA_LOSS, which the buffer reports as SMB_FULL on that
- * sequence.  An unknown BufferID is counted and the chunk dropped; every
- * chunk the buffer refuses is counted by the reason it gave.
+ * sequence.  A chunk the reader could not use (malformed, another format:
+ * a lost view) is counted (TB_BS_LOST) and its writer's next chunk gets
+ * the data-loss flag.  An unknown BufferID is counted and the chunk
+ * dropped; every chunk the buffer refuses is counted by the reason it
+ * gave.
  *
  * Writer id 0 cannot reach a bridge (tb_writer_init() refuses it), and
  * producer id 0 is refused here: its trusted sequence ids would collide
@@ -45,6 +48,7 @@ enum tb_bridge_stat {
 	TB_BS_TOO_MANY_KEYS,	/* {writer, BufferID} table full: dropped */
 	TB_BS_KEYS_NOMEM,	/* ... could not grow (allocator): dropped */
 	TB_BS_LOSS_FLAGS,	/* chunks that carried the data-loss flag */
+	TB_BS_LOST,		/* chunks the reader could not use (lost views) */
 	/* TB_BS_REJECTED by the central buffer's reason */
 	TB_BS_REJ_NOMEM,	/* TB_ENOMEM */
 	TB_BS_REJ_LIMIT,	/* TB_ELIMIT */
@@ -75,7 +79,8 @@ static inline enum tb_bridge_stat tb__bridge_rejected(int err)
 struct tb__bridge_key {
 	uint32_t key;		/* writer << 16 | BufferID */
 	uint32_t next_id;
-	uint32_t used;
+	uint16_t used;
+	uint16_t loss;		/* a chunk was lost: flag the next one */
 };
 
 struct tb_bridge {
@@ -180,9 +185,10 @@ static inline bool tb__bridge_grow(struct tb_bridge *br)
 	return true;
 }
 
-/* The next chunk id of {writer, BufferID}, or NULL (table full). */
-static inline uint32_t *tb__bridge_next_id(struct tb_bridge *br,
-					    uint16_t writer, uint16_t bid)
+/* The entry of {writer, BufferID}, made on first use; NULL: table full. */
+static inline struct tb__bridge_key *tb__bridge_key_of(struct tb_bridge *br,
+							uint16_t writer,
+							uint16_t bid)
 {
 	uint32_t key = (uint32_t)writer << 16 | bid;
 	struct tb__bridge_key *k;
@@ -190,7 +196,7 @@ static inline uint32_t *tb__bridge_next_id(struct tb_bridge *br,
 	if (br->keys_cap) {
 		k = tb__bridge_slot(br->keys, br->keys_cap, key);
 		if (k->used)
-			return &k->next_id;
+			return k;
 	}
 	/* keep the table at most half full */
 	if ((br->keys_n + 1) * 2 > br->keys_cap && !tb__bridge_grow(br))
@@ -199,8 +205,35 @@ static inline uint32_t *tb__bridge_next_id(struct tb_bridge *br,
 	k->key = key;
 	k->next_id = 0;
 	k->used = 1;
+	k->loss = 0;
 	br->keys_n++;
-	return &k->next_id;
+	return k;
+}
+
+/*
+ * A chunk of @v->writer's was lost in the ring (a lost view): the next
+ * chunk of that writer's sequence into its buffer carries the data-loss
+ * flag.  A malformed chunk names its buffer; a chunk of another format
+ * does not, so every buffer the writer wrote to hears of it.
+ */
+static inline void tb__bridge_lost(struct tb_bridge *br,
+				   const struct tb_chunk_view *v)
+{
+	struct tb__bridge_key *k;
+	uint32_t i;
+
+	br->stat[TB_BS_LOST]++;
+	if (v->lost == TB_VIEW_MALFORMED) {
+		k = tb__bridge_key_of(br, v->writer, v->bid);
+		if (k)		/* else counted by tb__bridge_grow() */
+			k->loss = 1;
+		return;
+	}
+	for (i = 0; i < br->keys_cap; i++) {
+		k = &br->keys[i];
+		if (k->used && k->key >> 16 == v->writer)
+			k->loss = 1;
+	}
 }
 
 /* Reader callback: one emitted chunk into its central buffer. */
@@ -210,15 +243,20 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 	struct tb_buf *buf = v->bid < br->nbufs ? br->bufs[v->bid] : NULL;
 	const uint8_t *p = v->payload;
 	struct tb_buf_chunk_in in;
-	uint32_t *id, i;
+	struct tb__bridge_key *k;
+	uint32_t i;
 	int ret;
 
+	if (v->lost) {
+		tb__bridge_lost(br, v);
+		return;
+	}
 	if (!buf) {
 		br->stat[TB_BS_BAD_TARGET]++;
 		return;
 	}
-	id = tb__bridge_next_id(br, v->writer, v->bid);
-	if (!id)
+	k = tb__bridge_key_of(br, v->writer, v->bid);
+	if (!k)
 		return;		/* counted by tb__bridge_grow() */
 	for (i = 0; i < v->nfrags; p += v->sizes[i++]) {
 		br->frags[i].data = p;
@@ -228,15 +266,16 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 	in.producer_id = br->producer_id;
 	in.ident = br->ident;
 	in.writer_id = v->writer;
-	in.chunk_id = (*id)++;
+	in.chunk_id = k->next_id++;
 	in.flags = (uint8_t)((v->flags & TB_F_CONT_PREV ? TB_BUF_FIRST_CONT :
 			      0) |
 			     (v->flags & TB_F_CONT_NEXT ? TB_BUF_LAST_CONT : 0));
 	/* a scraped prefix is final too: the suffix moves to a new chunk */
 	in.complete = true;
-	if (v->flags & TB_F_DATA_LOSS) {
+	if (v->flags & TB_F_DATA_LOSS || k->loss) {
 		in.flags |= TB_BUF_DATA_LOSS;	/* read back as SMB_FULL */
 		br->stat[TB_BS_LOSS_FLAGS]++;
+		k->loss = 0;
 	}
 	/* a refused chunk still used its id: the buffer sees the gap */
 	ret = tb_buf_copy_frags(buf, &in, br->frags, v->nfrags);

@@ -1387,7 +1387,18 @@ struct tb_chunk_view {
 	uint32_t scraped;	/* taken from a chunk its writer held */
 	const uint8_t *payload;	/* fragments back to back */
 	const uint16_t *sizes;	/* nfrags sizes, payload order */
+	uint32_t lost;		/* 0, or TB_VIEW_*: its data was unusable */
 };
+
+/*
+ * A chunk whose data the reader cannot use is still handed over, as a
+ * view of no fragments, flags TB_F_DATA_LOSS and @lost saying why, so
+ * that its writer's sequence learns of the loss (a packet it cut is lost,
+ * the writer's next packet says so).  @bid is the chunk's own only for
+ * TB_VIEW_MALFORMED; another format's header is not ours to read (0).
+ */
+#define TB_VIEW_MALFORMED	1u	/* format 00, its directory invalid */
+#define TB_VIEW_UNKNOWN_FORMAT	2u	/* a format other than 00 */
 
 typedef void (*tb_chunk_fn)(void *ctx, const struct tb_chunk_view *v);
 
@@ -1446,8 +1457,19 @@ static inline int tb__reader_copy(struct tb_reader *rd, uint32_t pos,
 
 	if (!n)
 		return TB__COPY_EMPTY;
+	v->pos = pos;
+	v->writer = tb_state_writer(word);
+	v->bid = 0;
+	v->flags = TB_F_DATA_LOSS;
+	v->nfrags = 0;
+	v->scraped = tb_state_of(word) == TB_ACQUIRED;
+	v->payload = rd->scratch + TB_FRAG_PAYLOAD_OFF;
+	v->sizes = rd->sizes;
+	v->lost = TB_VIEW_UNKNOWN_FORMAT;
 	if (tb_state_format(word) != TB_FORMAT_TARGET)
 		return TB__COPY_UNKNOWN;
+	v->bid = tb_frag_bid(chunk);
+	v->lost = TB_VIEW_MALFORMED;
 	if (!tb_frag_dir_fits(cs, n, w))
 		return TB__COPY_MALFORMED;
 	TB_MEMCPY(rd->scratch + cs - dlen, chunk + cs - dlen, dlen);
@@ -1464,14 +1486,9 @@ static inline int tb__reader_copy(struct tb_reader *rd, uint32_t pos,
 	 */
 	TB_MEMCPY(rd->scratch + TB_FRAG_PAYLOAD_OFF,
 		  chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
-	v->pos = pos;
-	v->writer = tb_state_writer(word);
-	v->bid = tb_frag_bid(chunk);
 	v->flags = tb_state_flags(word);
 	v->nfrags = n;
-	v->scraped = tb_state_of(word) == TB_ACQUIRED;
-	v->payload = rd->scratch + TB_FRAG_PAYLOAD_OFF;
-	v->sizes = rd->sizes;
+	v->lost = 0;
 	return TB__COPY_OK;
 }
 
@@ -1495,7 +1512,10 @@ static inline int tb__reader_stop(struct tb_reader *rd,
 	return TB_EPROTO;
 }
 
-/* Resolved: count and move the private cursor.  No data is a hole. */
+/*
+ * Resolved: count and move the private cursor.  No data is a hole; data
+ * the reader could not use is a hole too, handed over as a lost view.
+ */
 static inline int tb__reader_done(struct tb_reader *rd, int copied)
 {
 	static const uint8_t stat[] = { TB_RS_UNKNOWN_FORMAT, TB_RS_MALFORMED,
@@ -1506,7 +1526,7 @@ static inline int tb__reader_done(struct tb_reader *rd, int copied)
 	rd->stat[stat[copied]]++;
 	if (copied < TB__COPY_EMPTY)
 		rd->stat[TB_RS_HOLES]++;
-	return copied == TB__COPY_OK ? TB_EMITTED : TB_SKIPPED;
+	return copied == TB__COPY_EMPTY ? TB_SKIPPED : TB_EMITTED;
 }
 
 /*
@@ -1642,7 +1662,8 @@ static inline void tb__reader_end(struct tb_reader *rd, uint32_t start,
 /*
  * Resolves one position and publishes read_pos (waking stalled writers)
  * before it returns: TB_EMITTED (with @v filled; its pointers stay valid
- * until the next reader call), TB_SKIPPED, or why nothing was resolved.
+ * until the next reader call; a lost view when @v->lost), TB_SKIPPED (a
+ * hole), or why nothing was resolved.
  */
 static inline int tb_reader_read_one(struct tb_reader *rd,
 				     enum tb_read_mode mode,
@@ -1656,7 +1677,8 @@ static inline int tb_reader_read_one(struct tb_reader *rd,
 }
 
 /*
- * Resolves up to @max positions, calling @fn for every emitted chunk, and
+ * Resolves up to @max positions, calling @fn for every emitted chunk (and
+ * every chunk whose data it could not use, as a lost view: v->lost), and
  * says why it stopped: TB_NODATA (caught up with the writers), TB_PENDING
  * (lazy: a writer still holds the next chunk), TB_RETRY_LATER (lost every
  * race at one position), TB_LIMIT (resolved @max), or TB_EPROTO (the

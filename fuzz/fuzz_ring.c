@@ -35,9 +35,11 @@
  *    the state word and read_pos unchanged, and TB_EPROTO is never
  *    returned without one of them; after it every call returns TB_EPROTO
  *    and changes no byte of the mapping (but the reader's counters);
- *  - every emitted chunk follows a won CAS on a data-bearing format-00
- *    word: its fragment count, writer, flags and "scraped" agree with that
- *    word, and its fragments lie inside the chunk's published ranges -
+ *  - every data-bearing word whose CAS the reader won is emitted once:
+ *    one of another format or with a malformed directory as a lost view
+ *    (no fragments, the data-loss flag, the reason); a format-00 one's
+ *    fragment count, writer, flags and "scraped" agree with that word,
+ *    and its fragments lie inside the chunk's published ranges -
  *    payload [6, 6 + sum of sizes) below directory [cs - n * w, cs) - and
  *    inside the reader's scratch;
  *  - every packet tb_reader_drain_packets() hands over lies in the
@@ -130,7 +132,8 @@ struct rchk {
 	uint32_t won_word;
 	int won_valid;
 	unsigned won_nact;	/* actions run when its CAS was won */
-	int expect_emit;	/* an honest data chunk owes a view */
+	int expect_emit;	/* a won data chunk owes a view */
+	int packets;		/* in a packet drain: views are not seen */
 };
 
 struct fw {
@@ -304,16 +307,17 @@ static void seam(const uint32_t *p, int op, uint32_t expect, uint32_t v,
 		      (c->won || tb_state_of(c->word) == TB_REWRITE));
 		CHECK(v == pos + 1);
 		CHECK(c->stores < c->max);
-		if (c->honest)
+		if (!c->packets)
 			CHECK(!c->expect_emit);
 		c->pos = v;
 		c->rpmem = v;
 		c->stores++;
 		c->loaded = 0;
 		c->won_valid = c->won;
+		/* data, usable or not (a lost view), owes a view */
 		c->expect_emit = c->won && tb_state_nfrags(c->won_word) &&
-				 tb_state_format(c->won_word) ==
-				 TB_FORMAT_TARGET;
+				 (tb_state_of(c->won_word) == TB_ACQUIRED ||
+				  tb_state_of(c->won_word) == TB_COMPLETE);
 		return;
 	}
 	if (p >= (const uint32_t *)(const void *)h &&
@@ -409,9 +413,10 @@ static void end_call(struct rchk *c, int ret)
 		      !c->emitted && untouched(c));
 		return;
 	}
+	if (!c->packets)
+		CHECK(!c->expect_emit);
 	if (c->honest) {
 		CHECK(ret != TB_EPROTO);
-		CHECK(!c->expect_emit);
 		CHECK(!h->rstat[TB_RS_MALFORMED] &&
 		      !h->rstat[TB_RS_UNKNOWN_FORMAT]);
 	}
@@ -446,6 +451,16 @@ static void check_view(const struct tb_chunk_view *v)
 	CHECK(v->pos + 1 == c->pos);
 	CHECK(tb_state_of(word) == TB_ACQUIRED ||
 	      tb_state_of(word) == TB_COMPLETE);
+	CHECK(v->writer == tb_state_writer(word));
+	CHECK(!!v->scraped == (tb_state_of(word) == TB_ACQUIRED));
+	if (v->lost) {
+		/* unusable data: no fragments, the loss and its reason */
+		CHECK(!c->honest);
+		CHECK(v->nfrags == 0 && v->flags == TB_F_DATA_LOSS);
+		CHECK(v->lost == (tb_state_format(word) == TB_FORMAT_TARGET ?
+				  TB_VIEW_MALFORMED : TB_VIEW_UNKNOWN_FORMAT));
+		return;
+	}
 	CHECK(tb_state_format(word) == TB_FORMAT_TARGET);
 	n = tb_state_nfrags(word);
 	CHECK(n && v->nfrags == n);
@@ -543,8 +558,10 @@ static int reader_packets(struct tb_reader *rd, unsigned max,
 	c->honest = 0;
 	begin_call(c, max);
 	F.actor = ACT_READER;
+	c->packets = 1;
 	ret = tb_reader_drain_packets(rd, &F.ra, max, mode, on_packet, &F.ra,
 				      &resolved);
+	c->packets = 0;
 	F.actor = ACT_NONE;
 	CHECK(resolved <= max && resolved == c->stores);
 	CHECK((ret == TB_LIMIT) == (resolved == max && ret != TB_EPROTO));
@@ -600,6 +617,7 @@ static void reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	c->wordp = NULL;
 	c->won_valid = 0;
 	c->expect_emit = 0;
+	c->packets = 0;
 	F.actor = ACT_INIT;
 	CHECK(tb_reader_init(rd, r, scratch) == TB_OK);
 	F.actor = ACT_NONE;

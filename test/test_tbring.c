@@ -1560,6 +1560,21 @@ START_TEST(test_reader_marks_acquired_with_zero_fragments)
 }
 END_TEST
 
+/*
+ * A chunk whose data the reader could not use is handed over as a lost
+ * view: its position and writer, no fragments, the data-loss flag and why.
+ */
+static void check_lost_view(const struct tb_chunk_view *v, uint32_t pos,
+			    uint16_t writer, uint32_t why, int scraped)
+{
+	ck_assert_uint_eq(v->pos, pos);
+	ck_assert_uint_eq(v->writer, writer);
+	ck_assert_uint_eq(v->nfrags, 0);
+	ck_assert_uint_eq(v->flags, TB_F_DATA_LOSS);
+	ck_assert_uint_eq(v->lost, why);
+	ck_assert_uint_eq(!!v->scraped, !!scraped);
+}
+
 START_TEST(test_reader_malformed_directory_dropped_but_transition_done)
 {
 	struct tring t;
@@ -1579,20 +1594,26 @@ START_TEST(test_reader_malformed_directory_dropped_but_transition_done)
 	ck_assert_uint_eq(hdr_rstat(&t, TB_RS_EMITTED), 0);
 	forge_free(&t, &tr);
 
-	/* Acquired: marked even though its bytes are dropped */
-	forge(&t, &tr, 256, spec_word(SPEC_ACQ, 0, 0, 2, WA));
+	/* Acquired: marked even though its bytes are dropped; handed over
+	 * as a lost view of its writer, so the loss reaches its sequence */
+	forge(&t, &tr, 256, spec_word(SPEC_ACQ, 0, SPEC_L, 2, WA));
 	c = tchunk(&t, 0);
+	c[TB_FRAG_BID_OFF] = 3;		/* BufferID 3 */
 	c[255] = 200;
 	c[254] = 100;
 	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
-			 TB_SKIPPED);
-	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 2, WA));
+			 TB_EMITTED);
+	check_lost_view(&v, 0, WA, TB_VIEW_MALFORMED, 1);
+	ck_assert_uint_eq(v.bid, 3);
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, SPEC_L, 2, WA));
+	ck_assert_uint_eq(tr.rd.stat[TB_RS_EMITTED], 0);
 	forge_free(&t, &tr);
 
 	/* a directory bigger than the chunk's capacity */
 	forge(&t, &tr, 256, spec_word(SPEC_CMP, 0, 0, 251, WA));
 	ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v),
-			 TB_SKIPPED);
+			 TB_EMITTED);
+	check_lost_view(&v, 0, WA, TB_VIEW_MALFORMED, 0);
 	ck_assert_uint_eq(tword(&t, 0), spec_free(1));
 	ck_assert_uint_eq(tr.rd.stat[TB_RS_MALFORMED], 1);
 	forge_free(&t, &tr);
@@ -1623,8 +1644,12 @@ START_TEST(test_reader_unknown_format_transitions_without_reading)
 		forge_free(&t, &tr);
 
 		forge(&t, &tr, 256, spec_word(SPEC_ACQ, fmt, SPEC_L, 1, WA));
+		/* not a BufferID in this format */
+		tchunk(&t, 0)[TB_FRAG_BID_OFF] = 3;
 		ck_assert_int_eq(tb_reader_read_one(&tr.rd, TB_READ_SCRAPE,
-						    &v), TB_SKIPPED);
+						    &v), TB_EMITTED);
+		check_lost_view(&v, 0, WA, TB_VIEW_UNKNOWN_FORMAT, 1);
+		ck_assert_uint_eq(v.bid, 0);
 		ck_assert_uint_eq(tword(&t, 0),
 				  spec_word(SPEC_RR, fmt, SPEC_L, 1, WA));
 		forge_free(&t, &tr);
@@ -3517,6 +3542,11 @@ static void check_view_bounds(const struct tring *t, const struct treader *tr,
 {
 	uint32_t sum = 0, i;
 
+	if (v->lost) {		/* unusable data: nothing to read in it */
+		ck_assert_uint_eq(v->nfrags, 0);
+		ck_assert_uint_eq(v->flags, TB_F_DATA_LOSS);
+		return;
+	}
 	ck_assert_uint_ge(v->nfrags, 1);
 	ck_assert_uint_le(v->nfrags, 255);
 	/* at the chunk's own offset in scratch, before the directory copy */
@@ -3634,10 +3664,14 @@ START_TEST(test_hostile_directory_rejected_as_malformed_without_oob)
 		treader_new(&tr, &t);
 		tdecode(&t, 0, &d);
 		ret = tb_reader_read_one(&tr.rd, TB_READ_SCRAPE, &v);
-		if (!n || d.malformed) {
+		if (!n) {
 			ck_assert_int_eq(ret, TB_SKIPPED);
-			ck_assert_uint_eq(tr.rd.stat[TB_RS_MALFORMED],
-					  n ? 1 : 0);
+			ck_assert_uint_eq(tr.rd.stat[TB_RS_MALFORMED], 0);
+		} else if (d.malformed) {
+			ck_assert_int_eq(ret, TB_EMITTED);
+			check_lost_view(&v, 0, WA, TB_VIEW_MALFORMED,
+					!(round & 1));
+			ck_assert_uint_eq(tr.rd.stat[TB_RS_MALFORMED], 1);
 		} else {
 			ck_assert_int_eq(ret, TB_EMITTED);
 			ck_assert_uint_eq(v.nfrags, n);
@@ -4365,6 +4399,59 @@ START_TEST(test_packets_split_over_chunks_come_out_whole)
 }
 END_TEST
 
+/*
+ * A chunk whose directory is scribbled loses the packets in it, and the
+ * packet it cut: the writer's next packet carries TB_PKT_LOSS, others'
+ * do not.
+ */
+START_TEST(test_packets_after_an_unusable_chunk_carry_the_loss)
+{
+	struct tring t;
+	struct twriter a, b;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+	uint8_t *ch;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 2, 1024, TB_OVERSIZE_DROP);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(1, 10), 10),
+			 TB_OK);
+	if (_i)		/* a packet the scribbled chunk cuts, and a whole one */
+		write_head(&a, 2, 300, 200);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);	/* chunk 0 */
+	if (_i)
+		write_tail(&a, 2, 300, 200);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(3, 20), 20),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);	/* chunk 1 */
+	ck_assert_int_eq(tb_writer_write_packet(&b.w, pattern(4, 30), 30),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);	/* chunk 2 */
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(5, 40), 40),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);	/* chunk 3 */
+	ch = tchunk(&t, 1);
+	ch[255] = 0xff;		/* its last size entry past the chunk */
+	ch[254] = 0xff;
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(drain_pk(&tr, &r, &c), 4);
+	ck_assert_uint_eq(tr.rd.stat[TB_RS_MALFORMED], 1);
+	ck_assert_uint_eq(c.n, 3);
+	expect_packet(&c, 0, WA, 1, 10, 0);
+	expect_packet(&c, 1, WB, 4, 30, 0);
+	expect_packet(&c, 2, WA, 5, 40, TB_PKT_LOSS);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_CUT], _i ? 1 : 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_packets_larger_than_a_slot_dropped_or_truncated)
 {
 	enum tb_oversize o = _i ? TB_OVERSIZE_TRUNCATE : TB_OVERSIZE_DROP;
@@ -4565,6 +4652,10 @@ static Suite *packet_suite(void)
 	TCase *tc = tcase_create("packets");
 
 	tcase_add_test(tc, test_packets_split_over_chunks_come_out_whole);
+
+	tcase_add_loop_test(tc,
+
+		test_packets_after_an_unusable_chunk_carry_the_loss, 0, 2);
 	tcase_add_loop_test(tc,
 			    test_packets_larger_than_a_slot_dropped_or_truncated,
 			    0, 2);

@@ -630,6 +630,50 @@ START_TEST(test_bridge_recorded_loss_reads_as_smb_full_on_next_packet)
 }
 END_TEST
 
+/*
+ * A chunk the reader cannot use (a scribbled directory, another format)
+ * loses its packets: the writer's next packet in the buffer says so, on
+ * its own sequence only.
+ */
+START_TEST(test_bridge_unusable_chunk_reads_as_loss_on_next_packet)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct twriter a, b;
+	uint8_t *c;
+	int n;
+
+	tw_new(&a, f, 0, 1, 0);
+	tw_new(&b, f, 0, 2, 0);
+	wpkt_rel(&a, 0, 100);		/* position 0 */
+	wpkt_rel(&a, 1, 100);		/* 1: made unusable below */
+	wpkt_rel(&b, 0, 100);		/* 2 */
+	wpkt_rel(&a, 2, 100);		/* 3 */
+	c = tb_ring_chunk(&f->t[0].r, 1);
+	if (_i) {			/* a size past the chunk's end */
+		c[1023] = 0xff;
+		c[1022] = 0xff;
+	} else {			/* format 01 */
+		poke32(c, peek32(c) | 1u << TB_FORMAT_SHIFT);
+	}
+	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 4);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_LOST], 1);
+	ck_assert_uint_eq(f->br[0].stat[TB_BS_CHUNKS], 3);
+	n = read_buf(f->buf[0], g, 100);
+	ck_assert_int_eq(n, 3);
+	ck_assert_uint_eq(g[0].w, 1);
+	ck_assert_uint_eq(g[0].seq, 0);
+	ck_assert_uint_eq(g[0].loss, 0);
+	ck_assert_uint_eq(g[1].w, 2);
+	ck_assert_uint_eq(g[1].loss, 0);
+	ck_assert_uint_eq(g[2].w, 1);
+	ck_assert_uint_eq(g[2].seq, 2);
+	ck_assert_uint_eq(g[2].loss, PRESENT | SMB_FULL);
+	twriter_free(&a);
+	twriter_free(&b);
+	fx_free(f);
+}
+END_TEST
+
 START_TEST(test_bridge_packet_dropped_on_full_ring_reads_as_smb_full)
 {
 	struct fx *f = fx_new(1, 256, 4, 65536);
@@ -2358,6 +2402,8 @@ static Suite *bridge_suite(void)
 	tcase_add_test(t, test_bridge_packet_spanning_chunks_is_reassembled);
 	tcase_add_test(t,
 		test_bridge_recorded_loss_reads_as_smb_full_on_next_packet);
+	tcase_add_loop_test(t,
+		test_bridge_unusable_chunk_reads_as_loss_on_next_packet, 0, 2);
 	tcase_add_test(t,
 		test_bridge_packet_dropped_on_full_ring_reads_as_smb_full);
 	tcase_add_test(t, test_bridge_counts_each_refusal_by_its_reason);
