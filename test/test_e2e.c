@@ -19,7 +19,9 @@
  * a packet on the wrong sequence, shows.  Annotation names are interned:
  * they are resolved per sequence from its interned_data.  Then the trace
  * checker (tbcheck.h) runs over the whole file: it must find nothing
- * Perfetto's importer would drop or misplace that no loss explains.
+ * Perfetto's importer would drop or misplace that no loss explains, and
+ * every writer that wrote must have, as the UI would show it, slices on
+ * the thread track of its tid and values on the counter track under it.
  *
  *   - producers: several producer processes write; the trace holds every
  *     tagged event each reported written, once, in order per writer
@@ -124,6 +126,10 @@ struct e2e_proc {
 	uint32_t bad_uid;
 	uint32_t packets_in_trace;
 	uint32_t snapshots;	/* instants whose check held */
+	/* the checker: its thread track (by tid) has slices, its counter */
+	uint64_t track[E2E_WRITERS + 1];	/* its uuid, 0: none */
+	uint64_t slices[E2E_WRITERS + 1];
+	uint64_t counts[E2E_WRITERS + 1];	/* counter values */
 	char why[160];		/* the first bad packet's story */
 };
 
@@ -921,11 +927,32 @@ static void e2e_check_trace(struct e2e *e, const uint8_t *t, size_t len,
 	e->ck_ret = tb_check_trace(&e->ck, t, len);
 	for (i = 0; i < e->ck.ntracks; i++) {
 		const struct tb_check_track *k = &e->ck.tracks[i];
+		struct e2e_proc *p = e2e_by_pid(e, k->pid);
+		unsigned w;
 
 		if (k->kind == TB_CHECK_TRACK_THREAD && k->slices)
 			e->thread_tracks++;
 		else if (k->kind == TB_CHECK_TRACK_COUNTER && k->events)
 			e->counter_tracks++;
+		if (k->kind != TB_CHECK_TRACK_THREAD || !p)
+			continue;
+		for (w = 1; w <= p->writers; w++)
+			if (p->tid[w] == k->tid) {
+				p->track[w] = k->uuid;
+				p->slices[w] = k->slices;
+			}
+	}
+	/* a writer's counter track is the child of its thread track */
+	for (i = 0; i < e->ck.ntracks; i++) {
+		const struct tb_check_track *k = &e->ck.tracks[i];
+		unsigned j, w;
+
+		if (k->kind != TB_CHECK_TRACK_COUNTER || !k->parent)
+			continue;
+		for (j = 0; j < e->np; j++)
+			for (w = 1; w <= e->p[j].writers; w++)
+				if (e->p[j].track[w] == k->parent)
+					e->p[j].counts[w] += k->events;
 	}
 	tb_check_destroy(&e->ck);
 }
@@ -1022,6 +1049,13 @@ static void e2e_check_writes(struct e2e *e, struct e2e_proc *p)
 			      "pid %d writer %u: %u in the trace, %u "
 			      "written", (int)p->pid, w, st->count,
 			      p->ok[w]);
+		/* what the UI shows: its slices on its thread, its counter */
+		ck_assert_msg(!p->ok[w] || (p->slices[w] && p->counts[w]),
+			      "pid %d writer %u: %llu slices on its thread "
+			      "track, %llu counter values under it%s",
+			      (int)p->pid, w, (unsigned long long)p->slices[w],
+			      (unsigned long long)p->counts[w], p->track[w] ?
+			      "" : " (no thread track with its tid)");
 		ck_assert_msg(st->silent_gaps == 0, "pid %d writer %u: %u "
 			      "gaps no loss flag explains", (int)p->pid, w,
 			      st->silent_gaps);
