@@ -46,6 +46,7 @@
  *                                 failed, so the trace may flag a loss)
  *   fail W SEQ                    (tagged event SEQ was not written)
  *   open W SEQ large=0|1          (die mode: that packet is open)
+ *   noopen W SEQ ERROR            (die mode: it could not be opened)
  *   ready                         (die mode: every writer is in it)
  *   scribbled words=N             (scribble mode)
  *   done ok=N failed=F            (tagged events, all writers)
