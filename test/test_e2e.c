@@ -6,28 +6,41 @@
  * Runs the examples as a user would: build/tb_service listening on a unix
  * socket, build/tb_producer processes writing through rings the service
  * hands them in memfds (the binaries are found in $TB_BUILD_DIR, default
- * "build").  Each producer reports on its stdout what it wrote; the
- * service prints a summary line per producer when it stops.  The trace
- * file is decoded here with trace_decode.h, independently of the
- * service's encoder, and every packet checks itself: a producer's packet
- * is a TracePacket whose for_testing (900) TestEvent carries str (the
- * filler), seq_value (2) and counter (3) = writer << 48 | filler length
- * << 32 | FNV-1a of the filler.
+ * "build").  Each producer reports on its stdout what it wrote (see the
+ * top of examples/tb_producer.c); the service prints a summary line per
+ * producer when it stops.  The trace file is decoded here with
+ * trace_decode.h, independently of the service's encoder and of the
+ * event layer: a producer writes TrackEvents (tbevent.h), and every slice
+ * BEGIN and instant carries a debug annotation "seq", its writer's
+ * running number of tagged events.  A sequence is tied to its writer by
+ * the thread descriptor it carries (the tid that writer reported), and
+ * every instant (a Snapshot) checks itself: "check" is FNV-1a of the
+ * writer id, seq and its "body" string, so a byte changed on the way, or
+ * a packet on the wrong sequence, shows.  Annotation names are interned:
+ * they are resolved per sequence from its interned_data.  Then the trace
+ * checker (tbcheck.h) runs over the whole file: it must find nothing
+ * Perfetto's importer would drop or misplace that no loss explains, and
+ * every writer that wrote must have, as the UI would show it, slices on
+ * the thread track of its tid and values on the counter track under it.
  *
  *   - producers: several producer processes write; the trace holds every
- *     packet each reported written, once, in order per writer, with the
- *     producer's pid and uid as trusted fields and one
- *     trusted_packet_sequence_id per {producer, writer}, distinct.
- *   - kill: producers killed -9 with a packet open in every writer (some
- *     of those packets span chunks), two per round, three rounds, while
- *     other producers write: the service carries on, everything a victim
- *     published arrives, its open packets never do and the service counts
- *     them (open_at_exit), and the others lose nothing.
+ *     tagged event each reported written, once, in order per writer
+ *     (gaps only where a loss is flagged), with the producer's pid and
+ *     uid as trusted fields and one trusted_packet_sequence_id per
+ *     {producer, writer}, distinct; a thread track with slices and a
+ *     counter track per writer; the checker is clean.
+ *   - kill: producers killed -9 inside a packet in every writer (some of
+ *     those packets span chunks), slices still open, two per round, three
+ *     rounds, while other producers write: the service carries on,
+ *     everything a victim published arrives, its open packets never do
+ *     and the service counts them (open_at_exit), and the others lose
+ *     nothing.  The checker is told the end was lost (tail_lost): slices
+ *     left open are allowed, on the victims' sequences only.
  *   - scribble: producers write random words over their ring's control
  *     header and state words: the service stops those rings with a
  *     protocol error, keeps running (a producer that comes later is
  *     served), stops on command, and the other producers' traces are
- *     complete.
+ *     complete and clean.
  *
  * Every wait has a deadline; children die with the test (PDEATHSIG).
  *
@@ -50,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tbcheck.h"
 #include "trace_decode.h"
 
 #define E2E_PROCS	16
@@ -63,10 +77,23 @@ struct e2e_stream {
 	uint8_t *seen;		/* by seq */
 	uint32_t nseen;		/* size of seen */
 	int64_t last;		/* highest seq so far, -1 */
-	uint32_t count;
+	uint32_t count;		/* tagged events */
 	uint32_t out_of_order;	/* seq not above the previous one */
+	uint32_t silent_gaps;	/* seqs skipped with no loss flagged */
 	uint32_t lossy;		/* packets with previous_packet_dropped */
+	uint32_t seqs;		/* sequences that are this writer's */
 	uint64_t seq_id;	/* trusted_packet_sequence_id */
+};
+
+/* One trusted_packet_sequence_id, as the trace shows it. */
+struct e2e_seq {
+	uint64_t seq_id;
+	struct e2e_proc *p;	/* by its trusted pid */
+	unsigned writer;	/* from its thread descriptor, 0: none yet */
+	uint64_t iid_seq, iid_body, iid_check;	/* interned names, 0 */
+	uint32_t lossy;		/* packets with previous_packet_dropped */
+	uint32_t flagged;	/* loss bits since its last tagged event */
+	uint32_t not_ended;	/* the checker: slices never ended */
 };
 
 struct e2e_proc {
@@ -76,15 +103,16 @@ struct e2e_proc {
 	int status;
 	char out[200];		/* its stdout and stderr */
 	unsigned writers;
-	uint32_t packets;	/* per writer */
+	uint32_t events;	/* tagged, per writer */
 	/* its report */
 	int hello, ready, done, scribbled;
 	unsigned id;
 	unsigned long long addr, svc_addr;
 	int reported[E2E_WRITERS + 1];
+	long tid[E2E_WRITERS + 1];
 	uint32_t ok[E2E_WRITERS + 1];
 	uint32_t failed[E2E_WRITERS + 1];
-	uint32_t retries[E2E_WRITERS + 1];
+	uint32_t lost[E2E_WRITERS + 1];
 	int open[E2E_WRITERS + 1];
 	uint32_t open_seq[E2E_WRITERS + 1];
 	uint8_t *fail_seq[E2E_WRITERS + 1];
@@ -97,6 +125,12 @@ struct e2e_proc {
 	uint32_t bad;		/* packets that do not check out */
 	uint32_t bad_uid;
 	uint32_t packets_in_trace;
+	uint32_t snapshots;	/* instants whose check held */
+	/* the checker: its thread track (by tid) has slices, its counter */
+	uint64_t track[E2E_WRITERS + 1];	/* its uuid, 0: none */
+	uint64_t slices[E2E_WRITERS + 1];
+	uint64_t counts[E2E_WRITERS + 1];	/* counter values */
+	char why[160];		/* the first bad packet's story */
 };
 
 struct e2e {
@@ -112,8 +146,18 @@ struct e2e {
 	/* from the trace */
 	uint64_t trace_bytes;
 	uint64_t packets;
+	uint64_t tagged;
 	uint64_t undecodable;	/* not a valid TracePacket */
 	uint64_t foreign;	/* a pid no producer of ours had */
+	struct e2e_seq *seqs;
+	unsigned nseqs, capseqs;
+	/* the checker's verdict, sorted by whose sequence broke a rule */
+	struct tb_check ck;
+	int ck_ret;
+	uint64_t ck_bad;	/* unexplained, not on a scribbler's */
+	char ck_first[160];	/* the first of those */
+	unsigned thread_tracks;	/* with slices */
+	unsigned counter_tracks;	/* with values */
 	/* from the service's summary */
 	unsigned long long overwritten;
 };
@@ -293,11 +337,11 @@ static void e2e_start_service(struct e2e *e)
 }
 
 /*
- * Starts a producer: @writers writers, @packets each, then whatever
- * @extra (NULL-terminated) asks for.
+ * Starts a producer: @writers writers, @events tagged events each, then
+ * whatever @extra (NULL-terminated) asks for.
  */
 static struct e2e_proc *e2e_start(struct e2e *e, enum e2e_role role,
-				  unsigned writers, uint32_t packets,
+				  unsigned writers, uint32_t events,
 				  unsigned seed, const char *const *extra)
 {
 	struct e2e_proc *p;
@@ -311,11 +355,11 @@ static struct e2e_proc *e2e_start(struct e2e *e, enum e2e_role role,
 	memset(p, 0, sizeof(*p));
 	p->role = role;
 	p->writers = writers;
-	p->packets = packets;
+	p->events = events;
 	snprintf(out, sizeof(out), "%s/producer%u.out", e->dir, e->np);
 	memcpy(p->out, out, sizeof(p->out));
 	snprintf(w, sizeof(w), "%u", writers);
-	snprintf(n, sizeof(n), "%u", packets);
+	snprintf(n, sizeof(n), "%u", events);
 	snprintf(s, sizeof(s), "%u", seed);
 	args[a++] = "-w";
 	args[a++] = w;
@@ -415,11 +459,12 @@ static void e2e_parse_report(struct e2e_proc *p)
 {
 	char *s = e2e_slurp(p->out, NULL), *line, *save = NULL;
 	unsigned w, seq, a, b, c;
+	long tid;
 	int large;
 
 	ck_assert_ptr_nonnull(s);
 	for (w = 1; w <= p->writers; w++) {
-		p->fail_seq[w] = calloc(p->packets + 1, 1);
+		p->fail_seq[w] = calloc(p->events + 1, 1);
 		ck_assert_ptr_nonnull(p->fail_seq[w]);
 	}
 	for (line = strtok_r(s, "\n", &save); line;
@@ -428,15 +473,16 @@ static void e2e_parse_report(struct e2e_proc *p)
 			   "service_addr=%llx", &p->id, &p->addr,
 			   &p->svc_addr) == 3) {
 			p->hello = 1;
-		} else if (sscanf(line, "writer %u ok=%u failed=%u retries=%u",
-				  &w, &a, &b, &c) == 4 && w &&
-			   w <= p->writers) {
+		} else if (sscanf(line, "writer %u tid=%ld ok=%u failed=%u "
+				  "lost=%u", &w, &tid, &a, &b, &c) == 5 &&
+			   w && w <= p->writers) {
 			p->reported[w] = 1;
+			p->tid[w] = tid;
 			p->ok[w] = a;
 			p->failed[w] = b;
-			p->retries[w] = c;
+			p->lost[w] = c;
 		} else if (sscanf(line, "fail %u %u", &w, &seq) == 2 && w &&
-			   w <= p->writers && seq < p->packets) {
+			   w <= p->writers && seq < p->events) {
 			p->fail_seq[w][seq] = 1;
 		} else if (sscanf(line, "open %u %u large=%d", &w, &seq,
 				  &large) == 3 && w && w <= p->writers) {
@@ -511,102 +557,408 @@ static void e2e_parse_summary(struct e2e *e)
 }
 
 /* ------------------------------------------------------------------------
- * The trace.
+ * The trace, decoded here.  Field numbers from Perfetto's protos
+ * (trace_packet.proto, track_event/{track_event, track_descriptor,
+ * thread_descriptor, debug_annotation}.proto,
+ * interned_data/interned_data.proto).
  */
-static uint32_t e2e_fnv1a(const uint8_t *p, size_t n)
+enum {
+	E2E_TP_TRACK_EVENT = 11,	/* TracePacket */
+	E2E_TP_INTERNED = 12,
+	E2E_TP_TRACK_DESC = 60,
+	E2E_TE_ANNOTATION = 4,		/* TrackEvent */
+	E2E_TE_TYPE = 9,
+	E2E_TYPE_BEGIN = 1,		/* TrackEvent.Type */
+	E2E_TYPE_INSTANT = 3,
+	E2E_TD_THREAD = 4,		/* TrackDescriptor */
+	E2E_THD_PID = 1,		/* ThreadDescriptor */
+	E2E_THD_TID = 2,
+	E2E_DA_NAME_IID = 1,		/* DebugAnnotation */
+	E2E_DA_UINT = 3,
+	E2E_DA_STRING = 6,
+	E2E_DA_NAME = 10,
+	E2E_ID_ANNOTATION_NAMES = 3,	/* InternedData */
+	E2E_IE_IID = 1,			/* DebugAnnotationName */
+	E2E_IE_NAME = 2,
+};
+
+/* The Snapshot's check, as tb_producer.c computes it. */
+static uint32_t e2e_check_of(unsigned writer, uint32_t seq,
+			     const uint8_t *body, size_t len)
 {
 	uint32_t h = 0x811c9dc5u;
+	unsigned i;
 
-	while (n--)
-		h = (h ^ *p++) * 0x01000193u;
+	for (i = 0; i < 4; i++)
+		h = (h ^ (uint8_t)(writer >> (8 * i))) * 0x01000193u;
+	for (i = 0; i < 4; i++)
+		h = (h ^ (uint8_t)(seq >> (8 * i))) * 0x01000193u;
+	while (len--)
+		h = (h ^ *body++) * 0x01000193u;
 	return h;
 }
 
-/* Finds and checks the TestEvent: 0 with writer and seq, or -1. */
-static int e2e_test_event(const struct trace_packet *tp, unsigned *writer,
-			  uint32_t *seq)
+static int e2e_is(const struct pb_field *f, const char *s)
+{
+	return f->type == 2 && f->size == strlen(s) &&
+	       !memcmp(f->data, s, f->size);
+}
+
+/* A packet that does not check out: counted, and the first one told. */
+static void e2e_bad(struct e2e_proc *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!p->bad++) {
+		va_start(ap, fmt);
+		vsnprintf(p->why, sizeof(p->why), fmt, ap);
+		va_end(ap);
+	}
+}
+
+static struct e2e_seq *e2e_seq_of(struct e2e *e, uint64_t seq_id)
+{
+	unsigned i;
+
+	for (i = 0; i < e->nseqs; i++)
+		if (e->seqs[i].seq_id == seq_id)
+			return &e->seqs[i];
+	return NULL;
+}
+
+static struct e2e_seq *e2e_seq_add(struct e2e *e, uint64_t seq_id,
+				   struct e2e_proc *p)
+{
+	struct e2e_seq *s;
+
+	if (e->nseqs == e->capseqs) {
+		e->capseqs = e->capseqs ? 2 * e->capseqs : 64;
+		e->seqs = realloc(e->seqs, e->capseqs * sizeof(*e->seqs));
+		ck_assert_ptr_nonnull(e->seqs);
+	}
+	s = &e->seqs[e->nseqs++];
+	memset(s, 0, sizeof(*s));
+	s->seq_id = seq_id;
+	s->p = p;
+	return s;
+}
+
+/* interned_data: the iids of the annotation names we look for. */
+static void e2e_interned(struct e2e_seq *s, const struct pb_field *id)
 {
 	struct pb_reader r, in;
-	struct pb_field f;
-	const uint8_t *str = NULL;
-	size_t str_len = 0;
-	uint64_t counter = 0;
-	int has_seq = 0, has_counter = 0, found = 0;
+	struct pb_field f, g;
 
-	pb_init(&r, tp->data, tp->size);
+	pb_init(&r, id->data, id->size);
 	while (pb_next(&r, &f) > 0) {
-		if (f.number != 900 || f.type != 2)
+		uint64_t iid = 0;
+		struct pb_field name;
+
+		if (f.number != E2E_ID_ANNOTATION_NAMES || f.type != 2)
 			continue;
-		found++;
+		memset(&name, 0, sizeof(name));
 		pb_init(&in, f.data, f.size);
-		while (pb_next(&in, &f) > 0) {
-			if (f.number == 1 && f.type == 2) {
-				str = f.data;
-				str_len = f.size;
-			} else if (f.number == 2 && f.type == 0) {
-				*seq = (uint32_t)f.value;
-				has_seq = 1;
-			} else if (f.number == 3 && f.type == 0) {
-				counter = f.value;
-				has_counter = 1;
-			}
-		}
-		if (in.bad)
+		while (pb_next(&in, &g) > 0)
+			if (g.number == E2E_IE_IID && g.type == 0)
+				iid = g.value;
+			else if (g.number == E2E_IE_NAME && g.type == 2)
+				name = g;
+		if (!iid)
+			continue;
+		if (e2e_is(&name, "seq"))
+			s->iid_seq = iid;
+		else if (e2e_is(&name, "body"))
+			s->iid_body = iid;
+		else if (e2e_is(&name, "check"))
+			s->iid_check = iid;
+	}
+}
+
+/* A thread descriptor names the sequence's writer, by its tid. */
+static void e2e_descriptor(struct e2e_seq *s, const struct pb_field *td)
+{
+	struct e2e_proc *p = s->p;
+	struct pb_reader r, in;
+	struct pb_field f, g;
+	long pid = -1, tid = -1;
+	unsigned w;
+
+	pb_init(&r, td->data, td->size);
+	while (pb_next(&r, &f) > 0) {
+		if (f.number != E2E_TD_THREAD || f.type != 2)
+			continue;
+		pb_init(&in, f.data, f.size);
+		while (pb_next(&in, &g) > 0)
+			if (g.number == E2E_THD_PID && g.type == 0)
+				pid = (long)g.value;
+			else if (g.number == E2E_THD_TID && g.type == 0)
+				tid = (long)g.value;
+	}
+	if (tid < 0)
+		return;		/* a process or counter track */
+	for (w = 1; w <= p->writers && p->tid[w] != tid; w++)
+		;
+	if (pid != p->pid || w > p->writers) {
+		e2e_bad(p, "seq %#llx: a thread descriptor of pid %ld tid "
+			"%ld, no writer of ours", (unsigned long long)s->seq_id,
+			pid, tid);
+	} else if (s->writer && s->writer != w) {
+		e2e_bad(p, "seq %#llx: writer %u's, then writer %u's",
+			(unsigned long long)s->seq_id, s->writer, w);
+	} else if (!s->writer) {
+		s->writer = w;
+		if (!p->st[w].seqs++)
+			p->st[w].seq_id = s->seq_id;
+	}
+}
+
+/* What one TrackEvent carries that we check. */
+struct e2e_event {
+	uint64_t type;
+	int has_seq, has_check, has_body;
+	uint64_t seq, check;
+	const uint8_t *body;
+	size_t body_len;
+};
+
+static int e2e_annotation(const struct e2e_seq *s, const struct pb_field *a,
+			  struct e2e_event *ev)
+{
+	struct pb_reader r;
+	struct pb_field f, str;
+	uint64_t iid = 0, u = 0;
+	int has_u = 0, has_str = 0, which = 0;
+
+	memset(&str, 0, sizeof(str));
+	pb_init(&r, a->data, a->size);
+	while (pb_next(&r, &f) > 0) {
+		if (f.number == E2E_DA_NAME_IID && f.type == 0)
+			iid = f.value;
+		else if (f.number == E2E_DA_NAME && f.type == 2)
+			which = e2e_is(&f, "seq") ? 1 : e2e_is(&f, "body") ?
+				2 : e2e_is(&f, "check") ? 3 : 0;
+		else if (f.number == E2E_DA_UINT && f.type == 0)
+			u = f.value, has_u = 1;
+		else if (f.number == E2E_DA_STRING && f.type == 2)
+			str = f, has_str = 1;
+	}
+	if (r.bad)
+		return -1;
+	if (iid)
+		which = iid == s->iid_seq ? 1 : iid == s->iid_body ? 2 :
+			iid == s->iid_check ? 3 : 0;
+	if (which == 1 && has_u)
+		ev->has_seq = 1, ev->seq = u;
+	else if (which == 3 && has_u)
+		ev->has_check = 1, ev->check = u;
+	else if (which == 2 && has_str)
+		ev->has_body = 1, ev->body = str.data, ev->body_len = str.size;
+	else if (which)
+		return -1;	/* a name of ours with the wrong value */
+	return 0;
+}
+
+static int e2e_event_decode(const struct e2e_seq *s,
+			    const struct pb_field *te, struct e2e_event *ev)
+{
+	struct pb_reader r;
+	struct pb_field f;
+
+	memset(ev, 0, sizeof(*ev));
+	pb_init(&r, te->data, te->size);
+	while (pb_next(&r, &f) > 0) {
+		if (f.number == E2E_TE_TYPE && f.type == 0)
+			ev->type = f.value;
+		else if (f.number == E2E_TE_ANNOTATION && f.type == 2 &&
+			 e2e_annotation(s, &f, ev))
 			return -1;
 	}
-	if (found != 1 || !str || !has_seq || !has_counter ||
-	    (counter >> 32 & 0xffff) != str_len ||
-	    (uint32_t)counter != e2e_fnv1a(str, str_len))
-		return -1;
-	*writer = (unsigned)(counter >> 48);
-	return 0;
+	return r.bad ? -1 : 0;
+}
+
+/* A tagged event, on its writer's stream. */
+static void e2e_tagged(struct e2e *e, struct e2e_seq *s,
+		       const struct e2e_event *ev)
+{
+	struct e2e_proc *p = s->p;
+	struct e2e_stream *st = &p->st[s->writer];
+
+	e->tagged++;
+	if (!st->seen) {
+		st->nseen = p->events + 2;
+		st->seen = calloc(st->nseen, 1);
+		ck_assert_ptr_nonnull(st->seen);
+		st->last = -1;
+	}
+	if (ev->seq >= st->nseen) {
+		e2e_bad(p, "writer %u: seq %llu", s->writer,
+			(unsigned long long)ev->seq);
+		return;
+	}
+	if ((int64_t)ev->seq <= st->last)
+		st->out_of_order++;
+	else if ((int64_t)ev->seq > st->last + 1 && !s->flagged)
+		st->silent_gaps++;
+	if ((int64_t)ev->seq > st->last)
+		st->last = (int64_t)ev->seq;
+	s->flagged = 0;
+	st->seen[ev->seq] = 1;
+	st->count++;
+}
+
+static void e2e_track_event(struct e2e *e, struct e2e_seq *s,
+			    const struct pb_field *te)
+{
+	struct e2e_proc *p = s->p;
+	struct e2e_event ev;
+
+	if (e2e_event_decode(s, te, &ev)) {
+		e2e_bad(p, "seq %#llx: a TrackEvent that does not decode",
+			(unsigned long long)s->seq_id);
+		return;
+	}
+	if (ev.type != E2E_TYPE_BEGIN && ev.type != E2E_TYPE_INSTANT)
+		return;		/* ENDs and counters carry no tag */
+	if (!s->writer || !ev.has_seq) {
+		e2e_bad(p, "seq %#llx: a %s %s", (unsigned long long)s->seq_id,
+			ev.type == E2E_TYPE_BEGIN ? "BEGIN" : "instant",
+			s->writer ? "without seq" : "before its thread "
+			"descriptor");
+		return;
+	}
+	e2e_tagged(e, s, &ev);
+	if (ev.type != E2E_TYPE_INSTANT)
+		return;
+	/* every instant is a Snapshot: its body checks out, and is ours */
+	if (!ev.has_body || !ev.has_check ||
+	    ev.check != e2e_check_of(s->writer, (uint32_t)ev.seq, ev.body,
+				     ev.body_len)) {
+		e2e_bad(p, "writer %u: instant %llu: %s", s->writer,
+			(unsigned long long)ev.seq, ev.has_body &&
+			ev.has_check ? "its check fails" : "no body or check");
+		return;
+	}
+	p->snapshots++;
 }
 
 static void e2e_packet(struct e2e *e, const struct trace_packet *tp)
 {
 	struct e2e_proc *p = tp->has_pid ? e2e_by_pid(e, (long)tp->trusted_pid)
 					 : NULL;
-	struct e2e_stream *st;
-	unsigned w = 0;
-	uint32_t seq = 0;
+	struct pb_field f, desc, interned, te;
+	int has_desc = 0, has_interned = 0, has_te = 0;
+	struct pb_reader r;
+	struct e2e_seq *s;
 
 	e->packets++;
 	if (!p) {
 		e->foreign++;
 		return;
 	}
+	memset(&desc, 0, sizeof(desc));
+	interned = te = desc;
 	p->packets_in_trace++;
 	if (!tp->has_uid || tp->trusted_uid != getuid())
 		p->bad_uid++;
-	if (!tp->has_seq_id || e2e_test_event(tp, &w, &seq) || !w ||
-	    w > p->writers) {
-		p->bad++;
+	if (!tp->has_seq_id) {
+		e2e_bad(p, "a packet without a sequence id");
 		return;
 	}
-	st = &p->st[w];
-	if (!st->seen) {
-		st->nseen = p->packets + 1;
-		st->seen = calloc(st->nseen, 1);
-		ck_assert_ptr_nonnull(st->seen);
-		st->last = -1;
-		st->seq_id = tp->trusted_seq_id;
-	}
-	if (tp->trusted_seq_id != st->seq_id || seq >= st->nseen) {
-		p->bad++;
+	s = e2e_seq_of(e, tp->trusted_seq_id);
+	if (!s)
+		s = e2e_seq_add(e, tp->trusted_seq_id, p);
+	if (s->p != p) {
+		e2e_bad(p, "seq %#llx is pid %d's too",
+			(unsigned long long)s->seq_id, (int)s->p->pid);
 		return;
 	}
-	if ((int64_t)seq <= st->last)
-		st->out_of_order++;
-	else
-		st->last = seq;
-	st->seen[seq] = 1;
-	st->count++;
-	if (tp->dropped)
-		st->lossy++;
+	if (tp->dropped) {
+		s->lossy++;
+		s->flagged |= (uint32_t)tp->dropped;
+	}
+	/* interned data and descriptors first: the event may use them */
+	pb_init(&r, tp->data, tp->size);
+	while (pb_next(&r, &f) > 0) {
+		if (f.type != 2)
+			continue;
+		if (f.number == E2E_TP_INTERNED)
+			interned = f, has_interned = 1;
+		else if (f.number == E2E_TP_TRACK_DESC)
+			desc = f, has_desc = 1;
+		else if (f.number == E2E_TP_TRACK_EVENT)
+			te = f, has_te = 1;
+	}
+	if (has_interned)
+		e2e_interned(s, &interned);
+	if (has_desc)
+		e2e_descriptor(s, &desc);
+	if (has_te)
+		e2e_track_event(e, s, &te);
 }
 
-/* Decodes the trace into the producers' streams. */
-static void e2e_read_trace(struct e2e *e)
+/* The checker: each violation goes to whose sequence it is on. */
+static void e2e_on_violation(void *ctx, const struct tb_check_violation *v)
+{
+	struct e2e *e = ctx;
+	struct e2e_seq *s = e2e_seq_of(e, v->seq_id);
+
+	if (s && v->rule == TB_CK_SLICE_NOT_ENDED)
+		s->not_ended++;
+	if (v->explained || (s && s->p->role == E2E_SCRIBBLER))
+		return;
+	if (!e->ck_bad++)
+		snprintf(e->ck_first, sizeof(e->ck_first), "%s at packet "
+			 "%llu, sequence %#x (%s), detail %#llx",
+			 tb_check_rule_name((int)v->rule),
+			 (unsigned long long)v->packet, (unsigned)v->seq_id,
+			 s ? "a producer's" : "no producer's",
+			 (unsigned long long)v->detail);
+}
+
+static void e2e_check_trace(struct e2e *e, const uint8_t *t, size_t len,
+			    int tail_lost)
+{
+	uint32_t i;
+
+	ck_assert_int_eq(tb_check_init(&e->ck, NULL, NULL, 0), TB_OK);
+	e->ck.on_violation = e2e_on_violation;
+	e->ck.ctx = e;
+	e->ck.tail_lost = tail_lost != 0;
+	e->ck_ret = tb_check_trace(&e->ck, t, len);
+	for (i = 0; i < e->ck.ntracks; i++) {
+		const struct tb_check_track *k = &e->ck.tracks[i];
+		struct e2e_proc *p = e2e_by_pid(e, k->pid);
+		unsigned w;
+
+		if (k->kind == TB_CHECK_TRACK_THREAD && k->slices)
+			e->thread_tracks++;
+		else if (k->kind == TB_CHECK_TRACK_COUNTER && k->events)
+			e->counter_tracks++;
+		if (k->kind != TB_CHECK_TRACK_THREAD || !p)
+			continue;
+		for (w = 1; w <= p->writers; w++)
+			if (p->tid[w] == k->tid) {
+				p->track[w] = k->uuid;
+				p->slices[w] = k->slices;
+			}
+	}
+	/* a writer's counter track is the child of its thread track */
+	for (i = 0; i < e->ck.ntracks; i++) {
+		const struct tb_check_track *k = &e->ck.tracks[i];
+		unsigned j, w;
+
+		if (k->kind != TB_CHECK_TRACK_COUNTER || !k->parent)
+			continue;
+		for (j = 0; j < e->np; j++)
+			for (w = 1; w <= e->p[j].writers; w++)
+				if (e->p[j].track[w] == k->parent)
+					e->p[j].counts[w] += k->events;
+	}
+	tb_check_destroy(&e->ck);
+}
+
+/* Decodes the trace into the producers' streams, and checks it. */
+static void e2e_read_trace(struct e2e *e, int tail_lost)
 {
 	size_t len;
 	uint8_t *t = (uint8_t *)e2e_slurp(e->trace, &len);
@@ -631,14 +983,20 @@ static void e2e_read_trace(struct e2e *e)
 		e2e_packet(e, &tp);
 	}
 	ck_assert_msg(ret == 0, "trace: not a sequence of Trace.packet");
+	e2e_check_trace(e, t, len, tail_lost);
 	free(t);
+	/* a sequence's loss flags are its writer's */
+	for (i = 0; i < e->nseqs; i++)
+		if (e->seqs[i].writer)
+			e->seqs[i].p->st[e->seqs[i].writer].lossy +=
+				e->seqs[i].lossy;
 	/* one sequence id per {producer, writer}, never shared */
 	for (i = 0; i < e->np; i++)
 		for (j = 1; j <= e->p[i].writers; j++)
-			for (k = i; e->p[i].st[j].seen && k < e->np; k++)
+			for (k = i; e->p[i].st[j].seqs && k < e->np; k++)
 				for (l = k == i ? j + 1 : 1;
 				     l <= e->p[k].writers; l++)
-					ck_assert_msg(!e->p[k].st[l].seen ||
+					ck_assert_msg(!e->p[k].st[l].seqs ||
 						e->p[k].st[l].seq_id !=
 						e->p[i].st[j].seq_id,
 						"pid %d writer %u and pid %d "
@@ -651,66 +1009,85 @@ static void e2e_read_trace(struct e2e *e)
 
 /*
  * A producer that wrote (and, for a victim, then died in a packet): the
- * trace holds exactly the packets it reported written, in order, and the
- * service's summary agrees.
+ * trace holds exactly the tagged events it reported written, in order,
+ * on one sequence, and the service's summary agrees.
  */
-static void e2e_check_writes(struct e2e_proc *p)
+static void e2e_check_writes(struct e2e *e, struct e2e_proc *p)
 {
-	unsigned w;
-	uint32_t seq, total = 0;
+	unsigned w, i;
+	uint32_t seq;
 
+	for (w = 1; w <= p->writers; w++)
+		if (p->role == E2E_VICTIM && p->open[w] && p->st[w].seen)
+			ck_assert_msg(!p->st[w].seen[p->open_seq[w]],
+				      "pid %d writer %u: the open packet %u "
+				      "arrived", (int)p->pid, w,
+				      p->open_seq[w]);
 	ck_assert_msg(p->bad == 0 && p->bad_uid == 0,
-		      "pid %d: %u packets do not check out, %u bad uids",
-		      (int)p->pid, p->bad, p->bad_uid);
+		      "pid %d: %u packets do not check out (first: %s), %u "
+		      "bad uids", (int)p->pid, p->bad, p->why, p->bad_uid);
 	for (w = 1; w <= p->writers; w++) {
 		struct e2e_stream *st = &p->st[w];
 
 		ck_assert_msg(p->reported[w], "pid %d writer %u: no report",
 			      (int)p->pid, w);
-		ck_assert_uint_eq(p->ok[w] + p->failed[w], p->packets);
+		ck_assert_uint_eq(p->ok[w] + p->failed[w], p->events);
 		ck_assert_msg(st->seen || !p->ok[w],
 			      "pid %d writer %u: nothing in the trace",
 			      (int)p->pid, w);
+		ck_assert_msg(st->seqs <= 1, "pid %d writer %u: on %u "
+			      "sequences", (int)p->pid, w, st->seqs);
 		ck_assert_msg(st->out_of_order == 0,
-			      "pid %d writer %u: %u packets out of order",
-			      (int)p->pid, w, st->out_of_order);
-		for (seq = 0; seq < p->packets; seq++)
+			      "pid %d writer %u: %u events out of order or "
+			      "repeated", (int)p->pid, w, st->out_of_order);
+		for (seq = 0; seq < p->events; seq++)
 			ck_assert_msg(p->fail_seq[w][seq] || st->seen[seq],
-				      "pid %d writer %u: packet %u written "
+				      "pid %d writer %u: event %u written "
 				      "but not in the trace", (int)p->pid, w,
 				      seq);
 		ck_assert_msg(st->count == p->ok[w],
 			      "pid %d writer %u: %u in the trace, %u "
 			      "written", (int)p->pid, w, st->count,
 			      p->ok[w]);
-		/* loss is only ever reported after a lost attempt */
-		ck_assert_msg(p->retries[w] || p->failed[w] || !st->lossy,
+		/* what the UI shows: its slices on its thread, its counter */
+		ck_assert_msg(!p->ok[w] || (p->slices[w] && p->counts[w]),
+			      "pid %d writer %u: %llu slices on its thread "
+			      "track, %llu counter values under it%s",
+			      (int)p->pid, w, (unsigned long long)p->slices[w],
+			      (unsigned long long)p->counts[w], p->track[w] ?
+			      "" : " (no thread track with its tid)");
+		ck_assert_msg(st->silent_gaps == 0, "pid %d writer %u: %u "
+			      "gaps no loss flag explains", (int)p->pid, w,
+			      st->silent_gaps);
+		/* loss is only ever flagged after a write failed */
+		ck_assert_msg(p->lost[w] || !st->lossy,
 			      "pid %d writer %u: %u packets with loss bits "
 			      "and no loss", (int)p->pid, w, st->lossy);
-		if (p->role == E2E_VICTIM && p->open[w])
-			ck_assert_msg(!st->seen[p->open_seq[w]],
-				      "pid %d writer %u: the open packet %u "
-				      "arrived", (int)p->pid, w,
-				      p->open_seq[w]);
-		total += st->count;
 	}
+	/* slices left open only where the producer died in them */
+	for (i = 0; i < e->nseqs; i++)
+		ck_assert_msg(e->seqs[i].p != p || p->role == E2E_VICTIM ||
+			      !e->seqs[i].not_ended || e->seqs[i].lossy,
+			      "pid %d: %u slices never ended on sequence "
+			      "%#llx", (int)p->pid, e->seqs[i].not_ended,
+			      (unsigned long long)e->seqs[i].seq_id);
 	ck_assert_msg(p->summarized, "pid %d: not in the summary",
 		      (int)p->pid);
-	ck_assert_uint_eq(p->s_packets, total);
+	ck_assert_uint_eq(p->s_packets, p->packets_in_trace);
 	ck_assert_str_eq(p->s_ring, "ok");
 }
 
-static void e2e_check_writer(struct e2e_proc *p)
+static void e2e_check_writer(struct e2e *e, struct e2e_proc *p)
 {
 	ck_assert_msg(WIFEXITED(p->status) && !WEXITSTATUS(p->status),
 		      "producer %d: status %#x", (int)p->pid, p->status);
 	ck_assert_msg(p->done, "producer %d: never said done", (int)p->pid);
-	e2e_check_writes(p);
+	e2e_check_writes(e, p);
 	ck_assert_str_eq(p->s_exit, "clean");
 	ck_assert_str_eq(p->s_open, "0");
 }
 
-static void e2e_check_victim(struct e2e_proc *p)
+static void e2e_check_victim(struct e2e *e, struct e2e_proc *p)
 {
 	unsigned w, open = 0;
 	char want[16];
@@ -722,11 +1099,27 @@ static void e2e_check_victim(struct e2e_proc *p)
 	for (w = 1; w <= p->writers; w++)
 		open += p->open[w] != 0;
 	ck_assert_uint_eq(open, p->writers);
-	e2e_check_writes(p);
+	e2e_check_writes(e, p);
+	/* it died inside slices: the checker saw them open */
+	for (w = 0; w < e->nseqs; w++)
+		ck_assert_msg(e->seqs[w].p != p || !e->seqs[w].writer ||
+			      e->seqs[w].not_ended,
+			      "victim %d writer %u: no slice left open",
+			      (int)p->pid, e->seqs[w].writer);
 	/* the service saw it die, and counted its open packets */
 	ck_assert_str_eq(p->s_exit, "died");
 	snprintf(want, sizeof(want), "%u", open);
 	ck_assert_str_eq(p->s_open, want);
+}
+
+/* The checker found nothing unexplained off the scribblers' sequences. */
+static void e2e_check_clean(const struct e2e *e)
+{
+	ck_assert_msg(e->ck_ret == TB_OK, "the checker stopped: %s",
+		      tb_strerror(e->ck_ret));
+	ck_assert_msg(e->ck_bad == 0, "the checker: %llu violations no "
+		      "loss explains, first %s",
+		      (unsigned long long)e->ck_bad, e->ck_first);
 }
 
 static void e2e_cleanup(struct e2e *e)
@@ -741,6 +1134,7 @@ static void e2e_cleanup(struct e2e *e)
 		}
 		unlink(e->p[i].out);
 	}
+	free(e->seqs);
 	snprintf(path, sizeof(path), "%s/command.out", e->dir);
 	unlink(path);
 	unlink(e->svc_out);
@@ -749,14 +1143,14 @@ static void e2e_cleanup(struct e2e *e)
 	rmdir(e->dir);
 }
 
-static void e2e_finish(struct e2e *e)
+static void e2e_finish(struct e2e *e, int tail_lost)
 {
 	unsigned i;
 
 	for (i = 0; i < e->np; i++)
 		e2e_parse_report(&e->p[i]);
 	e2e_parse_summary(e);
-	e2e_read_trace(e);
+	e2e_read_trace(e, tail_lost);
 	ck_assert_msg(e->foreign == 0, "%llu packets from unknown pids",
 		      (unsigned long long)e->foreign);
 	ck_assert_msg(e->overwritten == 0, "the central buffer overwrote "
@@ -773,7 +1167,7 @@ START_TEST(test_e2e_producers)
 {
 	static const char *const sizes[] = { "-s", "8:2000", NULL };
 	struct e2e e;
-	unsigned i;
+	unsigned i, snapshots = 0;
 
 	e2e_init(&e, "producers");
 	e2e_start_service(&e);
@@ -782,14 +1176,22 @@ START_TEST(test_e2e_producers)
 	for (i = 0; i < e.np; i++)
 		e2e_reap_producer(&e.p[i]);
 	e2e_stop_service(&e, 0);
-	e2e_finish(&e);
+	e2e_finish(&e, 0);
 	ck_assert_msg(e.undecodable == 0, "%llu undecodable packets",
 		      (unsigned long long)e.undecodable);
-	for (i = 0; i < e.np; i++)
-		e2e_check_writer(&e.p[i]);
-	ck_assert_uint_eq(e.packets, 4 * 3 * 1000);
-	printf("e2e producers: %u processes x 3 writers: %llu packets, "
-	       "%llu bytes of trace, all in order\n", e.np,
+	for (i = 0; i < e.np; i++) {
+		e2e_check_writer(&e, &e.p[i]);
+		snapshots += e.p[i].snapshots;
+	}
+	e2e_check_clean(&e);
+	ck_assert_uint_eq(e.tagged, 4 * 3 * 1000);
+	/* what the UI shows: a thread track with slices, a counter, each */
+	ck_assert_uint_eq(e.thread_tracks, 4 * 3);
+	ck_assert_uint_eq(e.counter_tracks, 4 * 3);
+	printf("e2e producers: %u processes x 3 writers: %llu tagged events "
+	       "(%u snapshots checked) in %llu packets, %llu bytes of trace, "
+	       "all in order; checker clean\n", e.np,
+	       (unsigned long long)e.tagged, snapshots,
 	       (unsigned long long)e.packets,
 	       (unsigned long long)e.trace_bytes);
 	e2e_cleanup(&e);
@@ -833,23 +1235,27 @@ START_TEST(test_e2e_kill_mid_packet)
 	for (i = 0; i < 2; i++)
 		e2e_reap_producer(&e.p[i]);
 	e2e_stop_service(&e, 0);
-	e2e_finish(&e);
+	/* the victims' ends are lost with nothing after them to say so */
+	e2e_finish(&e, 1);
 	ck_assert_msg(e.undecodable == 0, "%llu undecodable packets",
 		      (unsigned long long)e.undecodable);
 	for (i = 0; i < e.np; i++) {
 		if (e.p[i].role == E2E_WRITER) {
-			e2e_check_writer(&e.p[i]);
+			e2e_check_writer(&e, &e.p[i]);
 			continue;
 		}
-		e2e_check_victim(&e.p[i]);
+		e2e_check_victim(&e, &e.p[i]);
 		victims++;
 		open += e.p[i].writers;
 		published += e.p[i].packets_in_trace;
 	}
+	e2e_check_clean(&e);
 	printf("e2e kill: %u victims killed -9 with %u packets open (all "
-	       "counted lost, none in the trace), %u packets they published "
-	       "all there; %llu packets in all, none of the others lost\n",
-	       victims, open, published, (unsigned long long)e.packets);
+	       "counted lost, none in the trace) and slices open, %u packets "
+	       "they published all there; %llu packets in all, none of the "
+	       "others lost; checker clean but for the victims' open "
+	       "slices\n", victims, open, published,
+	       (unsigned long long)e.packets);
 	e2e_cleanup(&e);
 }
 END_TEST
@@ -882,12 +1288,12 @@ START_TEST(test_e2e_scribble)
 	for (i = 0; i < 2; i++)
 		e2e_reap_producer(&e.p[i]);
 	e2e_stop_service(&e, 1);
-	e2e_finish(&e);
+	e2e_finish(&e, 0);
 	for (i = 0; i < e.np; i++) {
 		struct e2e_proc *p = &e.p[i];
 
 		if (p->role == E2E_WRITER) {
-			e2e_check_writer(p);
+			e2e_check_writer(&e, p);
 			continue;
 		}
 		ck_assert_msg(WIFEXITED(p->status) && !WEXITSTATUS(p->status),
@@ -899,10 +1305,13 @@ START_TEST(test_e2e_scribble)
 		ck_assert_str_eq(p->s_ring, "protocol-error");
 		scribblers++;
 	}
+	/* whatever a scribbled ring let through, the others are clean */
+	e2e_check_clean(&e);
 	printf("e2e scribble: %u rings scribbled over, each stopped with a "
 	       "protocol error; the service carried on; %llu packets, "
 	       "%llu undecodable (from scribbled rings), the others' "
-	       "complete\n", scribblers, (unsigned long long)e.packets,
+	       "complete and clean\n", scribblers,
+	       (unsigned long long)e.packets,
 	       (unsigned long long)e.undecodable);
 	e2e_cleanup(&e);
 }
