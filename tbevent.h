@@ -80,8 +80,8 @@
  *   the last event (one relaxed load per event: the service bumps it when
  *   its central buffer overwrote chunks or a long-trace period was written
  *   out).  A fresh state writes, in order: the defaults (TB_EV_DEFAULTS,
- *   below), a ClockSnapshot (user clocks of ids 64..127 with a reference
- *   clock), then the TrackDescriptor of every track this writer used (its
+ *   below), a ClockSnapshot (a clock other than BOOTTIME given with a
+ *   reference clock), then the TrackDescriptor of every track this writer used (its
  *   table of tracks, TB_EV_TRACKS, default 16, parents before children);
  *   the first of those packets carries SEQ_INCREMENTAL_STATE_CLEARED.
  *   Each event packet then carries the interned data it needs that this
@@ -420,13 +420,16 @@ static inline void tb_track_counter(struct tb_track *t, uint64_t uuid,
 
 /* ------------------------------------------------------------------------
  * Clocks.  NULL means the default (CLOCK_BOOTTIME, where there is one).
- * A caller's clock: @now returns nanoseconds on clock @id.  For a
- * sequence-scoped id (64..127) every fresh state writes a ClockSnapshot
- * that reads @now and, right after it, the reference clock @ref_id
- * (@ref_now, or the default clock when @ref_now is NULL and @ref_id is
- * TB_CLOCK_BOOTTIME); @ref_id 0 writes none (the importer then cannot
- * place the events in time).  A builtin @id (1..63) needs no snapshot;
- * TB_CLOCK_BOOTTIME needs no clock id on the packets either.
+ * A caller's clock: @now returns nanoseconds on clock @id.  Unless @id
+ * is TB_CLOCK_BOOTTIME (the trace's clock), the importer places an event
+ * in time only through a ClockSnapshot relating @id to it: with @ref_id,
+ * every fresh state writes one that reads @now and, right after it, the
+ * reference clock @ref_id (@ref_now, or the default clock when @ref_now is
+ * NULL and @ref_id is TB_CLOCK_BOOTTIME).  @ref_id 0 writes none: right
+ * only for a builtin @id (1..63) that another sequence snapshots (as
+ * Perfetto's own service does; tbservice.h does not); for a
+ * sequence-scoped id (64..127), never.  TB_CLOCK_BOOTTIME needs no clock
+ * id on the packets either.
  */
 struct tb_ev_clock {
 	uint64_t (*now)(void *ctx);
@@ -1284,7 +1287,8 @@ static inline bool tb__ev_wants_snapshot(const struct tb_ev_writer *ew)
 {
 	const struct tb_ev_clock *c = ew->clock;
 
-	return c && c->id >= TB_CLOCK_USER && c->ref_id;
+	return c && c->id != TB_CLOCK_BOOTTIME && c->ref_id &&
+	       c->ref_id != c->id;
 }
 
 static inline uint64_t tb__ev_ref_now(const struct tb_ev_clock *c)
@@ -1876,7 +1880,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 		return TB_EINVAL;
 	if (clock && (!clock->now || !clock->id ||
 		      clock->id > TB_CLOCK_USER_MAX ||
-		      (clock->id >= TB_CLOCK_USER && clock->ref_id &&
+		      (clock->id != TB_CLOCK_BOOTTIME && clock->ref_id &&
 		       !clock->ref_now && (!TB_EV_HAVE_BOOTTIME ||
 			clock->ref_id != TB_CLOCK_BOOTTIME))))
 		return TB_EINVAL;

@@ -101,7 +101,8 @@
  *     good (only its writer may leave RewriteRequested): every later lap
  *     of it is a hole, counted as TB_RS_PINNED; tb_ring_stats() says how
  *     many chunks are RewriteRequested now, and tb_reader_pinned() when a
- *     whole lap found every chunk so (a service retires such a ring).
+ *     whole lap found every chunk so (a service retires a ring that stays
+ *     so for its pin_ms: slow writers unpin it when they next write).
  *
  * Where the design is loose, this file decides (and the tests pin it):
  *   - The next free tag is always computed from the position being

@@ -1345,6 +1345,36 @@ START_TEST(test_builtin_user_clock_needs_no_snapshot)
 }
 END_TEST
 
+/*
+ * A builtin clock other than BOOTTIME converts to the trace's clock only
+ * through a snapshot: given a reference clock, each fresh state writes
+ * one relating the two.
+ */
+START_TEST(test_builtin_clock_with_a_reference_is_snapshotted)
+{
+	static uint64_t ref = 7000000;
+	struct tb_ev_clock mono = { fake_now, &ref, TB_CLOCK_MONOTONIC,
+				    TB_CLOCK_BOOTTIME, fake_ref };
+	struct tenv *e = env_new_clock(4096, 8, &mono, 0);
+	struct msg m, cs, c0, c1;
+
+	TB_TRACE_INSTANT_W(&e->ew, &cat_a, "M");
+	env_flush(e);
+	ck_assert_uint_eq(e->n, 4);	/* snapshot, proc, thread, I */
+	pkt(e, 0, &m);
+	msg_sub(&m, 6, &cs);
+	ck_assert_int_eq(msg_count(&cs, 1), 2);
+	msg_sub_at(&cs, 1, 0, &c0);
+	msg_sub_at(&cs, 1, 1, &c1);
+	ck_assert_uint_eq(msg_varint(&c0, 1), TB_CLOCK_MONOTONIC);
+	ck_assert_uint_eq(msg_varint(&c1, 1), TB_CLOCK_BOOTTIME);
+	ck_assert_uint_eq(msg_varint(&c1, 2), 7000000);
+	pkt(e, 3, &m);
+	ck_assert_uint_eq(msg_varint(&m, 58), TB_CLOCK_MONOTONIC);
+	env_free(e);
+}
+END_TEST
+
 START_TEST(test_init_refuses_bad_clocks_and_flags)
 {
 	struct tenv *e = env_new(4096, 8, 0);
@@ -1926,6 +1956,7 @@ static Suite *event_suite(void)
 	tcase_add_test(enc, test_custom_tracks_nest_under_their_parents);
 	tcase_add_test(enc, test_user_clock_and_its_snapshot);
 	tcase_add_test(enc, test_builtin_user_clock_needs_no_snapshot);
+	tcase_add_test(enc, test_builtin_clock_with_a_reference_is_snapshotted);
 	tcase_add_test(enc, test_copied_names_and_the_global_track);
 	tcase_add_test(enc, test_defaults_name_the_writers_track_and_clock);
 	tcase_add_test(st, test_failed_write_starts_a_fresh_state);
