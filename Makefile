@@ -345,7 +345,7 @@ size: deps-firmware
 	@sh tools/targets/size.sh $(TGT)/size
 
 # --- fuzzing ---------------------------------------------------------------
-build/fuzz/%: fuzz/%.c $(HEADERS)
+build/fuzz/%: fuzz/%.c fuzz/fuzz_input.h $(HEADERS)
 	@mkdir -p build/fuzz
 	clang -std=c99 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -g -O1 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

@@ -34,45 +34,10 @@
 
 #include "tbfrag.h"
 #include "tbpb.h"
+#include "fuzz/fuzz_input.h"
 
-#define CHECK(c)							\
-	do {								\
-		if (!(c)) {						\
-			fprintf(stderr, "fuzz_frag.c:%d: check failed: %s\n", \
-				__LINE__, #c);				\
-			abort();					\
-		}							\
-	} while (0)
 
 #define MAXTESTS	256
-
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned get(struct in *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static unsigned get16(struct in *in)
-{
-	return get(in) | get(in) << 8;
-}
-
-static uint64_t get64(struct in *in)
-{
-	uint64_t v = 0;
-	unsigned i;
-
-	for (i = 0; i < 8; i++)
-		v |= (uint64_t)get(in) << (8 * i);
-	return v;
-}
 
 static void *xmalloc(size_t n)
 {
@@ -481,28 +446,9 @@ static void test_iter(struct in *in)
 	free(buf);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-/*
- * A hang must fail a 60-second run: unless the command line says
- * otherwise, one input may take 10 s (libFuzzer's default is 1200).
- */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static char *args[64], timeout[] = "-timeout=10";
-	int i;
-
-	for (i = 1; i < *argc; i++)
-		if (!strncmp((*argv)[i], "-timeout=", 9))
-			return 0;
-	if (*argc + 2 > (int)(sizeof(args) / sizeof(args[0])))
-		return 0;
-	for (i = 0; i < *argc; i++)
-		args[i] = (*argv)[i];
-	args[i++] = timeout;
-	args[i] = NULL;
-	*argc = i;
-	*argv = args;
+	fuzz_init(argc, argv);
 	return 0;
 }
 

@@ -64,15 +64,8 @@
 #include <string.h>
 
 #include "tbring.h"
+#include "fuzz/fuzz_input.h"
 
-#define CHECK(c)							\
-	do {								\
-		if (!(c)) {						\
-			fprintf(stderr, "fuzz_ring.c:%d: check failed: %s\n", \
-				__LINE__, #c);				\
-			abort();					\
-		}							\
-	} while (0)
 
 #define NW		3		/* writers at most */
 #define MAXOPS		1500		/* operations per input */
@@ -84,29 +77,6 @@
 
 void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
 		       uint32_t v, int ok, int fail);
-
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned get(struct in *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static unsigned get16(struct in *in)
-{
-	return get(in) | get(in) << 8;
-}
-
-static uint32_t get32(struct in *in)
-{
-	return (uint32_t)get16(in) | (uint32_t)get16(in) << 16;
-}
 
 /* ---- The reader under check ------------------------------------------- */
 
@@ -177,37 +147,9 @@ static struct fz {
 } F;
 
 static struct rchk mainc, *C = &mainc;
-static int trace;	/* FUZZ_TRACE=1: say what runs, to read a reproducer */
-
-#define TRACE(...)							\
-	do {								\
-		if (trace)						\
-			fprintf(stderr, __VA_ARGS__);			\
-	} while (0)
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-/*
- * A hang must fail a 60-second run: unless the command line says
- * otherwise, one input may take 10 s (libFuzzer's default is 1200).
- */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static char *args[64], timeout[] = "-timeout=10";
-	int i;
-
-	trace = getenv("FUZZ_TRACE") != NULL;
-	for (i = 1; i < *argc; i++)
-		if (!strncmp((*argv)[i], "-timeout=", 9))
-			return 0;
-	if (*argc + 2 > (int)(sizeof(args) / sizeof(args[0])))
-		return 0;
-	for (i = 0; i < *argc; i++)
-		args[i] = (*argv)[i];
-	args[i++] = timeout;
-	args[i] = NULL;
-	*argc = i;
-	*argv = args;
+	fuzz_init(argc, argv);
 	return 0;
 }
 

@@ -29,15 +29,7 @@
  */
 #define TBTRACE_NO_MAIN 1
 #include "tools/tbtrace.c"
-
-#define CHECK(c)							\
-	do {								\
-		if (!(c)) {						\
-			fprintf(stderr, "fuzz_tbcheck.c:%d: check "	\
-				"failed: %s\n", __LINE__, #c);		\
-			abort();					\
-		}							\
-	} while (0)
+#include "fuzz/fuzz_input.h"
 
 #define MAXBLOCKS	64
 
@@ -281,32 +273,16 @@ static int mkseeds(const char *dir)
 
 /* ---- libFuzzer ------------------------------------------------------ */
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* As the other targets: a hang fails a 60-second run (-timeout=10). */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static char *args[64], timeout[] = "-timeout=10";
 	const char *dir = getenv("FUZZ_MKSEEDS");
-	int i;
 
 	(void)tbt_main;		/* the command line is tested elsewhere */
 	if (dir)
 		exit(mkseeds(dir));
 	devnull = fopen("/dev/null", "w");
 	CHECK(devnull);
-	for (i = 1; i < *argc; i++)
-		if (!strncmp((*argv)[i], "-timeout=", 9))
-			return 0;
-	if (*argc + 2 > (int)(sizeof(args) / sizeof(args[0])))
-		return 0;
-	for (i = 0; i < *argc; i++)
-		args[i] = (*argv)[i];
-	args[i++] = timeout;
-	args[i] = NULL;
-	*argc = i;
-	*argv = args;
+	fuzz_init(argc, argv);
 	return 0;
 }
 

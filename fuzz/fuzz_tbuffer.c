@@ -22,30 +22,12 @@
 #include <string.h>
 
 #include "tbuffer.h"
+#include "fuzz/fuzz_input.h"
 
 #define NW		3		/* honest writers */
 #define MAXPKT		700
 #define MAXCHUNK	1024
 
-#define CHECK(c)	do { if (!(c)) __builtin_trap(); } while (0)
-
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned get(struct in *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static unsigned get16(struct in *in)
-{
-	return get(in) | get(in) << 8;
-}
 
 /* ---- Honest packets ----------------------------------------------------- */
 
@@ -391,6 +373,12 @@ static void clone_and_read(void)
 		CHECK(tb_buf_copy_chunk(c, &ci) == TB_EROFS);
 	}
 	tb_buf_destroy(c);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	fuzz_init(argc, argv);
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
