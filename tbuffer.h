@@ -907,11 +907,19 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 	if (want)
 		tb__buf_add_slice(b, f);
 	tb__buf_consume(b, c, f->len, erase);
-	/* Second pass: consume what was collected. */
+	/*
+	 * Second pass: consume what was collected.  A chunk reached here is
+	 * never a fresh head later (reading starts inside it), so its own
+	 * data-loss flag is reported now, with this packet.
+	 */
 	for (i = 1; i <= end; i++) {
 		struct tb__buf_hdr *n = tb__buf_chunk(b, s, i);
 		struct tb__buf_frag nf;
 
+		if (n->flags & TB_BUF_DATA_LOSS) {
+			s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_SMB_FULL;
+			n->flags &= (uint8_t)~TB_BUF_DATA_LOSS;
+		}
 		if (tb__buf_frag_at(n, tb__buf_unread(n), &nf) !=
 		    TB_PB_FRAG_OK)
 			continue;

@@ -1901,6 +1901,32 @@ START_TEST(test_data_loss_flag_reports_smb_full_once_when_reached)
 }
 END_TEST
 
+/*
+ * A flagged chunk whose first fragment ends a packet begun earlier is
+ * first reached by that packet's reassembly, not as a head chunk: the
+ * loss is still reported, once, on the packet that reached it.
+ */
+START_TEST(test_data_loss_flag_reached_by_reassembly_is_reported)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+
+	put_f(b, 1, 1, 1, TB_BUF_LAST_CONT, "x", "ab", NULL);
+	put_f(b, 1, 1, 2, TB_BUF_FIRST_CONT | TB_BUF_DATA_LOSS, "cd", "e",
+	      NULL);
+	put_f(b, 1, 1, 3, 0, "f", NULL);
+	ck_assert_int_eq(read_all(b, pk, 10), 4);
+	ck_assert_str_eq(pk[0].str, "x");
+	ck_assert_uint_eq(pk[0].loss, 0);
+	ck_assert_str_eq(pk[1].str, "abcd");
+	ck_assert_uint_eq(pk[1].loss, PRESENT | TB_BUF_LOSS_SMB_FULL);
+	ck_assert_str_eq(pk[2].str, "e");
+	ck_assert_uint_eq(pk[2].loss, 0);
+	ck_assert_str_eq(pk[3].str, "f");
+	ck_assert_uint_eq(pk[3].loss, 0);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_data_loss_flag_out_of_order_waits_for_its_chunk)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
@@ -2886,6 +2912,8 @@ static Suite *loss_suite(void)
 		test_data_loss_flag_reports_smb_full_once_when_reached);
 	tcase_add_test(t,
 		test_data_loss_flag_out_of_order_waits_for_its_chunk);
+	tcase_add_test(t,
+		test_data_loss_flag_reached_by_reassembly_is_reported);
 	tcase_add_test(t, test_patched_garbage_reports_chunk_corrupted);
 	tcase_add_test(t, test_stats_count_outer_sizes_when_chunks_empty);
 	tcase_add_test(t, test_clone_is_independent_of_the_original);
