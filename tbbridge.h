@@ -275,6 +275,37 @@ static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
 	return ret;
 }
 
+/*
+ * True when a lazy tb_bridge_drain() now would resolve nothing and change
+ * nothing, so a service may skip it: the bridge is retired, or no
+ * position was reserved since its last drain and either that drain caught
+ * up with the writers or it stopped before a chunk a writer holds whose
+ * word has not changed, in a ring not under pressure (a lazy drain would
+ * scrape then).  It reads one shared word, write_pos, for a ring with
+ * nothing held, and the held chunk's word besides for one stopped before
+ * it.  Like the drain, it may miss a reservation made just now (a relaxed
+ * load); the next pass sees it, and a service checks tb_reader_idle()
+ * after tb_bell_prepare() before it sleeps.
+ */
+static inline bool tb_bridge_quiet(const struct tb_bridge *br)
+{
+	const struct tb_reader *rd = &br->reader;
+	uint32_t wp;
+
+	if (br->error || rd->stopped)
+		return true;
+	/* relaxed: as in tb_reader_drain(), a stale one delays one pass */
+	wp = tb_atomic_load(&rd->ring->hdr->write_pos, TB_RLX);
+	if (wp != rd->wait_pos)
+		return false;		/* reserved since: work, or a claim */
+	if (wp == rd->pos)
+		return true;		/* caught up, nothing reserved */
+	/* unsigned distance, as tbring.h compares positions */
+	if (wp - rd->pos >= rd->ring->num_chunks / 2)
+		return false;		/* under pressure: a lazy drain scrapes */
+	return tb_reader_idle(rd);	/* the held chunk's word, unchanged */
+}
+
 #ifdef __cplusplus
 }
 #endif
