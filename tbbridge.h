@@ -302,7 +302,7 @@ static inline bool tb_bridge_quiet(const struct tb_bridge *br)
 		return true;		/* caught up, nothing reserved */
 	/* unsigned distance, as tbring.h compares positions */
 	if (wp - rd->pos >= rd->ring->num_chunks / 2)
-		return false;		/* under pressure: a lazy drain scrapes */
+		return false;		/* pressed: a lazy drain scrapes */
 	return tb_reader_idle(rd);	/* the held chunk's word, unchanged */
 }
 
