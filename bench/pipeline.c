@@ -37,23 +37,34 @@
  * Table 2, the service with many producers.  R rings registered, A of
  * them with a writer thread flat out (the same loop), the other R - A
  * idle: each has a writer that wrote one packet and holds its chunk (an
- * idle thread of a traced program), so a lazy drain stops before it.
+ * idle thread of a traced program), so a lazy drain stops before it; in
+ * rows "-e" the writer handed its chunk over, the ring is drained empty.
  * Rings of 4 chunks (idle) and 256 (active), no trace output (the
- * central buffer overwrites), TB_BENCH_SECONDS per run.  Figures: events
- * per second, service passes per second, service CPU per pass and per
- * event.  Then, with every writer stopped, the idle pass: tb_service_poll()
- * with nothing anywhere (wait_ms 0: it never sleeps), ns per pass and that
- * over R, and tb__service_idle(), the check made before each sleep (a
- * private helper, bench only).  An idle ring costs what one pass spends
- * on it: (pass at R - pass at 1) / (R - 1).
- *
+ * central buffer overwrites).  Three measurements per run:
+ *   threads   A writer threads flat out and the service thread for
+ *             TB_BENCH_SECONDS, as in table 1: events/s and the service's
+ *             CPU per event (its passes depend on the scheduler: how much
+ *             a pass finds varies by orders of magnitude between runs, so
+ *             per-pass figures come from the loop)
+ *   loop      then on the main thread, the same bridges served by a
+ *             service that never sleeps (wait_ms 0): LOOP_PASSES passes,
+ *             before each of which a writer of its own on each active
+ *             ring writes LOOP_EVENTS events (untimed): CPU per pass
+ *             (CLOCK_THREAD_CPUTIME_ID around tb_service_poll(), the
+ *             clock's own cost taken off) and per event
+ *   idle      then IDLE_PASSES passes with nothing anywhere, ns per pass,
+ *             and what one idle ring adds to a pass: (idle pass at R -
+ *             idle pass at A) / (R - A); and tb__service_idle(), the check
+ *             made before each sleep (a private helper, bench only), over
+ *             R rings and per ring
+ * A row's figures come from its median run: threads by events/s, loop by
+ * pass time; idle and check are medians of their own.
+
  * The machine: rows run with more threads than cores are oversubscribed
  * (the header says how many cores there are).
  *
  * usage: bench_pipeline [-l | --list] [PATTERN...]  (bench.h: rows by name)
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +88,8 @@
 #define MAX_RINGS	1000u
 #define INNER		64u		/* iterations between stop checks */
 #define IDLE_PASSES	2000u
+#define LOOP_PASSES	300u
+#define LOOP_EVENTS	960u		/* per active ring per pass */
 
 TB_CATEGORY_DEFINE(cat_bench, "bench", 1);
 
@@ -321,8 +334,7 @@ static void *service_main(void *arg)
 struct result {
 	double secs;		/* writers start to the service's end */
 	double events, tried;
-	double ev_s, mb_s, svc_ns, wr_ns, mc_ns, svc_pass_us;
-	double passes_s, svc_pct;
+	double ev_s, mb_s, svc_ns, wr_ns, mc_ns, svc_pct;
 	uint64_t passes, trace_bytes;
 	uint64_t not_written, full, no_chunk, dropped, ovw, rej;
 	int ok;
@@ -403,8 +415,6 @@ static void run_pipe(struct pipe *p, unsigned nactive, double seconds,
 	r->ev_s = r->events / r->secs;
 	r->mb_s = (double)p->out.bytes / r->secs / 1e6;
 	r->svc_ns = r->events > 0 ? p->svc_cpu * 1e9 / r->events : 0;
-	r->svc_pass_us = r->passes ? p->svc_cpu * 1e6 / (double)r->passes : 0;
-	r->passes_s = (double)r->passes / r->secs;
 	r->svc_pct = 100 * p->svc_cpu / r->secs;
 	r->wr_ns = r->tried > 0 ? r->wr_ns * 1e9 / r->tried : 0;
 	r->ok = r->events > 0;
@@ -465,12 +475,13 @@ struct row2 {
 	char name[16];
 	unsigned rings;
 	unsigned active;
+	int empty;		/* idle rings hold nothing (else: a chunk) */
 };
 
 /* A TracePacket with a timestamp: what an idle thread left in its chunk. */
 static const uint8_t idle_pkt[] = { 0x40, 0x01 };	/* field 8 = 1 */
 
-static void hold_idle(struct pipe *p, unsigned nactive)
+static void hold_idle(struct pipe *p, unsigned nactive, int empty)
 {
 	unsigned i;
 
@@ -485,18 +496,52 @@ static void hold_idle(struct pipe *p, unsigned nactive)
 			fprintf(stderr, "bench: idle writer failed\n");
 			exit(1);
 		}
+		if (empty)	/* handed over: the first pass drains it */
+			tb_writer_release(&pr->idle_w);
 	}
 }
 
-/* ns per tb_service_poll() with nothing to do, and per idle check. */
-static void idle_pass(struct pipe *p, double *pass_ns, double *check_ns)
+/* The cost of two thread_cpu() calls, taken off each timed poll. */
+static double cpu_clock_ns(void)
 {
+	static double ns;
+	double t0;
+	unsigned i;
+
+	if (ns > 0)
+		return ns;
+	t0 = thread_cpu();
+	for (i = 0; i < 1000; i++)
+		thread_cpu();
+	ns = (thread_cpu() - t0) * 1e9 / 1000;	/* one call */
+	return ns;
+}
+
+struct loop_res {
+	double work_ns;		/* a pass, LOOP_EVENTS per active ring */
+	double work_ev_ns;	/* ... per event */
+	double idle_ns;		/* a pass with nothing anywhere */
+	double check_ns;	/* tb__service_idle() */
+};
+
+/*
+ * The passes alone, on this thread, over the same bridges: a service
+ * without output that never sleeps (wait_ms 0).  First LOOP_PASSES passes
+ * each carrying LOOP_EVENTS events per active ring (written here,
+ * untimed, by a writer of its own on each active ring), then IDLE_PASSES
+ * passes with nothing anywhere, then as many idle checks.
+ */
+static void loop_passes(struct pipe *p, unsigned nactive, struct loop_res *lr)
+{
+	static struct tb_ev_writer ev[2];
+	static struct tb_writer w[2];
+	static uint8_t scratch[2][CHUNK_SIZE];
+	static struct tb_track thread[2], ctr[2];
 	struct tb_service s;
 	struct tb_service_config sc = p->svc.cfg;
-	unsigned i, h;
-	double t0;
-	uint64_t t = now_ms();
-	unsigned busy = 0;
+	double t0, t, clk = 2 * cpu_clock_ns() * 1e-9;
+	uint64_t now = now_ms(), events = 0;
+	unsigned i, j, k, h, busy = 0;
 
 	sc.wait_ms = 0;		/* never sleeps: the pass alone */
 	sc.out = NULL;
@@ -506,57 +551,97 @@ static void idle_pass(struct pipe *p, double *pass_ns, double *check_ns)
 		exit(1);
 	for (i = 0; i < p->nrings; i++)
 		tb_service_add(&s, &p->rings[i].br, &h);
-	for (i = 0; i < 100; i++)	/* warm */
-		tb_service_poll(&s, t);
+	for (j = 0; j < nactive && j < 2; j++) {
+		tb_writer_init(&w[j], &p->rings[j].ring, (uint16_t)(200 + j), 0,
+			       TB_DROP, scratch[j]);
+		tb_track_thread(&thread[j], tb_ev_uuid(1, 200 + j), &p->proc,
+				getpid(), 200 + (int)j, "loop");
+		tb_track_counter(&ctr[j], tb_ev_uuid(2, 200 + j), &thread[j],
+				 "queue depth", TB_UNIT_COUNT);
+		tb_ev_writer_init(&ev[j], &w[j], &thread[j], NULL, 0);
+	}
+	for (i = 0; i < 10; i++)	/* warm: the rings drained */
+		tb_service_poll(&s, now);
+	t = 0;
+	for (i = 0; i < LOOP_PASSES; i++) {
+		for (j = 0; j < nactive && j < 2; j++)
+			for (k = 0; k < LOOP_EVENTS / 3; k++) {
+				TB_TRACE_BEGIN_W(&ev[j], &cat_bench,
+						 "HandleRequest",
+						 TB_ARG_UINT("seq", k));
+				TB_TRACE_COUNTER_W(&ev[j], &cat_bench, &ctr[j],
+						   k);
+				TB_TRACE_END_W(&ev[j], &cat_bench);
+			}
+		t0 = thread_cpu();
+		tb_service_poll(&s, now);
+		t += thread_cpu() - t0 - clk;
+	}
+	for (j = 0; j < nactive && j < 2; j++) {
+		events += ev[j].stats.events;
+		tb_ev_writer_finish(&ev[j]);
+		tb_writer_release(&w[j]);
+	}
+	tb_service_flush(&s);
+	lr->work_ns = t * 1e9 / LOOP_PASSES;
+	lr->work_ev_ns = events ? t * 1e9 / (double)events : 0;
+	for (i = 0; i < 10; i++)
+		tb_service_poll(&s, now);
 	t0 = thread_cpu();
 	for (i = 0; i < IDLE_PASSES; i++)
-		tb_service_poll(&s, t);
-	*pass_ns = (thread_cpu() - t0) * 1e9 / IDLE_PASSES;
+		tb_service_poll(&s, now);
+	lr->idle_ns = (thread_cpu() - t0) * 1e9 / IDLE_PASSES;
 	t0 = thread_cpu();
 	for (i = 0; i < IDLE_PASSES; i++)
 		busy += !tb__service_idle(&s);
-	*check_ns = (thread_cpu() - t0) * 1e9 / IDLE_PASSES;
+	lr->check_ns = (thread_cpu() - t0) * 1e9 / IDLE_PASSES;
 	if (busy)
 		fprintf(stderr, "bench: an idle ring was not idle\n");
 	tb_service_destroy(&s);
 }
 
-static double pass1_ns;	/* the idle pass with one ring, for the per-ring */
+/* The idle pass of the row with only its active rings, by active count. */
+static double base_idle[3];
 
 static int table2_row(const struct row2 *rw, unsigned runs, double seconds)
 {
 	struct result res[BENCH_MAX_RUNS];
-	double ev[BENCH_MAX_RUNS] = { 0 }, pass[BENCH_MAX_RUNS] = { 0 };
-	double chk[BENCH_MAX_RUNS] = { 0 };
+	struct loop_res lr[BENCH_MAX_RUNS];
+	double ev[BENCH_MAX_RUNS] = { 0 }, idle[BENCH_MAX_RUNS] = { 0 };
+	double work[BENCH_MAX_RUNS] = { 0 }, chk[BENCH_MAX_RUNS] = { 0 };
 	const struct result *m;
-	unsigned i, mi;
-	double per_ring;
+	const struct loop_res *ml;
+	unsigned i;
+	double per_ring = 0;
 	int ok = 1;
 
 	for (i = 0; i < runs; i++) {
 		static struct pipe p;
 
 		pipe_new(&p, rw->active, rw->rings, rw->active, 0);
-		hold_idle(&p, rw->active);
+		hold_idle(&p, rw->active, rw->empty);
 		run_pipe(&p, rw->active, seconds, &res[i]);
-		idle_pass(&p, &pass[i], &chk[i]);
+		loop_passes(&p, rw->active, &lr[i]);
 		res[i].ok &= pipe_free(&p);
 		ok &= res[i].ok;
 		ev[i] = res[i].ev_s;
+		work[i] = lr[i].work_ns;
+		idle[i] = lr[i].idle_ns;
+		chk[i] = lr[i].check_ns;
 	}
-	mi = bench_median_index(ev, runs);
-	m = &res[mi];
-	if (rw->rings == 1)
-		pass1_ns = bench_median(pass, runs);
-	per_ring = rw->rings > 1 && pass1_ns > 0 ?
-		   (bench_median(pass, runs) - pass1_ns) / (rw->rings - 1) : 0;
-	printf("%-10s %5u %3u %6.2fM %3.0f%% %8.0f %8.2f %6.0f | %8.0f "
-	       "%4.0f%% %6.1f %8.0f %6.1f\n", rw->name, rw->rings,
-	       rw->active, m->ev_s / 1e6, bench_spread(ev, runs),
-	       m->passes_s, m->svc_pass_us, m->svc_ns,
-	       bench_median(pass, runs), bench_spread(pass, runs),
-	       rw->rings > 1 ? per_ring : 0.0, bench_median(chk, runs),
-	       bench_median(chk, runs) / rw->rings);
+	m = &res[bench_median_index(ev, runs)];
+	ml = &lr[bench_median_index(work, runs)];
+	if (rw->rings == rw->active)
+		base_idle[rw->active] = bench_median(idle, runs);
+	else if (base_idle[rw->active] > 0)
+		per_ring = (bench_median(idle, runs) - base_idle[rw->active]) /
+			   (rw->rings - rw->active);
+	printf("%-10s %5u %2u %6.2fM %4.0f%% %5.0f | %7.1f %4.0f%% %5.1f | "
+	       "%7.0f %4.0f%% %6.1f %7.0f %5.1f\n", rw->name, rw->rings,
+	       rw->active, m->ev_s / 1e6, bench_spread(ev, runs), m->svc_ns,
+	       ml->work_ns / 1e3, bench_spread(work, runs), ml->work_ev_ns,
+	       bench_median(idle, runs), bench_spread(idle, runs), per_ring,
+	       bench_median(chk, runs), bench_median(chk, runs) / rw->rings);
 	if (!ok)
 		printf("%-10s VERIFY FAILED\n", rw->name);
 	fflush(stdout);
@@ -567,15 +652,16 @@ static int table2_row(const struct row2 *rw, unsigned runs, double seconds)
  * main
  */
 #define NROWS1	(2 * 5)
-#define NROWS2	6
+#define NROWS2	8
 
 int main(int argc, char **argv)
 {
 	static const unsigned wcount[] = { 1, 2, 4, 8, 16 };
 	static const struct row2 rows2[NROWS2] = {
-		{ "1r-1a", 1, 1 }, { "100r-1a", 100, 1 },
-		{ "1000r-1a", 1000, 1 }, { "2r-2a", 2, 2 },
-		{ "100r-2a", 100, 2 }, { "1000r-2a", 1000, 2 },
+		{ "1r-1a", 1, 1, 0 }, { "100r-1a", 100, 1, 0 },
+		{ "1000r-1a", 1000, 1, 0 }, { "100r-1a-e", 100, 1, 1 },
+		{ "1000r-1a-e", 1000, 1, 1 }, { "2r-2a", 2, 2, 0 },
+		{ "100r-2a", 100, 2, 0 }, { "1000r-2a", 1000, 2, 0 },
 	};
 	struct row1 rows1[NROWS1];
 	const char *names[NROWS1 + NROWS2];
@@ -608,9 +694,17 @@ int main(int argc, char **argv)
 	for (i = 0; i < NROWS2; i++)
 		names[n1 + i] = rows2[i].name;
 	bench_select(argc, argv, names, n1 + NROWS2, sel);
-	/* the per-ring cost needs the one-ring row's idle pass */
-	if (sel[n1 + 1] || sel[n1 + 2] || sel[n1 + 4] || sel[n1 + 5])
-		sel[n1] = 1;
+	/* the per-ring cost needs the row with only the active rings */
+	for (i = 0; i < NROWS2; i++) {
+		unsigned j;
+
+		if (!sel[n1 + i] || rows2[i].rings == rows2[i].active)
+			continue;
+		for (j = 0; j < NROWS2; j++)
+			if (rows2[j].rings == rows2[j].active &&
+			    rows2[j].active == rows2[i].active)
+				sel[n1 + j] = 1;
+	}
 
 	printf("tbring pipeline bench: %ld cores online; rows with more "
 	       "threads (writers + the\nservice) than cores are "
@@ -632,24 +726,27 @@ int main(int argc, char **argv)
 	}
 	printf("* oversubscribed: more threads (writers + service) than "
 	       "cores\n");
-	printf("\nTable 2: the service with R rings, A active (a writer each, "
-	       "flat out), the\nothers idle (a writer holding its chunk); no "
-	       "trace output.  Idle pass: every\nwriter stopped, "
-	       "tb_service_poll() with nothing to do; idle check: "
-	       "tb__service_idle()\n");
-	printf("%-10s %5s %3s %7s %4s %8s %8s %6s | %8s %5s %6s %8s %6s\n",
-	       "row", "R", "A", "ev/s", "+-", "passes/s", "svc us", "svc",
-	       "idle", "+-", "ns per", "check", "ns per");
-	printf("%-10s %5s %3s %7s %4s %8s %8s %6s | %8s %5s %6s %8s %6s\n",
-	       "", "", "", "", "", "", "/pass", "ns/ev", "pass ns", "",
-	       "ring", "ns", "ring");
+	printf("\nTable 2: the service with R rings registered, A active, "
+	       "the others idle\n(a writer holding its chunk; rows -e: "
+	       "drained empty); no trace output.\nthreads: A writer "
+	       "threads flat out and the service thread, as in table 1.\n"
+	       "loop: passes on one thread, each carrying %u events per "
+	       "active ring; idle:\npasses with nothing anywhere; check: "
+	       "tb__service_idle(), before each sleep.\n", LOOP_EVENTS);
+	printf("%-10s %5s %2s %7s %5s %5s | %7s %5s %5s | %7s %5s %6s %7s "
+	       "%5s\n", "row", "R", "A", "ev/s", "+-", "svc", "pass", "+-",
+	       "svc", "idle", "+-", "per", "check", "per");
+	printf("%-10s %5s %2s %7s %5s %5s | %7s %5s %5s | %7s %5s %6s %7s "
+	       "%5s\n", "", "", "", "threads", "", "ns/ev", "us", "",
+	       "ns/ev", "ns", "", "ring", "ns", "ring");
 	for (i = 0; i < NROWS2; i++)
 		if (sel[n1 + i])
 			failed += !table2_row(&rows2[i], runs, seconds);
-	printf("\nns per ring: (idle pass at R - idle pass at 1) / (R - 1); "
-	       "check: the idle check\nover R rings, and per ring.  CPU "
-	       "times are CLOCK_THREAD_CPUTIME_ID of the service\nthread; "
-	       "x is svc ns/ev over memcpy ns/ev of the same trace bytes.\n");
+	printf("\nidle per ring: (idle pass at R - idle pass at A) / "
+	       "(R - A), what one idle ring\nadds to a pass; check per ring: "
+	       "the check over R.  CPU times are the service\nthread's "
+	       "(CLOCK_THREAD_CPUTIME_ID); x is svc ns/ev over memcpy ns/ev "
+	       "of the\nsame trace bytes.\n");
 	if (failed) {
 		printf("bench: %u row(s) FAILED verification\n", failed);
 		return 1;
