@@ -400,8 +400,7 @@ static inline bool tb__service_idle(struct tb_service *s)
 	    tb_service_stopping(s))
 		return false;
 	for (h = 0; h < s->top; h++)
-		if (s->cfg.slots[h] && !s->cfg.slots[h]->error &&
-		    !tb_reader_idle(&s->cfg.slots[h]->reader))
+		if (s->cfg.slots[h] && !tb_bridge_idle(s->cfg.slots[h]))
 			return false;
 	return true;
 }
