@@ -36,9 +36,11 @@
  *
  * Table 2, the service with many producers.  R rings registered, A of
  * them with a writer thread flat out (the same loop), the other R - A
- * idle: each has a writer that wrote one packet and holds its chunk (an
- * idle thread of a traced program), so a lazy drain stops before it; in
- * rows "-e" the writer handed its chunk over, the ring is drained empty.
+ * idle: each has a writer that wrote one packet, which the service took,
+ * and nothing since (an idle thread of a traced program); in rows "-h"
+ * that writer has also opened a fragment it does not close (a thread
+ * stopped in the middle of an event), so a lazy drain stops before its
+ * chunk and the pass reads the chunk's word besides write_pos.
  * Rings of 4 chunks (idle) and 256 (active), no trace output (the
  * central buffer overwrites).  Three measurements per run:
  *   threads   A writer threads flat out and the service thread for
@@ -475,14 +477,22 @@ struct row2 {
 	char name[16];
 	unsigned rings;
 	unsigned active;
-	int empty;		/* idle rings hold nothing (else: a chunk) */
+	int held;		/* idle rings' writers hold a chunk */
 };
 
-/* A TracePacket with a timestamp: what an idle thread left in its chunk. */
+/* A TracePacket with a timestamp: what an idle thread wrote last. */
 static const uint8_t idle_pkt[] = { 0x40, 0x01 };	/* field 8 = 1 */
 
-static void hold_idle(struct pipe *p, unsigned nactive, int empty)
+/*
+ * Every idle ring's writer wrote a packet: published, so the first pass
+ * drains it and the ring is empty from then on (an idle thread); with
+ * @held the writer also opened a fragment it never closes (a thread
+ * stopped in the middle of an event), so a lazy drain stops before its
+ * chunk every time.
+ */
+static void make_idle(struct pipe *p, unsigned nactive, int held)
 {
+	struct tb_span sp;
 	unsigned i;
 
 	for (i = nactive; i < p->nrings; i++) {
@@ -492,12 +502,11 @@ static void hold_idle(struct pipe *p, unsigned nactive, int empty)
 		if (tb_writer_init(&pr->idle_w, &pr->ring, 1, 0, TB_DROP,
 				   pr->idle_scratch) ||
 		    tb_writer_write_packet(&pr->idle_w, idle_pkt,
-					   sizeof(idle_pkt))) {
+					   sizeof(idle_pkt)) ||
+		    (held && tb_writer_open(&pr->idle_w, 16, 0, &sp))) {
 			fprintf(stderr, "bench: idle writer failed\n");
 			exit(1);
 		}
-		if (empty)	/* handed over: the first pass drains it */
-			tb_writer_release(&pr->idle_w);
 	}
 }
 
@@ -619,7 +628,7 @@ static int table2_row(const struct row2 *rw, unsigned runs, double seconds)
 		static struct pipe p;
 
 		pipe_new(&p, rw->active, rw->rings, rw->active, 0);
-		hold_idle(&p, rw->active, rw->empty);
+		make_idle(&p, rw->active, rw->held);
 		run_pipe(&p, rw->active, seconds, &res[i]);
 		loop_passes(&p, rw->active, &lr[i]);
 		res[i].ok &= pipe_free(&p);
@@ -659,8 +668,8 @@ int main(int argc, char **argv)
 	static const unsigned wcount[] = { 1, 2, 4, 8, 16 };
 	static const struct row2 rows2[NROWS2] = {
 		{ "1r-1a", 1, 1, 0 }, { "100r-1a", 100, 1, 0 },
-		{ "1000r-1a", 1000, 1, 0 }, { "100r-1a-e", 100, 1, 1 },
-		{ "1000r-1a-e", 1000, 1, 1 }, { "2r-2a", 2, 2, 0 },
+		{ "1000r-1a", 1000, 1, 0 }, { "100r-1a-h", 100, 1, 1 },
+		{ "1000r-1a-h", 1000, 1, 1 }, { "2r-2a", 2, 2, 0 },
 		{ "100r-2a", 100, 2, 0 }, { "1000r-2a", 1000, 2, 0 },
 	};
 	struct row1 rows1[NROWS1];
@@ -727,8 +736,8 @@ int main(int argc, char **argv)
 	printf("* oversubscribed: more threads (writers + service) than "
 	       "cores\n");
 	printf("\nTable 2: the service with R rings registered, A active, "
-	       "the others idle\n(a writer holding its chunk; rows -e: "
-	       "drained empty); no trace output.\nthreads: A writer "
+	       "the others idle\n(drained empty; rows -h: a writer holds "
+	       "its chunk); no trace output.\nthreads: A writer "
 	       "threads flat out and the service thread, as in table 1.\n"
 	       "loop: passes on one thread, each carrying %u events per "
 	       "active ring; idle:\npasses with nothing anywhere; check: "
