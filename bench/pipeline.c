@@ -28,7 +28,8 @@
  *   memcpy    ns per event of one memcpy of the same trace bytes, in
  *             4 KiB pieces over 16 MiB (the buffer's size), timed in the
  *             same run right after it; x: svc ns/ev over it
- *   wr ns/ev  each writer thread's CPU time per event it tried
+ *   wr ns/ev  each writer thread's CPU time per event it tried (one the
+ *             full ring refused costs less than one written)
  *   loss      events the writers' layer did not write (ev), the ring's
  *             writer counters (full: TB_FULL, noch: TB_NO_CHUNK, drop:
  *             fragments dropped in relocation), chunks the central buffer
@@ -734,7 +735,9 @@ int main(int argc, char **argv)
 				      (long)rows1[i].writers + 1 > ncpu);
 	}
 	printf("* oversubscribed: more threads (writers + service) than "
-	       "cores\n");
+	       "cores\nThe writers run flat out with TB_DROP: lost ev (ring "
+	       "full) is what one service\nthread writing the trace did not "
+	       "keep up with; svc cpu says how busy it was.\n");
 	printf("\nTable 2: the service with R rings registered, A active, "
 	       "the others idle\n(drained empty; rows -h: a writer holds "
 	       "its chunk); no trace output.\nthreads: A writer "
