@@ -84,6 +84,14 @@ struct tb__bridge_key {
 };
 
 struct tb_bridge {
+	/*
+	 * First, and beside the reader's cursor that follows: all a pass
+	 * over an idle ring reads (tb_bridge_quiet()), in one or two cache
+	 * lines of the bridge besides the ring's write_pos.
+	 */
+	int error;			/* TB_EPROTO, or the service's TB_EPINNED */
+	uint64_t pinned_since;		/* the service's: see tbservice.h */
+	const uint32_t *write_pos;	/* the ring's, in shared memory */
 	struct tb_reader reader;
 	uint16_t producer_id;
 	struct tb_buf_ident ident;
@@ -94,8 +102,6 @@ struct tb_bridge {
 	struct tb__bridge_key *keys;	/* open addressing, power of two */
 	uint32_t keys_cap;
 	uint32_t keys_n;
-	int error;			/* TB_EPROTO, or the service's TB_EPINNED */
-	uint64_t pinned_since;		/* the service's: see tbservice.h */
 	uint64_t stat[TB_BS_MAX];
 	struct tb_buf_frag frags[TB_FRAG_MAX];
 };
@@ -127,6 +133,7 @@ static inline int tb_bridge_init(struct tb_bridge *br,
 	ret = tb_reader_init(&br->reader, ring, scratch);
 	if (ret)
 		return ret;
+	br->write_pos = &ring->hdr->write_pos;
 	br->producer_id = producer_id;
 	br->ident = ident;
 	br->bufs = bufs;
@@ -312,6 +319,58 @@ static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
 	if (ret < 0)
 		br->error = ret;
 	return ret;
+}
+
+/*
+ * tb_reader_idle() of the bridge's reader (or true once the bridge is
+ * retired): nothing changed at the ring since the last drain stopped.  A
+ * ring with nothing held costs one shared load, write_pos, beside the
+ * bridge's first lines.  Call between tb_bell_prepare() and
+ * tb_bell_wait().
+ */
+static inline bool tb_bridge_idle(const struct tb_bridge *br)
+{
+	const struct tb_reader *rd = &br->reader;
+	uint32_t wp;
+
+	if (br->error || rd->stopped)
+		return true;
+	/* relaxed: after tb_bell_prepare()'s fence, as tb_reader_idle() */
+	wp = tb_atomic_load(br->write_pos, TB_RLX);
+	if (wp != rd->wait_pos)
+		return false;
+	return wp == rd->pos || tb_reader_idle(rd);
+}
+
+/*
+ * True when a lazy tb_bridge_drain() now would resolve nothing and change
+ * nothing, so a service may skip it: the bridge is retired, or no
+ * position was reserved since its last drain and either that drain caught
+ * up with the writers or it stopped before a chunk a writer holds whose
+ * word has not changed, in a ring not under pressure (a lazy drain would
+ * scrape then).  It reads one shared word, write_pos, for a ring with
+ * nothing held, and the held chunk's word besides for one stopped before
+ * it.  Like the drain, it may miss a reservation made just now (a relaxed
+ * load); the next pass sees it, and a service checks tb_reader_idle()
+ * after tb_bell_prepare() before it sleeps.
+ */
+static inline bool tb_bridge_quiet(const struct tb_bridge *br)
+{
+	const struct tb_reader *rd = &br->reader;
+	uint32_t wp;
+
+	if (br->error || rd->stopped)
+		return true;
+	/* relaxed: as in tb_reader_drain(), a stale one delays one pass */
+	wp = tb_atomic_load(br->write_pos, TB_RLX);
+	if (wp != rd->wait_pos)
+		return false;		/* reserved since: work, or a claim */
+	if (wp == rd->pos)
+		return true;		/* caught up, nothing reserved */
+	/* unsigned distance, as tbring.h compares positions */
+	if (wp - rd->pos >= rd->ring->num_chunks / 2)
+		return false;		/* pressed: a lazy drain scrapes */
+	return tb_reader_idle(rd);	/* the held chunk's word, unchanged */
 }
 
 #ifdef __cplusplus

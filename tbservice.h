@@ -7,7 +7,9 @@
  *
  * A struct tb_service serves any number of rings from one thread.  Each
  * tb_service_poll() drains what is complete in every ring into the
- * central buffers, and when nothing is there sleeps on a shared doorbell
+ * central buffers (a ring with nothing new since its last drain costs a
+ * pass one load of its write_pos, two if a writer holds a chunk, and is
+ * not drained), and when nothing is there sleeps on a shared doorbell
  * (struct tb_bell) with a timeout, so an idle service does not spin.  It
  * scrapes (flushes) on request and at stop, retires a ring that breaks
  * the protocol or whose every chunk stayed pinned for pin_ms (writers
@@ -66,6 +68,7 @@ struct tb_service_stats {
 	uint32_t pinned_rings;		/* retired: every chunk pinned */
 	uint64_t passes;		/* tb_service_poll() passes */
 	uint64_t sleeps;		/* ... that slept on the doorbell */
+	uint64_t drains;		/* tb_bridge_drain() calls, all rings */
 	uint64_t flushes;
 	uint64_t writes;		/* central buffers written out */
 	uint64_t generations;		/* fresh incremental states asked */
@@ -163,6 +166,18 @@ static inline bool tb__service_pinned(struct tb_service *s,
 	return s->now_ms + 1 - br->pinned_since >= s->cfg.pin_ms;
 }
 
+/* Ring @h is retired for @err (TB_EPROTO, TB_EPINNED): counted, said. */
+static inline void tb__service_retire(struct tb_service *s, unsigned h,
+				      int err)
+{
+	if (err == TB_EPINNED)
+		s->stats.pinned_rings++;
+	else
+		s->stats.stopped_rings++;
+	if (s->cfg.on_ring_error)
+		s->cfg.on_ring_error(s->cfg.ctx, h, err);
+}
+
 /* Drains one live ring; false when it was retired (TB_EPROTO, _EPINNED). */
 static inline bool tb__service_ring(struct tb_service *s, unsigned h,
 				    enum tb_read_mode mode, unsigned *done)
@@ -170,17 +185,29 @@ static inline bool tb__service_ring(struct tb_service *s, unsigned h,
 	struct tb_bridge *br = s->cfg.slots[h];
 	int ret = tb_bridge_drain(br, s->cfg.batch, mode, done);
 
+	s->stats.drains++;
 	if (ret >= 0 && tb__service_pinned(s, br))
 		ret = br->error = TB_EPINNED;
 	if (ret >= 0)
 		return true;
-	if (ret == TB_EPINNED)
-		s->stats.pinned_rings++;
-	else
-		s->stats.stopped_rings++;
-	if (s->cfg.on_ring_error)
-		s->cfg.on_ring_error(s->cfg.ctx, h, ret);
+	tb__service_retire(s, h, ret);
 	return false;
+}
+
+/*
+ * A pass over ring @h that a lazy drain would find quiet
+ * (tb_bridge_quiet()): no drain, only the pinned clock.  A ring pinned at
+ * its last drain stays so while nothing moves (only a drain changes what
+ * tb_reader_pinned() says), and it must still be retired after pin_ms.
+ */
+static inline void tb__service_quiet_ring(struct tb_service *s, unsigned h)
+{
+	struct tb_bridge *br = s->cfg.slots[h];
+
+	if (br->pinned_since && tb__service_pinned(s, br)) {
+		br->error = TB_EPINNED;
+		tb__service_retire(s, h, TB_EPINNED);
+	}
 }
 
 /*
@@ -327,16 +354,27 @@ static inline void tb__service_check_overwrites(struct tb_service *s)
 	}
 }
 
-/* Drains every live ring once; returns the positions resolved. */
-static inline unsigned tb__service_drain(struct tb_service *s,
-					 enum tb_read_mode mode)
+/*
+ * Drains every live ring once, lazily; returns the positions resolved.  A
+ * ring with nothing new since its last drain (tb_bridge_quiet(): one
+ * shared word, two with a held chunk) is not drained: an idle ring costs
+ * a pass next to nothing, so a pass costs what the active rings bring,
+ * not how many rings are served.
+ */
+static inline unsigned tb__service_drain(struct tb_service *s)
 {
 	unsigned h, done, total = 0;
 
-	for (h = 0; h < s->top; h++)
-		if (s->cfg.slots[h] && !s->cfg.slots[h]->error &&
-		    tb__service_ring(s, h, mode, &done))
+	for (h = 0; h < s->top; h++) {
+		struct tb_bridge *br = s->cfg.slots[h];
+
+		if (!br || br->error)
+			continue;
+		if (tb_bridge_quiet(br))
+			tb__service_quiet_ring(s, h);
+		else if (tb__service_ring(s, h, TB_READ_LAZY, &done))
 			total += done;
+	}
 	return total;
 }
 
@@ -362,8 +400,7 @@ static inline bool tb__service_idle(struct tb_service *s)
 	    tb_service_stopping(s))
 		return false;
 	for (h = 0; h < s->top; h++)
-		if (s->cfg.slots[h] && !s->cfg.slots[h]->error &&
-		    !tb_reader_idle(&s->cfg.slots[h]->reader))
+		if (s->cfg.slots[h] && !tb_bridge_idle(s->cfg.slots[h]))
 			return false;
 	return true;
 }
@@ -390,7 +427,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 	}
 	s->stats.passes++;
 	s->wake_done = tb_atomic_load(&s->wake_req, TB_RLX);
-	busy = tb__service_drain(s, TB_READ_LAZY) != 0;
+	busy = tb__service_drain(s) != 0;
 	tb__service_check_overwrites(s);
 	if (req != s->flush_done) {
 		tb_service_flush(s);
