@@ -15,7 +15,10 @@
  * the protocol or whose every chunk stayed pinned for pin_ms (writers
  * that died holding chunks the service scraped) while the others carry
  * on, and in long-trace mode writes the central buffers to the output
- * every period.
+ * every period, and sooner once half of the smallest one came in since
+ * the last write: with a file to write to, a buffer that holds less than
+ * a period's data is a staging area, not a flight recorder, and should
+ * not overwrite what the file could still take.
  *
  * A shared doorbell is writable by every producer that rings it: a
  * hostile one can wake the service thread needlessly, or hide others'
@@ -50,7 +53,8 @@ struct tb_service_config {
 	unsigned nbufs;
 	struct tb_trace_out *out;	/* NULL: nothing is written */
 	uint32_t wait_ms;		/* longest sleep on the doorbell */
-	uint32_t period_ms;		/* long trace: write every period; 0 */
+	uint32_t period_ms;		/* long trace: write every period (or
+					   half a buffer); 0: never */
 	uint32_t batch;			/* positions per ring per pass; 0: 256 */
 	uint32_t pin_ms;		/* retire a ring pinned so long; 0: 10 s */
 	/* a ring was retired (TB_EPROTO or TB_EPINNED); @ring is its handle */
@@ -71,6 +75,8 @@ struct tb_service_stats {
 	uint64_t drains;		/* tb_bridge_drain() calls, all rings */
 	uint64_t flushes;
 	uint64_t writes;		/* central buffers written out */
+	uint64_t early_writes;		/* long trace: passes that wrote them
+					   before the period, half full */
 	uint64_t generations;		/* fresh incremental states asked */
 };
 
@@ -86,6 +92,7 @@ struct tb_service {
 	uint32_t wake_done;
 	uint32_t stop_req;
 	uint64_t overwritten;		/* bytes, all buffers, last ask */
+	uint64_t written;		/* bytes in, all buffers, last write */
 	struct tb_service_stats stats;
 };
 
@@ -178,12 +185,16 @@ static inline void tb__service_retire(struct tb_service *s, unsigned h,
 		s->cfg.on_ring_error(s->cfg.ctx, h, err);
 }
 
-/* Drains one live ring; false when it was retired (TB_EPROTO, _EPINNED). */
+/*
+ * Drains up to @max positions of one live ring; false when it was retired
+ * (TB_EPROTO, _EPINNED).
+ */
 static inline bool tb__service_ring(struct tb_service *s, unsigned h,
-				    enum tb_read_mode mode, unsigned *done)
+				    enum tb_read_mode mode, unsigned max,
+				    unsigned *done)
 {
 	struct tb_bridge *br = s->cfg.slots[h];
-	int ret = tb_bridge_drain(br, s->cfg.batch, mode, done);
+	int ret = tb_bridge_drain(br, max, mode, done);
 
 	s->stats.drains++;
 	if (ret >= 0 && tb__service_pinned(s, br))
@@ -222,7 +233,7 @@ static inline void tb__service_flush_one(struct tb_service *s, unsigned h)
 	unsigned done = 0;
 
 	while (!br->error && left &&
-	       tb__service_ring(s, h, TB_READ_SCRAPE, &done) &&
+	       tb__service_ring(s, h, TB_READ_SCRAPE, s->cfg.batch, &done) &&
 	       done == s->cfg.batch)
 		left -= left < done ? left : done;
 }
@@ -305,6 +316,31 @@ static inline void tb__service_new_generation(struct tb_service *s)
 }
 
 /*
+ * Sums over the central buffers: bytes written into them (returned),
+ * bytes they overwrote, and the smallest one's size.
+ */
+static inline uint64_t tb__service_sums(const struct tb_service *s,
+					uint64_t *overwritten, uint64_t *min)
+{
+	uint64_t in = 0;
+	unsigned i;
+
+	*overwritten = *min = 0;
+	for (i = 0; i < s->cfg.nbufs; i++) {
+		const struct tb_buf_stats *st;
+
+		if (!s->cfg.bufs[i])
+			continue;
+		st = tb_buf_stats(s->cfg.bufs[i]);
+		in += st->bytes_written;
+		*overwritten += st->bytes_overwritten;
+		if (!*min || st->buffer_size < *min)
+			*min = st->buffer_size;
+	}
+	return in;
+}
+
+/*
  * Writes every central buffer to the output now.  What writers emitted
  * once for a whole sequence (track descriptors, interned names) went out
  * with it, and a later write starts a part of the trace that must stand
@@ -312,6 +348,7 @@ static inline void tb__service_new_generation(struct tb_service *s)
  */
 static inline void tb_service_write_buffers(struct tb_service *s)
 {
+	uint64_t ow, min;
 	unsigned i;
 
 	for (i = 0; s->cfg.out && i < s->cfg.nbufs; i++)
@@ -319,63 +356,38 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 			tb_trace_write(s->cfg.out, s->cfg.bufs[i]);
 			s->stats.writes++;
 		}
+	s->written = tb__service_sums(s, &ow, &min);
 	if (s->cfg.out && s->cfg.nbufs)
 		tb__service_new_generation(s);
 }
 
 /*
- * A central buffer overwrote chunks: the state a writer emitted once for
- * its sequence (descriptors, interned names) goes with the oldest chunks,
- * and the events after it cannot be read until a fresh one.  Each writer
- * is asked for a fresh state once a quarter of the smallest buffer was
- * overwritten since the last ask, so a full buffer always holds a recent
- * one, at four fresh states per wrap (asking at every pass that saw an
- * overwrite made a fresh state per few chunks).  All rings: cheaper than
- * knowing whose chunks went.
+ * After a pass's drain, what the central buffers took in.  A buffer that
+ * overwrote chunks took with them the state a writer emitted once for its
+ * sequence (descriptors, interned names), and the events after it cannot
+ * be read until a fresh one.  Each writer is asked for a fresh state once
+ * a quarter of the smallest buffer was overwritten since the last ask, so
+ * a full buffer always holds a recent one, at four fresh states per wrap
+ * (asking at every pass that saw an overwrite made a fresh state per few
+ * chunks).  In long-trace mode, which writes a buffer out before it
+ * fills, an overwrite is a burst a pass brought, not a steady wrap: then
+ * every pass that saw one asks.  All rings: cheaper than knowing whose
+ * chunks went.  Returns true, in long-trace mode, once half the smallest buffer came in
+ * since the buffers were last written out: writing them now, before the
+ * period is up, keeps a buffer that holds less than a period's data from
+ * overwriting what the file could still take.
  */
-static inline void tb__service_check_overwrites(struct tb_service *s)
+static inline bool tb__service_check_buffers(struct tb_service *s)
 {
-	uint64_t n = 0, min = 0;
-	unsigned i;
+	uint64_t ow, min, in = tb__service_sums(s, &ow, &min);
 
-	for (i = 0; i < s->cfg.nbufs; i++) {
-		const struct tb_buf_stats *st;
-
-		if (!s->cfg.bufs[i])
-			continue;
-		st = tb_buf_stats(s->cfg.bufs[i]);
-		n += st->bytes_overwritten;
-		if (!min || st->buffer_size < min)
-			min = st->buffer_size;
-	}
-	if (n - s->overwritten >= min / 4 && n != s->overwritten) {
-		s->overwritten = n;
+	if (ow != s->overwritten &&
+	    (ow - s->overwritten >= min / 4 || s->cfg.period_ms)) {
+		s->overwritten = ow;
 		tb__service_new_generation(s);
 	}
-}
-
-/*
- * Drains every live ring once, lazily; returns the positions resolved.  A
- * ring with nothing new since its last drain (tb_bridge_quiet(): one
- * shared word, two with a held chunk) is not drained: an idle ring costs
- * a pass next to nothing, so a pass costs what the active rings bring,
- * not how many rings are served.
- */
-static inline unsigned tb__service_drain(struct tb_service *s)
-{
-	unsigned h, done, total = 0;
-
-	for (h = 0; h < s->top; h++) {
-		struct tb_bridge *br = s->cfg.slots[h];
-
-		if (!br || br->error)
-			continue;
-		if (tb_bridge_quiet(br))
-			tb__service_quiet_ring(s, h);
-		else if (tb__service_ring(s, h, TB_READ_LAZY, &done))
-			total += done;
-	}
-	return total;
+	return s->cfg.period_ms && s->cfg.out && min &&
+	       in - s->written >= min / 2;
 }
 
 /* Scrapes every ring until it has nothing more (a flush). */
@@ -406,9 +418,61 @@ static inline bool tb__service_idle(struct tb_service *s)
 }
 
 /*
+ * Drains every live ring once, lazily; returns the positions resolved.  A
+ * ring with nothing new since its last drain (tb_bridge_quiet(): one
+ * shared word, two with a held chunk) is not drained: an idle ring costs
+ * a pass next to nothing, so a pass costs what the active rings bring,
+ * not how many rings are served.  In long-trace mode a ring is drained in
+ * steps of a quarter of the smallest buffer, and the buffers are written
+ * out as soon as half of one came in: a backlog larger than the buffer
+ * (a ring wakes a sleeping service only once three quarters of it wait)
+ * then reaches the file instead of overwriting itself.
+ */
+static inline unsigned tb__service_drain(struct tb_service *s,
+					 uint64_t now_ms)
+{
+	unsigned h, done, total = 0, left, step;
+	uint64_t ow, min;
+
+	tb__service_sums(s, &ow, &min);
+	for (h = 0; h < s->top; h++) {
+		struct tb_bridge *br = s->cfg.slots[h];
+
+		if (!br || br->error)
+			continue;
+		if (tb_bridge_quiet(br)) {
+			tb__service_quiet_ring(s, h);
+			continue;
+		}
+		step = s->cfg.batch;
+		if (s->cfg.period_ms && s->cfg.out && min) {
+			uint64_t q = min / 4 / br->reader.ring->chunk_size;
+
+			step = q < 1 ? 1 : q < step ? (unsigned)q : step;
+		}
+		for (left = s->cfg.batch; left; left -= done) {
+			unsigned n = step < left ? step : left;
+
+			if (!tb__service_ring(s, h, TB_READ_LAZY, n, &done))
+				break;
+			total += done;
+			if (tb__service_check_buffers(s)) {
+				s->stats.early_writes++;
+				tb_service_write_buffers(s);
+				s->next_write_ms = now_ms + s->cfg.period_ms;
+			}
+			if (done < n)
+				break;
+		}
+	}
+	return total;
+}
+
+/*
  * One pass of the service thread at time @now_ms: drain what is complete
  * in every ring; flush if asked; in long-trace mode write the buffers when
- * the period is due; if nothing came and nothing changed, sleep on the
+ * the period is due, or sooner once half the smallest one came in since
+ * the last write; if nothing came and nothing changed, sleep on the
  * doorbell up to wait_ms (never past the next periodic write).  Returns
  * false once stop was requested (after a final flush and write of every
  * buffer).
@@ -427,8 +491,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 	}
 	s->stats.passes++;
 	s->wake_done = tb_atomic_load(&s->wake_req, TB_RLX);
-	busy = tb__service_drain(s) != 0;
-	tb__service_check_overwrites(s);
+	busy = tb__service_drain(s, now_ms) != 0;
 	if (req != s->flush_done) {
 		tb_service_flush(s);
 		s->flush_done = req;

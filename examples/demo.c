@@ -720,6 +720,7 @@ static void summary(struct demo *d, double secs, struct check *c,
 		    uint64_t file_size)
 {
 	const struct tb_buf_stats *bs = tb_buf_stats(d->buf);
+	struct tb_service_stats sst;
 	struct tb_ring_stats st;
 	struct tb_ev_stats ev;
 	uint64_t seq = 0, written = 0, in_trace = 0, overwritten = 0;
@@ -729,6 +730,7 @@ static void summary(struct demo *d, double secs, struct check *c,
 	char size[32];
 
 	memset(&ev, 0, sizeof(ev));
+	tb_service_stats(&d->svc, &sst);
 	for (i = 0; i < d->opt.writers; i++) {
 		const struct writer *wr = &d->w[i];
 		const struct seen *s = &c->w[wr->id];
@@ -757,8 +759,9 @@ static void summary(struct demo *d, double secs, struct check *c,
 	       size_str(size, sizeof(size), d->opt.buffer_size),
 	       d->opt.fill == TB_BUF_DISCARD ? "discard" : "ring");
 	if (d->opt.period_ms)
-		printf("         written out every %u ms (long trace)\n",
-		       d->opt.period_ms);
+		printf("         written out every %u ms or half a buffer "
+		       "(long trace: %llu times early)\n", d->opt.period_ms,
+		       (unsigned long long)sst.early_writes);
 	else
 		printf("         written out once, at the end\n");
 	printf("  writers     %llu events written (%.1fk/s), %llu not "
@@ -821,7 +824,8 @@ static void usage(FILE *f)
 "  -b  central buffer size, k/m suffix (4m)\n"
 "  -p  when the buffer is full: ring overwrites the oldest (default),\n"
 "      discard refuses everything after\n"
-"  -l  long trace: write the buffer out every N ms (250), 0: at the end\n"
+"  -l  long trace: write the buffer out every N ms (250) or\n"
+"      once half full, 0: at the end\n"
 "  -s  writers stall on a full ring (default: drop the packet)\n"
 "  -r  packets/s per writer (25000), 0: as fast as possible\n"
 "  -o  output file (demo.pftrace)\n");

@@ -2385,12 +2385,11 @@ END_TEST
  * ring's generation) after each long-trace write and whenever a central
  * buffer overwrote chunks, and not otherwise.
  */
-START_TEST(test_service_bumps_the_generation_on_writes_and_overwrites)
+START_TEST(test_service_bumps_the_generation_on_writes)
 {
 	struct fx *f = fx_new(2, 1024, 16, 4096);
 	struct twriter a;
 	uint32_t g0, g1;
-	int i;
 
 	f->cfg.period_ms = 1000;
 	tw_new(&a, f, 0, 1, 0);
@@ -2401,6 +2400,28 @@ START_TEST(test_service_bumps_the_generation_on_writes_and_overwrites)
 	ck_assert_uint_eq(tb_ring_generation(&f->t[1].r), g1);
 	wpkt_rel(&a, 0, 100);
 	ck_assert(tb_service_poll(svc(f), 10));	/* no write, no overwrite */
+	ck_assert_uint_eq(tb_ring_generation(&f->t[0].r), g1);
+	ck_assert(tb_service_poll(svc(f), 1000));	/* the period is due */
+	ck_assert_uint_eq(tb_ring_generation(&f->t[0].r), g1 + 1);
+	ck_assert_uint_eq(tb_ring_generation(&f->t[1].r), g1 + 1);
+	ck_assert_uint_eq(fx_stats(f).early_writes, 0);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+/* Written once at the end (a flight recorder): the buffer wraps. */
+START_TEST(test_service_bumps_the_generation_on_overwrites)
+{
+	struct fx *f = fx_new(2, 1024, 16, 4096);
+	struct twriter a;
+	uint32_t g0, g1;
+	int i;
+
+	tw_new(&a, f, 0, 1, 0);
+	g1 = tb_ring_generation(&f->t[0].r);
+	wpkt_rel(&a, 0, 100);
+	ck_assert(tb_service_poll(svc(f), 10));	/* no overwrite yet */
 	ck_assert_uint_eq(tb_ring_generation(&f->t[0].r), g1);
 	for (i = 1; i < 60; i++) {		/* 4 KiB buffers overwrite */
 		wpkt_rel(&a, (uint32_t)i, 300);
@@ -2414,11 +2435,46 @@ START_TEST(test_service_bumps_the_generation_on_writes_and_overwrites)
 	ck_assert_uint_le(g0 - g1,
 			  tb_buf_stats(f->buf[0])->bytes_overwritten / 1024);
 	ck_assert_uint_eq(tb_ring_generation(&f->t[1].r), g0);
-	ck_assert_uint_eq(fx_stats(f).generations, 1 + g0 - g1);
+	ck_assert_uint_eq(fx_stats(f).generations, g0 - g1);
 	ck_assert(tb_service_poll(svc(f), 20));	/* nothing new */
 	ck_assert_uint_eq(tb_ring_generation(&f->t[0].r), g0);
-	ck_assert(tb_service_poll(svc(f), 1000));	/* the period is due */
-	ck_assert_uint_eq(tb_ring_generation(&f->t[0].r), g0 + 1);
+	ck_assert_uint_eq(f->mo.len, 0);	/* nothing written out yet */
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+/*
+ * Long trace with a buffer that holds less than a period: it is written
+ * out as soon as half of it came in, even within one pass that brings a
+ * backlog larger than the buffer, so nothing is overwritten and every
+ * packet reaches the file.
+ */
+START_TEST(test_long_trace_writes_a_half_full_buffer_early)
+{
+	struct fx *f = fx_new(1, 1024, 32, 4096);
+	struct twriter a;
+	long n;
+	int i;
+
+	f->cfg.period_ms = 1000;
+	tw_new(&a, f, 0, 1, 0);
+	ck_assert(tb_service_poll(svc(f), 0));	/* the first write */
+	for (i = 0; i < 40; i++) {		/* a chunk each */
+		wpkt_rel(&a, (uint32_t)i, 300);
+		ck_assert(tb_service_poll(svc(f), 10));
+	}
+	for (; i < 60; i++)			/* a backlog of 20 chunks */
+		wpkt_rel(&a, (uint32_t)i, 300);
+	ck_assert(tb_service_poll(svc(f), 20));
+	ck_assert_uint_eq(tb_buf_stats(f->buf[0])->chunks_overwritten, 0);
+	ck_assert_uint_gt(fx_stats(f).early_writes, 5);
+	/* an early write started a new period: due only at 20 + 1000 */
+	ck_assert(tb_service_poll(svc(f), 1019));
+	ck_assert_int_lt(trace_for_each(f->mo.p, f->mo.len, NULL, NULL), 60);
+	ck_assert(tb_service_poll(svc(f), 1020));
+	n = trace_for_each(f->mo.p, f->mo.len, NULL, NULL);
+	ck_assert_int_eq(n, 60);
 	twriter_free(&a);
 	fx_free(f);
 }
@@ -2610,8 +2666,9 @@ static Suite *service_suite(void)
 		test_service_stopped_ring_does_not_make_the_loop_spin);
 	tcase_add_test(t, test_service_handles_stay_put_when_another_ring_goes);
 	tcase_add_test(t, test_service_init_rejects_a_bad_configuration);
-	tcase_add_test(t,
-		test_service_bumps_the_generation_on_writes_and_overwrites);
+	tcase_add_test(t, test_service_bumps_the_generation_on_writes);
+	tcase_add_test(t, test_service_bumps_the_generation_on_overwrites);
+	tcase_add_test(t, test_long_trace_writes_a_half_full_buffer_early);
 	tcase_add_test(t,
 		test_service_retires_a_ring_whose_every_chunk_is_pinned);
 	tcase_add_test(t, test_service_keeps_a_ring_pinned_by_slow_writers);
