@@ -50,11 +50,17 @@ struct tb_trace_out {
 #define TB_PB_PREVIOUS_DROPPED		42
 #define TB_PB_TRUSTED_PID		79
 
-/* The trusted_packet_sequence_id of {producer, writer}: unique, never 0 or
- * 1 (Perfetto's service sequence) for valid ids (both nonzero). */
+/*
+ * The trusted_packet_sequence_id of {producer, writer} (writer nonzero, as
+ * the central buffer requires): unique, and never 0 or 1, which Perfetto
+ * keeps for its service's own packets.  Producer 0, which the bridge
+ * refuses but the central buffer accepts, takes the ids no valid pair
+ * uses, {writer, 0}.
+ */
 static inline uint32_t tb_trace_seq_id(uint16_t producer, uint16_t writer)
 {
-	return (uint32_t)producer << 16 | writer;
+	return producer ? (uint32_t)producer << 16 | writer :
+			  (uint32_t)writer << 16;
 }
 
 static inline void tb__trace_put(struct tb_trace_out *o, const void *p,

@@ -1245,6 +1245,41 @@ START_TEST(test_trace_sequence_id_is_unique_per_producer_and_writer)
 }
 END_TEST
 
+/*
+ * Producer 0 (the bridge refuses it; a central buffer fed directly does
+ * not): its sequences never get id 1, Perfetto's service sequence, nor
+ * collide with another pair's.
+ */
+START_TEST(test_trace_sequence_id_of_producer_zero_is_not_reserved)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	static const uint16_t pw[][2] = {
+		{ 0, 1 }, { 0, 2 }, { 0, 0xffff }, { 1, 1 }, { 2, 1 },
+		{ 0xffff, 0xffff },
+	};
+	struct tb_trace_out o;
+	struct mem_out m;
+	struct tcol c;
+	unsigned i, j;
+
+	out_init(&o, &m);
+	for (i = 0; i < 6; i++)
+		commit_pkt(b, pw[i][0], pw[i][1], 0, 0, 0, 20);
+	ck_assert_int_eq(tb_trace_write(&o, b), 6);
+	decode(&m, &c);
+	ck_assert_uint_eq(c.n, 6);
+	for (i = 0; i < 6; i++) {
+		ck_assert_uint_gt(c.v[i].seqid, 1);
+		for (j = 0; j < i; j++)
+			ck_assert_uint_ne(c.v[i].seqid, c.v[j].seqid);
+	}
+	ck_assert_uint_eq(tb_trace_seq_id(0, 1), 0x10000);
+	tcol_free(&c);
+	free(m.p);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_trace_negative_pid_is_sign_extended)
 {
 	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
@@ -2615,6 +2650,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(t, test_trace_trusted_fields_follow_the_producer_bytes);
 	tcase_add_test(t,
 		test_trace_sequence_id_is_unique_per_producer_and_writer);
+	tcase_add_test(t,
+		test_trace_sequence_id_of_producer_zero_is_not_reserved);
 	tcase_add_test(t, test_trace_negative_pid_is_sign_extended);
 	tcase_add_test(t,
 		test_trace_previous_packet_dropped_only_with_loss_bits);
