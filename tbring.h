@@ -1072,9 +1072,9 @@ static inline void tb__writer_drop(struct tb_writer *w, uint32_t frags)
 
 /*
  * The reader scraped our chunk: @seen must be our own word turned
- * RewriteRequested.  Seed section 7, in this order: copy the unpublished
- * suffix - closed fragments and the first @used bytes of an open
- * fragment - to scratch; acknowledge (after that the reader may
+ * RewriteRequested.  As docs/protocol.md 5.2 has it, in this order: copy
+ * the unpublished suffix - closed fragments and the first @used bytes of
+ * an open fragment - to scratch; acknowledge (after that the reader may
  * reuse the chunk); only then claim a replacement and restore the suffix
  * there.  TB_OK with nothing held when there was nothing to move.
  */
@@ -1110,7 +1110,7 @@ static inline int tb__writer_relocate(struct tb_writer *w, uint32_t seen,
 	if (!k && !open)
 		return TB_OK;
 	/*
-	 * Seed 7.1: a non-empty prefix taken keeps "continues from
+	 * docs/protocol.md 3.4: a non-empty prefix taken keeps "continues from
 	 * previous" and "data loss"; if nothing was taken they travel with
 	 * the suffix.  "Continues on next" stays pending in cont_next.
 	 */

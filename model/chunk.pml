@@ -4,7 +4,7 @@
  *
  * One reader and NW writers share NCHUNK chunks, each arbitrated by one
  * state word: FreeForWrap(tag), Acquired(w,n), Complete(w,n),
- * RewriteRequested(w,n), Acknowledged (seed sections 3.2, 4, 5, 7).
+ * RewriteRequested(w,n), Acknowledged (docs/protocol.md sections 3, 4, 5).
  * spin explores every interleaving of the steps below and checks the
  * properties listed further down; model/run.sh runs the configurations,
  * the mutations and the probes, and prints state counts and times.
@@ -83,7 +83,8 @@
  *     data-loss and continuation bookkeeping) are left out: they ride in
  *     the word but never decide who owns it.
  *   - One fragment per packet; fragments always fit; the reader validates
- *     nothing (a malformed directory changes no transition, seed 5.3).
+ *     nothing (a malformed directory changes no transition,
+ *     docs/protocol.md 2.4).
  *   - The lazy read mode is left out: TB_PENDING changes nothing, which
  *     spin already covers by not scheduling the reader.
  *   - Doorbells, futexes and statistics are left out; a stalled writer's
@@ -113,7 +114,7 @@
  *   uint32: chunk_index(p) = p & (NCHUNK - 1), wrap(p) = (p >> CBITS) &
  *   (2^WBITS - 1) standing for the 29-bit mask, next_wrap(p) = wrap(p +
  *   NCHUNK mod P).  The (chunk, tag) identity then repeats after PERIOD =
- *   min(NCHUNK * 2^WBITS, P) reservations, as seed section 9 has
+ *   min(NCHUNK * 2^WBITS, P) reservations, as docs/protocol.md section 7 has
  *   min(num_chunks * 2^29, 2^32).  Which limit bites depends on CBITS +
  *   WBITS against PBITS exactly as on log2(num_chunks) + 29 against 32:
  *     CBITS + WBITS < PBITS   the tag mask wraps first: 2 or 4 real chunks
@@ -121,7 +122,7 @@
  *     CBITS + WBITS > PBITS   the position wraps first and the top tag
  *                             values are never used: 16 or more real
  *                             chunks; here a blind tag increment parts
- *                             from next_wrap() (seed 4.2's example).
+ *                             from next_wrap() (docs/protocol.md 1.5).
  *   The documented limit (tbring.h's header) is one ring tighter than the
  *   period, because resolving p already stamps the word for p + NCHUNK: a
  *   writer suspended between reserve and claim may be fooled once LIMIT =
@@ -171,7 +172,8 @@
  * whether tbring.h's acquire/release placement suffices on a weak machine.
  *
  * Mutations, each to be caught (run.sh):
- *   MUT_ZERO_FREE     the free word is all zero, no wrap tag: seed 2.1.
+ *   MUT_ZERO_FREE     the free word is all zero, no wrap tag (see
+ *                     docs/protocol.md 3.3).
  *   MUT_BLIND_INC     the reader stamps the tag it found + 1 (masked)
  *                     instead of next_wrap(pos).
  *   MUT_ACK_EARLY     the writer acknowledges before copying its suffix.
@@ -423,7 +425,7 @@ inline r_done()
 	rpos = (rpos + 1) & PMASK;
 	rabs++;
 #if !BATCH
-	read_pos = rpos;	/* the per-position store of the seed */
+	read_pos = rpos;	/* the per-position store, docs/protocol.md 5.1 */
 	rpub = rabs;
 #endif
 	r_clear()

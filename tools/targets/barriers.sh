@@ -19,7 +19,7 @@
 # These are the shapes ck (fence, then relaxed ldxr/stxr, then fence) and
 # the __atomic builtins (acquire/release instructions, or -moutline-atomics
 # calls whose names carry the order) give on aarch64.  Without them the
-# orderings the protocol needs (seed section 8) are not in the code.
+# orderings the protocol needs (docs/protocol.md section 6) are not in the code.
 set -eu
 OBJDUMP=$1 LABEL=$2 OBJ=$3
 shift 3
