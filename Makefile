@@ -270,6 +270,12 @@ cross-run:
 	    "$${line:-(no summary)}" $$(( $$(date +%s) - s )) $$r; \
 	[ $$r = ok ] || { grep -E ':[FE]:' $(X_BUILD)/$$t.log | head -n 20; \
 	    tail -n 5 $(X_BUILD)/$$t.log; }; \
+	done; for t in $(RUN_EXAMPLES); do o=$(X_BUILD)/$$t.pftrace; \
+	rm -f $$o; if $(X_QEMU) ./$(X_BUILD)/$$t $$o > $(X_BUILD)/$$t.log 2>&1 \
+	    && { [ ! -f $$o ] || $(X_QEMU) ./$(X_BUILD)/tbtrace stat $$o \
+	    >> $(X_BUILD)/$$t.log 2>&1; }; then r=ok; else r=FAILED; fail=1; \
+	tail -n 5 $(X_BUILD)/$$t.log; fi; \
+	printf 'cross %-7s example %-43s %s\n' $(ARCH) $$t $$r; \
 	done; exit $$fail
 
 # --- probes for targets that cannot run the suites: tools/targets/ ---------
