@@ -51,3 +51,6 @@ echo "columns: -DTB_ATOMIC_BUILTINS=1 -DTB_NO_FUTEX (Cortex-M: -mthumb -ffreesta
 if [ "$m4" -le 2048 ]; then v="met"; else v="NOT met"; fi
 echo "goal: writer fast path <= 2048 bytes on Cortex-M4: $m4 ($v)"
 echo "per function: $out/<target>-<row>.txt"
+# A writer fast path over its budget fails the build (and CI): firmware
+# vendors size their flash by it.
+[ "$m4" -le 2048 ]
