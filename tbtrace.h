@@ -72,7 +72,7 @@ static inline void tb__trace_put(struct tb_trace_out *o, const void *p,
 }
 
 /* Reads a packet's bytes across its slices, for validation. */
-struct tb__pb_cursor {
+struct tb__trace_pb_cursor {
 	const struct tb_buf_slice *s;
 	unsigned n;
 	unsigned i;
@@ -80,7 +80,7 @@ struct tb__pb_cursor {
 };
 
 /* True when no byte is left (empty slices skipped). */
-static inline bool tb__pb_at_end(struct tb__pb_cursor *c)
+static inline bool tb__trace_pb_at_end(struct tb__trace_pb_cursor *c)
 {
 	while (c->i < c->n && c->off == c->s[c->i].size) {
 		c->i++;
@@ -89,18 +89,18 @@ static inline bool tb__pb_at_end(struct tb__pb_cursor *c)
 	return c->i == c->n;
 }
 
-static inline int tb__pb_byte(struct tb__pb_cursor *c)
+static inline int tb__trace_pb_byte(struct tb__trace_pb_cursor *c)
 {
-	return tb__pb_at_end(c) ? -1 : c->s[c->i].data[c->off++];
+	return tb__trace_pb_at_end(c) ? -1 : c->s[c->i].data[c->off++];
 }
 
-static inline bool tb__pb_get_varint(struct tb__pb_cursor *c, uint64_t *v)
+static inline bool tb__trace_pb_get_varint(struct tb__trace_pb_cursor *c, uint64_t *v)
 {
 	unsigned shift;
 
 	*v = 0;
 	for (shift = 0; shift < 64; shift += 7) {
-		int b = tb__pb_byte(c);
+		int b = tb__trace_pb_byte(c);
 
 		if (b < 0)
 			return false;
@@ -111,7 +111,7 @@ static inline bool tb__pb_get_varint(struct tb__pb_cursor *c, uint64_t *v)
 	return false;
 }
 
-static inline bool tb__pb_skip(struct tb__pb_cursor *c, uint64_t n)
+static inline bool tb__trace_pb_skip(struct tb__trace_pb_cursor *c, uint64_t n)
 {
 	while (n) {
 		size_t room;
@@ -135,7 +135,7 @@ static inline bool tb__pb_skip(struct tb__pb_cursor *c, uint64_t n)
  * fields, trace_config 33, trace_stats 35, synchronization_marker 36,
  * compressed_packets 50, machine_id 98 (Perfetto reserves the same).
  */
-static inline bool tb__pb_reserved(uint64_t field)
+static inline bool tb__trace_pb_reserved(uint64_t field)
 {
 	switch (field) {
 	case TB_PB_TRUSTED_UID: case TB_PB_TRUSTED_SEQ_ID: case 33: case 35:
@@ -153,33 +153,33 @@ static inline bool tb__pb_reserved(uint64_t field)
  */
 static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 {
-	struct tb__pb_cursor c = { pkt->slices, pkt->nslices, 0, 0 };
+	struct tb__trace_pb_cursor c = { pkt->slices, pkt->nslices, 0, 0 };
 	uint64_t key, len;
 
-	while (!tb__pb_at_end(&c)) {
+	while (!tb__trace_pb_at_end(&c)) {
 		uint64_t field;
 
-		if (!tb__pb_get_varint(&c, &key))
+		if (!tb__trace_pb_get_varint(&c, &key))
 			return false;	/* a key cut short: not a field */
 		field = key >> 3;
-		if (!field || field > 0x1fffffffu || tb__pb_reserved(field))
+		if (!field || field > 0x1fffffffu || tb__trace_pb_reserved(field))
 			return false;	/* no such field number, or not theirs */
 		switch (key & 7) {
 		case TB_PB_VARINT:
-			if (!tb__pb_get_varint(&c, &len))
+			if (!tb__trace_pb_get_varint(&c, &len))
 				return false;
 			break;
 		case 1:		/* fixed64 */
-			if (!tb__pb_skip(&c, 8))
+			if (!tb__trace_pb_skip(&c, 8))
 				return false;
 			break;
 		case TB_PB_LEN:
-			if (!tb__pb_get_varint(&c, &len) ||
-			    !tb__pb_skip(&c, len))
+			if (!tb__trace_pb_get_varint(&c, &len) ||
+			    !tb__trace_pb_skip(&c, len))
 				return false;
 			break;
 		case 5:		/* fixed32 */
-			if (!tb__pb_skip(&c, 4))
+			if (!tb__trace_pb_skip(&c, 4))
 				return false;
 			break;
 		default:	/* groups and invalid wire types */

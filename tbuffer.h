@@ -43,7 +43,7 @@
  *
  * Input is untrusted.  tb_buf_copy_chunk() takes a chunk payload in
  * Perfetto's shared-memory framing (each fragment a LEB128 length plus that
- * many bytes, see tbfrag.h); tb_buf_copy_frags() takes a fragment vector and
+ * many bytes, see tbpb.h); tb_buf_copy_frags() takes a fragment vector and
  * frames it while copying.  A lying producer gets an error code and an ABI
  * violation count and loses at most its own chunk; nothing it sends can
  * make the buffer read or write out of bounds, loop forever or disturb

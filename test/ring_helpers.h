@@ -2,12 +2,12 @@
 /*
  * ring_helpers.h - shared helpers for the tbfrag/tbring conformance tests.
  *
- * Everything that checks the ABI here is written from the specification
- * (docs: "Tracing v2: Shared Ring Buffer Chunk ABI and State Protocol"),
- * not from tbring.h: words are encoded with the formula of section 3.2
- * and read back from memory in the host's byte order (as atomics store
- * them), and chunks are decoded by walking the little-endian directory of
- * section 6 bytewise, independently of the ring's reader.
+ * Everything that checks the ABI here is written from the protocol
+ * (docs/protocol.md), not from tbring.h: words are encoded with the bit
+ * layout of its section 3.2 and read back from memory in the host's byte
+ * order (as atomics store them), and chunks are decoded by walking the
+ * little-endian directory of its section 2.1 bytewise, independently of
+ * the ring's reader.
  */
 #ifndef TEST_RING_HELPERS_H
 #define TEST_RING_HELPERS_H
@@ -21,7 +21,8 @@
 #include "tbring.h"
 
 /* ------------------------------------------------------------------------
- * Spec encodings (section 3.2), independent of tbring.h's encoders.
+ * Protocol encodings (docs/protocol.md 3.2), independent of tbring.h's
+ * encoders.
  */
 #define SPEC_FREE	0u
 #define SPEC_ACQ	1u

@@ -22,7 +22,7 @@
  * whole packet is checked: per-writer strictly increasing seq (so exactly
  * once), length, checksum, every payload byte.  Data-loss flags: a packet
  * after a seq gap must have started after a chunk flagged TB_F_DATA_LOSS
- * (seed 3.3, 7.1); with strict_loss (writers that never retry a seq) a
+ * (docs/protocol.md 3.4); with strict_loss (writers that never retry a seq) a
  * flag also means a gap.
  *
  * Everything is static: one copy per test program, no shared state.

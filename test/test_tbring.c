@@ -4075,7 +4075,7 @@ static int chunk_of(const struct tring *t, const uint32_t *p)
 	return off % t->cs ? -1 : (int)(off / t->cs);
 }
 
-/* Seed section 8, one row per CAS on a state word: from, to, orders. */
+/* docs/protocol.md 6.2: one row per CAS on a state word, from, to, orders */
 static const struct order_row {
 	const char *what;
 	uint32_t from, to;
