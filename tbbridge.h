@@ -91,6 +91,7 @@ struct tb_bridge {
 	 */
 	int error;			/* TB_EPROTO, or the service's TB_EPINNED */
 	uint64_t pinned_since;		/* the service's: see tbservice.h */
+	unsigned svc_next;		/* the service's: its active list */
 	const uint32_t *write_pos;	/* the ring's, in shared memory */
 	struct tb_reader reader;
 	uint16_t producer_id;

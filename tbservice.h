@@ -6,10 +6,13 @@
  * tbservice.h - a tracing service loop: many rings, one thread.
  *
  * A struct tb_service serves any number of rings from one thread.  Each
- * tb_service_poll() drains what is complete in every ring into the
- * central buffers (a ring with nothing new since its last drain costs a
- * pass one load of its write_pos, two if a writer holds a chunk, and is
- * not drained), and when nothing is there sleeps on a shared doorbell
+ * tb_service_poll() drains what is complete in the rings into the central
+ * buffers.  A pass looks at the rings that had work lately (an active
+ * list), so an idle ring costs it nothing; every ring is looked at (a
+ * sweep) when those bring nothing, once a millisecond, and after a sleep:
+ * there a ring with nothing new since its last drain costs one load of
+ * its write_pos, two if a writer holds a chunk, and is not drained.  When
+ * nothing is there, the service sleeps on a shared doorbell
  * (struct tb_bell) with a timeout, so an idle service does not spin.  It
  * scrapes (flushes) on request and at stop, retires a ring that breaks
  * the protocol or whose every chunk stayed pinned for pin_ms (writers
@@ -73,6 +76,8 @@ struct tb_service_stats {
 	uint64_t passes;		/* tb_service_poll() passes */
 	uint64_t sleeps;		/* ... that slept on the doorbell */
 	uint64_t drains;		/* tb_bridge_drain() calls, all rings */
+	uint64_t sweeps;		/* passes that looked at every ring */
+	uint64_t looks;			/* rings passes looked at, all */
 	uint64_t flushes;
 	uint64_t writes;		/* central buffers written out */
 	uint64_t early_writes;		/* long trace: passes that wrote them
@@ -93,6 +98,9 @@ struct tb_service {
 	uint32_t stop_req;
 	uint64_t overwritten;		/* bytes, all buffers, last ask */
 	uint64_t written;		/* bytes in, all buffers, last write */
+	uint64_t swept_ms;		/* now_ms of the last sweep */
+	unsigned active;		/* active list: first handle + 1, 0 */
+	int sweep;			/* the next pass sweeps every ring */
 	struct tb_service_stats stats;
 };
 
@@ -113,6 +121,7 @@ static inline int tb_service_init(struct tb_service *s,
 		s->cfg.pin_ms = TB_SERVICE_PIN_MS;
 	for (i = 0; i < cfg->max_rings; i++)
 		s->cfg.slots[i] = NULL;
+	s->sweep = 1;
 	return TB_OK;
 }
 
@@ -147,6 +156,7 @@ static inline int tb_service_add(struct tb_service *s, struct tb_bridge *br,
 	if (h >= s->top)
 		s->top = h + 1;
 	s->stats.rings++;
+	s->sweep = 1;
 	*handle = h;
 	return TB_OK;
 }
@@ -253,6 +263,8 @@ static inline int tb_service_remove(struct tb_service *s, unsigned handle)
 	while (s->top && !s->cfg.slots[s->top - 1])
 		s->top--;
 	s->stats.rings--;
+	s->active = 0;		/* it may be on the list: rebuild it */
+	s->sweep = 1;
 	return TB_OK;
 }
 
@@ -265,6 +277,8 @@ static inline void tb_service_destroy(struct tb_service *s)
 		s->cfg.slots[h] = NULL;
 	s->top = 0;
 	s->stats.rings = 0;
+	s->active = 0;
+	s->sweep = 1;
 }
 
 static inline void tb_service_stats(const struct tb_service *s,
@@ -418,53 +432,101 @@ static inline bool tb__service_idle(struct tb_service *s)
 }
 
 /*
- * Drains every live ring once, lazily; returns the positions resolved.  A
- * ring with nothing new since its last drain (tb_bridge_quiet(): one
- * shared word, two with a held chunk) is not drained: an idle ring costs
- * a pass next to nothing, so a pass costs what the active rings bring,
- * not how many rings are served.  In long-trace mode a ring is drained in
+ * Drains ring @h lazily, up to batch positions; the positions it resolved
+ * (0 when it was retired).  In long-trace mode the ring is drained in
  * steps of a quarter of the smallest buffer, and the buffers are written
  * out as soon as half of one came in: a backlog larger than the buffer
  * (a ring wakes a sleeping service only once three quarters of it wait)
  * then reaches the file instead of overwriting itself.
  */
+static inline unsigned tb__service_drain_one(struct tb_service *s,
+					     unsigned h, uint64_t min,
+					     uint64_t now_ms)
+{
+	struct tb_bridge *br = s->cfg.slots[h];
+	unsigned done, total = 0, left, step = s->cfg.batch;
+
+	if (s->cfg.period_ms && s->cfg.out && min) {
+		uint64_t q = min / 4 / br->reader.ring->chunk_size;
+
+		step = q < 1 ? 1 : q < step ? (unsigned)q : step;
+	}
+	for (left = s->cfg.batch; left; left -= done) {
+		unsigned n = step < left ? step : left;
+
+		if (!tb__service_ring(s, h, TB_READ_LAZY, n, &done))
+			break;
+		total += done;
+		if (tb__service_check_buffers(s)) {
+			s->stats.early_writes++;
+			tb_service_write_buffers(s);
+			s->next_write_ms = now_ms + s->cfg.period_ms;
+		}
+		if (done < n)
+			break;
+	}
+	return total;
+}
+
+/*
+ * Drains, lazily, the rings that have something new; returns the
+ * positions resolved.  A ring with nothing new since its last drain
+ * (tb_bridge_quiet(): one shared word, two with a held chunk) is not
+ * drained.  And a pass looks only at the rings that had work lately (the
+ * active list), not at every ring: an idle ring costs a pass nothing.
+ * Every ring is looked at (a sweep) when the list brought nothing, at
+ * most a millisecond after the last sweep (by @now_ms), after a sleep on
+ * the doorbell or a wake, and when rings were added or removed; so a ring
+ * that becomes busy while others keep the service busy waits at most a
+ * millisecond, and one that wakes a sleeping service, none.
+ */
 static inline unsigned tb__service_drain(struct tb_service *s,
 					 uint64_t now_ms)
 {
-	unsigned h, done, total = 0, left, step;
+	unsigned h, *link, total = 0;
 	uint64_t ow, min;
 
 	tb__service_sums(s, &ow, &min);
+	if (!s->sweep && now_ms == s->swept_ms) {
+		for (link = &s->active; *link; ) {
+			struct tb_bridge *br = s->cfg.slots[*link - 1];
+
+			h = *link - 1;
+			s->stats.looks++;
+			if (br->error || tb_bridge_quiet(br)) {
+				*link = br->svc_next;	/* off the list */
+				if (!br->error)
+					tb__service_quiet_ring(s, h);
+				continue;
+			}
+			total += tb__service_drain_one(s, h, min, now_ms);
+			link = &br->svc_next;
+		}
+		if (total)
+			return total;
+	}
+	s->sweep = 0;
+	s->swept_ms = now_ms;
+	s->stats.sweeps++;
+	s->active = 0;
+	link = &s->active;
 	for (h = 0; h < s->top; h++) {
 		struct tb_bridge *br = s->cfg.slots[h];
 
 		if (!br || br->error)
 			continue;
+		s->stats.looks++;
 		if (tb_bridge_quiet(br)) {
 			tb__service_quiet_ring(s, h);
 			continue;
 		}
-		step = s->cfg.batch;
-		if (s->cfg.period_ms && s->cfg.out && min) {
-			uint64_t q = min / 4 / br->reader.ring->chunk_size;
-
-			step = q < 1 ? 1 : q < step ? (unsigned)q : step;
-		}
-		for (left = s->cfg.batch; left; left -= done) {
-			unsigned n = step < left ? step : left;
-
-			if (!tb__service_ring(s, h, TB_READ_LAZY, n, &done))
-				break;
-			total += done;
-			if (tb__service_check_buffers(s)) {
-				s->stats.early_writes++;
-				tb_service_write_buffers(s);
-				s->next_write_ms = now_ms + s->cfg.period_ms;
-			}
-			if (done < n)
-				break;
+		total += tb__service_drain_one(s, h, min, now_ms);
+		if (!br->error) {		/* on the list, in order */
+			*link = h + 1;
+			link = &br->svc_next;
 		}
 	}
+	*link = 0;
 	return total;
 }
 
@@ -490,7 +552,10 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 		return false;
 	}
 	s->stats.passes++;
-	s->wake_done = tb_atomic_load(&s->wake_req, TB_RLX);
+	seq = tb_atomic_load(&s->wake_req, TB_RLX);
+	if (seq != s->wake_done)
+		s->sweep = 1;	/* a wake says nothing of which ring */
+	s->wake_done = seq;
 	busy = tb__service_drain(s, now_ms) != 0;
 	if (req != s->flush_done) {
 		tb_service_flush(s);
@@ -510,6 +575,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 	if (wait && tb__service_idle(s)) {
 		s->stats.sleeps++;
 		tb_bell_wait(s->cfg.bell, seq, wait);
+		s->sweep = 1;	/* rung, or timed out: by whom is unknown */
 	} else {
 		tb_bell_cancel(s->cfg.bell);
 	}

@@ -2605,6 +2605,63 @@ START_TEST(test_service_pass_skips_rings_with_nothing_new)
 }
 END_TEST
 
+/*
+ * While some rings keep the service busy, a pass looks at those only (the
+ * active list), not at the idle ones; a ring that gets work meanwhile is
+ * found by the next sweep: a millisecond later at most, or as soon as the
+ * busy rings run dry.
+ */
+START_TEST(test_service_pass_looks_only_at_active_rings)
+{
+	struct fx *f = fx_new(4, 256, 16, 1u << 20);
+	struct twriter a, b;
+	uint64_t l0, s0;
+	uint32_t i;
+
+	f->cfg.out = NULL;
+	fx_wait(f, 0);
+	tw_new(&a, f, 0, 1, 0);		/* ring 0: busy */
+	tw_new(&b, f, 1, 2, 0);		/* ring 1: idle, then busy */
+	wpkt_rel(&a, 0, 60);
+	ck_assert(tb_service_poll(svc(f), 5));	/* the first pass sweeps */
+	ck_assert_uint_eq(sbr(f, 0)->stat[TB_BS_CHUNKS], 1);
+	l0 = fx_stats(f).looks;
+	s0 = fx_stats(f).sweeps;
+	for (i = 1; i <= 10; i++) {	/* the same millisecond */
+		wpkt_rel(&a, i, 60);
+		ck_assert(tb_service_poll(svc(f), 5));
+	}
+	ck_assert_uint_eq(sbr(f, 0)->stat[TB_BS_CHUNKS], 11);
+	ck_assert_uint_eq(fx_stats(f).sweeps, s0);
+	ck_assert_uint_eq(fx_stats(f).looks - l0, 10);	/* ring 0 only */
+	/* ring 1 gets work while ring 0 stays busy: the next ms finds it */
+	wpkt_rel(&b, 0, 60);
+	wpkt_rel(&a, 11, 60);
+	ck_assert(tb_service_poll(svc(f), 5));
+	ck_assert_uint_eq(sbr(f, 1)->stat[TB_BS_CHUNKS], 0);
+	wpkt_rel(&a, 12, 60);
+	ck_assert(tb_service_poll(svc(f), 6));
+	ck_assert_uint_eq(sbr(f, 1)->stat[TB_BS_CHUNKS], 1);
+	ck_assert_uint_eq(fx_stats(f).sweeps, s0 + 1);
+	/* both on the list now; when they run dry, a pass sweeps */
+	wpkt_rel(&b, 1, 60);
+	ck_assert(tb_service_poll(svc(f), 6));
+	ck_assert_uint_eq(sbr(f, 1)->stat[TB_BS_CHUNKS], 2);
+	ck_assert_uint_eq(sbr(f, 0)->stat[TB_BS_CHUNKS], 13);
+	wpkt_rel(&b, 2, 60);		/* the list is [1] only now */
+	ck_assert(tb_service_poll(svc(f), 6));
+	ck_assert_uint_eq(sbr(f, 1)->stat[TB_BS_CHUNKS], 3);
+	wpkt_rel(&a, 13, 60);		/* ring 0 off the list: a dry pass */
+	s0 = fx_stats(f).sweeps;
+	ck_assert(tb_service_poll(svc(f), 6));
+	ck_assert_uint_eq(fx_stats(f).sweeps, s0 + 1);
+	ck_assert_uint_eq(sbr(f, 0)->stat[TB_BS_CHUNKS], 14);
+	twriter_free(&a);
+	twriter_free(&b);
+	fx_free(f);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * Suites
  */
@@ -2710,6 +2767,7 @@ static Suite *service_suite(void)
 		test_service_retires_a_ring_whose_every_chunk_is_pinned);
 	tcase_add_test(t, test_service_keeps_a_ring_pinned_by_slow_writers);
 	tcase_add_test(t, test_service_pass_skips_rings_with_nothing_new);
+	tcase_add_test(t, test_service_pass_looks_only_at_active_rings);
 	suite_add_tcase(s, t);
 	return s;
 }
