@@ -150,9 +150,9 @@
  *     system call each and makes it reclaim the very chunk the writer was
  *     about to reuse.  A writer wakes it when it burns a position,
  *     stalls, abandons or releases a chunk, and when it hands a chunk
- *     over (published and not kept for reuse, or forgotten) once half
- *     the ring waits (TB_DROP) or the whole ring (TB_STALL: its stall
- *     rings anyway).  Anything else - a chunk an idle writer keeps, a
+ *     over (published and not kept for reuse, or forgotten) once three
+ *     quarters of the ring wait (TB_DROP; at least one chunk is left) or
+ *     the whole ring (TB_STALL: its stall rings anyway).  Anything else - a chunk an idle writer keeps, a
  *     lone finished chunk - is taken at the reader's next pass, at the
  *     latest when tb_reader_wait() times out.  Before either side
  *     sleeps it spins for a while (an adaptive number of polls,
@@ -789,8 +789,9 @@ static inline void tb__w_notify(const struct tb_ring *r)
  * A chunk was handed over: wake a sleeping reader only once @backlog
  * chunks wait for it.  Every sleep of the reader costs a futex wait and
  * the wake that ends it, and a reader woken for a few chunks goes back to
- * sleep after them: a writer that drops on a full ring wakes it once half
- * the ring waits, which leaves the other half for the reader to get going;
+ * sleep after them: a writer that drops on a full ring wakes it once three
+ * quarters of the ring wait, which leaves a quarter (one chunk at least)
+ * for the reader to get going;
  * one that stalls only once the whole ring waits, since its stall rings
  * the bell anyway.  A reader that is not asleep (draining, or spinning in
  * tb_reader_wait()) costs nothing here; a lone chunk waits at most the
@@ -939,7 +940,8 @@ static inline uint32_t tb__writer_backlog(const struct tb_writer *w)
 {
 	uint32_t n = w->ring->num_chunks;
 
-	return w->policy == TB_STALL ? n : n / 2;
+	/* TB_DROP: a quarter of the ring, one chunk at least, is headroom */
+	return w->policy == TB_STALL ? n : n - (n / 4 ? n / 4 : 1);
 }
 
 /*

@@ -2479,11 +2479,13 @@ static void check_handover_wakes_at(uint32_t num_chunks,
 	tring_free(&t);
 }
 
-START_TEST(test_handover_wakes_a_sleeping_reader_once_half_waits)
+START_TEST(test_handover_wakes_a_sleeping_reader_at_three_quarters)
 {
-	/* TB_DROP: half the ring waits, the other half is the headroom */
-	check_handover_wakes_at(64, TB_DROP, 32);
-	check_handover_wakes_at(4, TB_DROP, 2);
+	/* TB_DROP: 3/4 of the ring waits, a quarter (a chunk at least) is
+	 * the headroom */
+	check_handover_wakes_at(64, TB_DROP, 48);
+	check_handover_wakes_at(16, TB_DROP, 12);
+	check_handover_wakes_at(4, TB_DROP, 3);
 	check_handover_wakes_at(2, TB_DROP, 1);
 }
 END_TEST
@@ -4835,7 +4837,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_lost_claim_burns_position_and_moves_on);
 	tcase_add_test(tc, test_burned_position_rings_the_doorbell);
 	tcase_add_test(tc, test_writer_room_is_what_the_next_fragment_could_take);
-	tcase_add_test(tc, test_handover_wakes_a_sleeping_reader_once_half_waits);
+	tcase_add_test(tc, test_handover_wakes_a_sleeping_reader_at_three_quarters);
 	tcase_add_test(tc, test_stalling_writer_handover_wakes_only_a_full_ring);
 	tcase_add_test(tc,
 		test_handover_to_a_reader_that_is_not_asleep_makes_no_call);
