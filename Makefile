@@ -41,6 +41,7 @@ TESTS	:= $(patsubst test/%.c,%,$(wildcard test/test_*.c))
 # C++ suites (every header as C++): run natively, under the sanitizers,
 # not in the -m32 and cross builds (they have no C++ compiler here).
 CXX_TESTS := $(patsubst test/%.cc,%,$(wildcard test/test_*.cc))
+CXX_TESTS += $(addsuffix -c++11,$(CXX_TESTS))
 RUN_CXX	?= $(CXX_TESTS)
 # Examples that check themselves and exit non-zero when they fail; each
 # gets build/NAME.pftrace as its argument, and a trace it writes there must
@@ -107,6 +108,10 @@ CXX	?= c++
 CXXSTD	?= -std=c++17
 $(BUILD)/test_%: test/test_%.cc $(TEST_DEPS) | $(BUILD)
 	$(CXX) $(CXXSTD) $(WARN) -I. -g $(CFLAGS) $(EXTRA) $< -o $@ $(CHECK_LIBS)
+
+# The same C++ suites built, linked and run as C++11 (the oldest we claim).
+$(BUILD)/test_%-c++11: test/test_%.cc $(TEST_DEPS) | $(BUILD)
+	$(CXX) -std=c++11 $(WARN) -I. -g $(CFLAGS) $(EXTRA) $< -o $@ $(CHECK_LIBS)
 
 $(BUILD):
 	@mkdir -p $@
