@@ -288,7 +288,13 @@ static inline uint32_t tb__pos_next_wrap(uint32_t pos, unsigned chunk_bits)
  * as untrusted.
  */
 #define TB_RING_MAGIC		0x31524254u	/* "TBR1" */
-#define TB_RING_VERSION		1u
+/*
+ * The ring's ABI version: 2 since stalled writers sleep on wake_seq with a
+ * wake request (version 1 slept on read_pos) and line 6 holds the
+ * incremental-state generation.  Processes of different versions must not
+ * share a ring: tb_ring_attach() refuses another version (TB_EVERSION).
+ */
+#define TB_RING_VERSION		2u
 #define TB_RING_HDR_SIZE	512u
 #define TB_COUNT_MAX_LOG2	30u
 
