@@ -17,6 +17,10 @@
 #include "tbring.h"
 #include "tbuffer.h"
 #include "tbservice.h"
+#include "tbevent.h"
+#include "tbcheck.h"
+
+TB_CATEGORY_DEFINE(cat_cxx, "cxx", 1);
 
 namespace {
 
@@ -236,6 +240,97 @@ START_TEST(test_service_path)
 }
 END_TEST
 
+// Writer threads trace slices and a counter with the event layer; the
+// service loop runs on its own thread (init, add, poll, stop) and writes
+// the trace; the trace checker finds it clean.
+START_TEST(test_event_layer_service_loop_and_checker)
+{
+	Ring ring;
+	struct tb_bell bell = { 0, 0 };
+	struct tb_buf *buf = tb_buf_create(1 << 20, TB_BUF_RING_BUFFER);
+	struct tb_buf *bufs[1] = { buf };
+	struct tb_bridge *slots[2];
+	struct tb_buf_ident id = { 1000, 42 };
+	std::vector<uint8_t> rscratch(kChunk);
+	struct tb_service_config cfg;
+	struct tb_service svc;
+	struct tb_bridge br;
+	struct tb_trace_out out;
+	struct tb_track proc;
+	struct tb_check ck;
+	unsigned h;
+	MemOut mo;
+
+	ck_assert_ptr_nonnull(buf);
+	tb_ring_set_bell(&ring.r, &bell);
+	std::memset(&out, 0, sizeof(out));
+	out.write = mem_write;
+	out.ctx = &mo;
+	std::memset(&cfg, 0, sizeof(cfg));
+	cfg.bell = &bell;
+	cfg.slots = slots;
+	cfg.max_rings = 2;
+	cfg.bufs = bufs;
+	cfg.nbufs = 1;
+	cfg.out = &out;
+	cfg.wait_ms = 5;
+	ck_assert_int_eq(tb_service_init(&svc, &cfg), TB_OK);
+	ck_assert_int_eq(tb_bridge_init(&br, &ring.r, rscratch.data(), 1, id,
+					bufs, 1, NULL, NULL), TB_OK);
+	ck_assert_int_eq(tb_service_add(&svc, &br, &h), TB_OK);
+	tb_track_process(&proc, tb_ev_uuid(42, 0), 42, "cxx");
+	std::thread service([&] {
+		uint64_t ms = 0;
+
+		while (tb_service_poll(&svc, ms++))
+			;
+	});
+	std::vector<std::thread> writers;
+	for (uint32_t w = 1; w <= kWriters; w++)
+		writers.emplace_back([&ring, &proc, w] {
+			std::vector<uint8_t> scratch(kChunk);
+			struct tb_writer wr;
+			struct tb_ev_writer ev;
+			struct tb_track th, rows;
+
+			ck_assert_int_eq(tb_writer_init(&wr, &ring.r,
+					 (uint16_t)w, 0, TB_STALL,
+					 scratch.data()), TB_OK);
+			tb_track_thread(&th, tb_ev_uuid(42, w), &proc, 42,
+					(int32_t)(100 + w), "writer");
+			tb_track_counter(&rows, tb_ev_uuid(42, 16 + w), &th,
+					 "rows", TB_UNIT_COUNT);
+			ck_assert_int_eq(tb_ev_writer_init(&ev, &wr, &th, NULL,
+							   TB_EV_DEFAULTS),
+					 TB_OK);
+			for (uint32_t i = 0; i < 500; i++) {
+				TB_TRACE_BEGIN_W(&ev, &cat_cxx, "Request",
+						 TB_ARG_UINT("i", i));
+				TB_TRACE_COUNTER_W(&ev, &cat_cxx, &rows, i);
+				TB_TRACE_END_W(&ev, &cat_cxx);
+			}
+			tb_ev_writer_finish(&ev);
+			tb_writer_release(&wr);
+		});
+	for (auto &t : writers)
+		t.join();
+	tb_service_stop(&svc);
+	tb_bell_ring(&bell);
+	service.join();
+	ck_assert_int_eq(tb_check_init(&ck, NULL, NULL, 64u << 20), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&ck, mo.bytes.data(), mo.bytes.size()),
+			 TB_OK);
+	ck_assert(tb_check_clean(&ck));
+	ck_assert_uint_eq(ck.stats.slice_begins, 2 * 500);
+	ck_assert_uint_eq(ck.stats.slice_ends, 2 * 500);
+	ck_assert_uint_eq(ck.stats.counters, 2 * 500);
+	tb_check_destroy(&ck);
+	tb_service_remove(&svc, h);
+	tb_bridge_destroy(&br);
+	tb_buf_destroy(buf);
+}
+END_TEST
+
 int main()
 {
 	Suite *s = suite_create("tbring_cxx");
@@ -246,6 +341,7 @@ int main()
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_threads_stall_and_a_reader_drains);
 	tcase_add_test(tc, test_service_path);
+	tcase_add_test(tc, test_event_layer_service_loop_and_checker);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
