@@ -107,11 +107,11 @@ $(BUILD)/test_%: test/test_%.c $(TEST_DEPS) | $(BUILD)
 CXX	?= c++
 CXXSTD	?= -std=c++17
 $(BUILD)/test_%: test/test_%.cc $(TEST_DEPS) | $(BUILD)
-	$(CXX) $(CXXSTD) $(WARN) -I. -g $(CFLAGS) $(EXTRA) $< -o $@ $(CHECK_LIBS)
+	$(CXX) $(CXXSTD) $(WARN) -I. -g $(CFLAGS) $(EXTRA) $< -o $@ $(CHECK_LIBS) $(CXX_LINK)
 
 # The same C++ suites built, linked and run as C++11 (the oldest we claim).
 $(BUILD)/test_%-c++11: test/test_%.cc $(TEST_DEPS) | $(BUILD)
-	$(CXX) -std=c++11 $(WARN) -I. -g $(CFLAGS) $(EXTRA) $< -o $@ $(CHECK_LIBS)
+	$(CXX) -std=c++11 $(WARN) -I. -g $(CFLAGS) $(EXTRA) $< -o $@ $(CHECK_LIBS) $(CXX_LINK)
 
 $(BUILD):
 	@mkdir -p $@
@@ -212,6 +212,9 @@ X_TRIPLE = $(X_TRIPLE_$(ARCH))
 X_DEB	= $(X_DEB_$(ARCH))
 X_QEMU	= $(X_QEMU_$(ARCH)) -L /
 X_BUILD	= build/cross/$(ARCH)
+# The C++ suites too, where the target's g++ is installed (CI installs
+# it); libstdc++ is linked in statically: qemu's -L / has no target one.
+X_CXX_TESTS = $(if $(shell command -v $(X_TRIPLE)-g++ 2>/dev/null),$(CXX_TESTS))
 SYSROOT	:= build/sysroot
 X_CK	= $(SYSROOT)/$(X_DEB)/usr/include
 QEMU_TIMEOUT_MULTIPLIER ?= 10
@@ -227,6 +230,7 @@ deps-cross: deps
 	@$(__check_arch)
 	@missing=""; \
 	command -v $(X_TRIPLE)-gcc >/dev/null || missing="$$missing gcc-$(X_TRIPLE)"; \
+	command -v $(X_TRIPLE)-g++ >/dev/null || missing="$$missing g++-$(X_TRIPLE)"; \
 	command -v $(X_QEMU_$(ARCH)) >/dev/null || missing="$$missing qemu-user"; \
 	[ -f /usr/lib/$(X_TRIPLE)/pkgconfig/check.pc ] || missing="$$missing check:$(X_DEB)"; \
 	[ -z "$$missing" ] || { \
@@ -254,17 +258,18 @@ cross-all:
 
 cross-build: $(X_CK)/ck_md.h
 	@$(__check_arch)
-	@echo "cross $(ARCH): building $(words $(TESTS)) suites and $(words $(EXAMPLES)) examples with $(X_TRIPLE)-gcc, ck from $(X_CK)"
-	@$(MAKE) --no-print-directory -s $(addprefix $(X_BUILD)/,$(TESTS) $(EXAMPLES) $(TOOLS)) \
-	BUILD=$(X_BUILD) CC=$(X_TRIPLE)-gcc CFLAGS="-O2" \
-	EXTRA="-isystem $(X_CK) $(EXTRA)" \
+	@echo "cross $(ARCH): building $(words $(TESTS) $(X_CXX_TESTS)) suites and $(words $(EXAMPLES)) examples with $(X_TRIPLE)-gcc$(if $(X_CXX_TESTS), and -g++), ck from $(X_CK)"
+	@$(MAKE) --no-print-directory -s $(addprefix $(X_BUILD)/,$(TESTS) $(X_CXX_TESTS) $(EXAMPLES) $(TOOLS)) \
+	BUILD=$(X_BUILD) CC=$(X_TRIPLE)-gcc CXX=$(X_TRIPLE)-g++ CFLAGS="-O2" \
+	EXTRA="-isystem $(X_CK) -Wno-psabi $(EXTRA)" \
+	CXX_LINK="-static-libstdc++ -static-libgcc" \
 	CHECK_LIBS="$$(PKG_CONFIG_LIBDIR=/usr/lib/$(X_TRIPLE)/pkgconfig pkg-config --cflags --libs check) -pthread"
 
 # One line per suite: check's summary and the wall time; a failing suite's
 # log (build/cross/<arch>/<suite>.log) is shown, and make fails at the end.
 cross-run:
 	@$(__check_arch)
-	@fail=0; for t in $(TESTS); do \
+	@fail=0; for t in $(TESTS) $(X_CXX_TESTS); do \
 	s=$$(date +%s); \
 	if TB_BUILD_DIR=$(X_BUILD) TB_EXEC_WRAP="$(X_QEMU)" \
 	    CK_TIMEOUT_MULTIPLIER=$(QEMU_TIMEOUT_MULTIPLIER) \
