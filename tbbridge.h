@@ -323,55 +323,52 @@ static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
 }
 
 /*
- * tb_reader_idle() of the bridge's reader (or true once the bridge is
- * retired): nothing changed at the ring since the last drain stopped.  A
- * ring with nothing held costs one shared load, write_pos, beside the
- * bridge's first lines.  Call between tb_bell_prepare() and
- * tb_bell_wait().
- */
-static inline bool tb_bridge_idle(const struct tb_bridge *br)
-{
-	const struct tb_reader *rd = &br->reader;
-	uint32_t wp;
-
-	if (br->error || rd->stopped)
-		return true;
-	/* relaxed: after tb_bell_prepare()'s fence, as tb_reader_idle() */
-	wp = tb_atomic_load(br->write_pos, TB_RLX);
-	if (wp != rd->wait_pos)
-		return false;
-	return wp == rd->pos || tb_reader_idle(rd);
-}
-
-/*
- * True when a lazy tb_bridge_drain() now would resolve nothing and change
- * nothing, so a service may skip it: the bridge is retired, or no
- * position was reserved since its last drain and either that drain caught
+ * Nothing changed at the ring since the last drain stopped (or the bridge
+ * is retired): no position reserved since, and either that drain caught
  * up with the writers or it stopped before a chunk a writer holds whose
- * word has not changed, in a ring not under pressure (a lazy drain would
- * scrape then).  It reads one shared word, write_pos, for a ring with
- * nothing held, and the held chunk's word besides for one stopped before
- * it.  Like the drain, it may miss a reservation made just now (a relaxed
- * load); the next pass sees it, and a service checks tb_reader_idle()
- * after tb_bell_prepare() before it sleeps.
+ * word has not changed - and, with @unpressed, the ring is not under
+ * pressure (a lazy drain would scrape then).  One shared load, write_pos,
+ * for a ring with nothing held, beside the bridge's first lines; the held
+ * chunk's word besides for one stopped before it.
  */
-static inline bool tb_bridge_quiet(const struct tb_bridge *br)
+static inline bool tb__bridge_same(const struct tb_bridge *br, bool unpressed)
 {
 	const struct tb_reader *rd = &br->reader;
 	uint32_t wp;
 
 	if (br->error || rd->stopped)
 		return true;
-	/* relaxed: as in tb_reader_drain(), a stale one delays one pass */
+	/* relaxed: as in tb_reader_idle(); the state load there acquires */
 	wp = tb_atomic_load(br->write_pos, TB_RLX);
 	if (wp != rd->wait_pos)
 		return false;		/* reserved since: work, or a claim */
 	if (wp == rd->pos)
 		return true;		/* caught up, nothing reserved */
 	/* unsigned distance, as tbring.h compares positions */
-	if (wp - rd->pos >= rd->ring->num_chunks / 2)
+	if (unpressed && wp - rd->pos >= rd->ring->num_chunks / 2)
 		return false;		/* pressed: a lazy drain scrapes */
 	return tb_reader_idle(rd);	/* the held chunk's word, unchanged */
+}
+
+/*
+ * tb_reader_idle() of the bridge's reader, or true once it is retired.
+ * Call between tb_bell_prepare() and tb_bell_wait().
+ */
+static inline bool tb_bridge_idle(const struct tb_bridge *br)
+{
+	return tb__bridge_same(br, false);
+}
+
+/*
+ * True when a lazy tb_bridge_drain() now would resolve nothing and change
+ * nothing, so a service may skip it.  Like the drain, it may miss a
+ * reservation made just now (a relaxed load); the next pass sees it, and
+ * a service checks tb_bridge_idle() after tb_bell_prepare() before it
+ * sleeps.
+ */
+static inline bool tb_bridge_quiet(const struct tb_bridge *br)
+{
+	return tb__bridge_same(br, true);
 }
 
 #ifdef __cplusplus
