@@ -65,6 +65,7 @@
 
 #include "tbcheck.h"
 #include "trace_decode.h"
+#include "spawn_helpers.h"
 
 #define E2E_PROCS	16
 #define E2E_WRITERS	8
@@ -187,12 +188,6 @@ static void e2e_sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-static const char *e2e_bin_dir(void)
-{
-	const char *d = getenv("TB_BUILD_DIR");
-
-	return d && *d ? d : "build";
-}
 
 /* The whole file, NUL-terminated (NULL if it cannot be read). */
 static char *e2e_slurp(const char *path, size_t *len)
@@ -222,66 +217,6 @@ static char *e2e_slurp(const char *path, size_t *len)
 /* ------------------------------------------------------------------------
  * Processes.
  */
-
-/*
- * Splits $TB_EXEC_WRAP into at most @max words of @argv, in @buf; returns
- * how many (0 when it is unset or empty).
- */
-static unsigned e2e_wrap(char *buf, size_t size, const char **argv,
-			 unsigned max)
-{
-	const char *w = getenv("TB_EXEC_WRAP");
-	unsigned n = 0;
-	char *p;
-
-	if (!w || !*w)
-		return 0;
-	ck_assert_uint_lt(strlen(w), size);
-	strcpy(buf, w);
-	for (p = strtok(buf, " "); p; p = strtok(NULL, " ")) {
-		ck_assert_uint_lt(n, max);
-		argv[n++] = p;
-	}
-	return n;
-}
-
-/* Starts build/@name with @args (NULL-terminated), output to @out. */
-static pid_t e2e_spawn(const char *name, const char *out, const char **args)
-{
-	char path[256], wrap[256];
-	const char *argv[40];
-	unsigned n, k;
-	pid_t pid;
-
-	snprintf(path, sizeof(path), "%s/%s", e2e_bin_dir(), name);
-	ck_assert_msg(access(path, X_OK) == 0, "%s: %s (build it first: "
-		      "make %s)", path, strerror(errno), path);
-	n = e2e_wrap(wrap, sizeof(wrap), argv, 8);
-	argv[n] = path;
-	for (k = 0; args[k]; k++) {
-		ck_assert_uint_lt(n + k + 2, sizeof(argv) / sizeof(argv[0]));
-		argv[n + k + 1] = args[k];
-	}
-	argv[n + k + 1] = NULL;
-	fflush(stdout);
-	pid = fork();
-	ck_assert_int_ne(pid, -1);
-	if (!pid) {
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		/* dies with the test, whatever happens to it */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(126);
-		close(fd);
-		if (n)	/* the wrapper is looked up in PATH */
-			execvp(argv[0], (char *const *)argv);
-		else
-			execv(path, (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
 
 /* Reaps @pid within @ms (times the multiplier); kills it -9 after. */
 static int e2e_reap(pid_t pid, int *reaped, int *status, unsigned ms)
@@ -333,7 +268,7 @@ static void e2e_start_service(struct e2e *e)
 			       "20", "-W", "50", "-v", e->sock, e->trace,
 			       NULL };
 
-	e->svc = e2e_spawn("tb_service", e->svc_out, args);
+	e->svc = spawn_to("tb_service", e->svc_out, args);
 }
 
 /*
@@ -371,7 +306,7 @@ static struct e2e_proc *e2e_start(struct e2e *e, enum e2e_role role,
 		args[a++] = extra[i];
 	args[a++] = e->sock;
 	args[a] = NULL;
-	p->pid = e2e_spawn("tb_producer", p->out, args);
+	p->pid = spawn_to("tb_producer", p->out, args);
 	e->np++;
 	return p;
 }
@@ -432,7 +367,7 @@ static void e2e_stop_service(struct e2e *e, int by_command)
 		pid_t pid;
 
 		snprintf(out, sizeof(out), "%s/command.out", e->dir);
-		pid = e2e_spawn("tb_producer", out, args);
+		pid = spawn_to("tb_producer", out, args);
 		ck_assert_int_eq(e2e_reap(pid, &reaped, &status, 10000), 0);
 		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 			e2e_dump(out);

@@ -40,6 +40,7 @@
 
 #include "tbcheck.h"
 #include "ring_helpers.h"
+#include "spawn_helpers.h"
 
 #define RUN_TIMEOUT_MS	30000
 
@@ -87,32 +88,6 @@ static void spit(const char *path, const void *p, size_t n)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
-static const char *bin_dir(void)
-{
-	const char *d = getenv("TB_BUILD_DIR");
-
-	return d && *d ? d : "build";
-}
-
-/* $TB_EXEC_WRAP split into words, in @buf. */
-static unsigned exec_wrap(char *buf, size_t size, const char **argv,
-			  unsigned max)
-{
-	const char *w = getenv("TB_EXEC_WRAP");
-	unsigned n = 0;
-	char *p;
-
-	if (!w || !*w)
-		return 0;
-	ck_assert_uint_lt(strlen(w), size);
-	strcpy(buf, w);
-	for (p = strtok(buf, " "); p; p = strtok(NULL, " ")) {
-		ck_assert_uint_lt(n, max);
-		argv[n++] = p;
-	}
-	return n;
-}
-
 static char *out;		/* the last run's stdout and stderr */
 
 /*
@@ -121,40 +96,13 @@ static char *out;		/* the last run's stdout and stderr */
  */
 static int tbtrace(const char **args)
 {
-	char path[512], wrap[256], log[512];
-	const char *argv[48];
-	unsigned n, k, waited = 0;
+	char log[512];
+	unsigned waited = 0;
 	int status;
 	pid_t pid;
 
-	snprintf(path, sizeof(path), "%s/tbtrace", bin_dir());
-	ck_assert_msg(access(path, X_OK) == 0, "%s: %s (build it first)",
-		      path, strerror(errno));
 	tmp_path(log, sizeof(log), "run.log");
-	n = exec_wrap(wrap, sizeof(wrap), argv, 8);
-	argv[n] = path;
-	for (k = 0; args[k]; k++) {
-		ck_assert_uint_lt(n + k + 2, sizeof(argv) / sizeof(argv[0]));
-		argv[n + k + 1] = args[k];
-	}
-	argv[n + k + 1] = NULL;
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	ck_assert_int_ne(pid, -1);
-	if (!pid) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(126);
-		close(fd);
-		if (n)
-			execvp(argv[0], (char *const *)argv);
-		else
-			execv(path, (char *const *)argv);
-		_exit(127);
-	}
+	pid = spawn_to("tbtrace", log, args);
 	while (waitpid(pid, &status, WNOHANG) == 0) {
 		if (waited > RUN_TIMEOUT_MS) {
 			kill(pid, SIGKILL);
