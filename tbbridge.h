@@ -222,13 +222,14 @@ static inline struct tb__bridge_key *tb__bridge_key_of(struct tb_bridge *br,
  * A chunk of @v->writer's was lost in the ring (a lost view): the next
  * chunk of that writer's sequence into its buffer carries the data-loss
  * flag.  A malformed chunk names its buffer; a chunk of another format
- * does not, so every buffer the writer wrote to hears of it.
+ * does not, so every buffer the writer wrote to hears of it (a lookup per
+ * known BufferID: a hostile producer's lost chunks cost no table walk).
  */
 static inline void tb__bridge_lost(struct tb_bridge *br,
 				   const struct tb_chunk_view *v)
 {
 	struct tb__bridge_key *k;
-	uint32_t i;
+	unsigned bid;
 
 	br->stat[TB_BS_LOST]++;
 	if (v->lost == TB_VIEW_MALFORMED) {
@@ -237,9 +238,10 @@ static inline void tb__bridge_lost(struct tb_bridge *br,
 			k->loss = 1;
 		return;
 	}
-	for (i = 0; i < br->keys_cap; i++) {
-		k = &br->keys[i];
-		if (k->used && k->key >> 16 == v->writer)
+	for (bid = 0; br->keys_cap && bid < br->nbufs; bid++) {
+		k = tb__bridge_slot(br->keys, br->keys_cap,
+				    (uint32_t)v->writer << 16 | bid);
+		if (k->used)	/* only buffers it wrote to */
 			k->loss = 1;
 	}
 }
