@@ -474,11 +474,12 @@ static inline unsigned tb__service_drain_one(struct tb_service *s,
  * (tb_bridge_quiet(): one shared word, two with a held chunk) is not
  * drained.  And a pass looks only at the rings that had work lately (the
  * active list), not at every ring: an idle ring costs a pass nothing.
- * Every ring is looked at (a sweep) when the list brought nothing, at
- * most a millisecond after the last sweep (by @now_ms), after a sleep on
- * the doorbell or a wake, and when rings were added or removed; so a ring
- * that becomes busy while others keep the service busy waits at most a
- * millisecond, and one that wakes a sleeping service, none.
+ * Every ring is looked at (a sweep) when the list ran empty, at most a
+ * millisecond after the last sweep (by @now_ms), after a sleep on the
+ * doorbell or a wake, and when rings were added or removed; so a ring
+ * that becomes busy while others keep the service busy (or keep adding
+ * to the chunks they hold) waits at most a millisecond, and one that
+ * wakes a sleeping service, none.
  */
 static inline unsigned tb__service_drain(struct tb_service *s,
 					 uint64_t now_ms)
@@ -502,7 +503,12 @@ static inline unsigned tb__service_drain(struct tb_service *s,
 			total += tb__service_drain_one(s, h, min, now_ms);
 			link = &br->svc_next;
 		}
-		if (total)
+		/*
+		 * Rings still on the list that brought nothing are held
+		 * chunks whose writers keep adding to them: wait for them
+		 * without a sweep until the millisecond is over.
+		 */
+		if (total || s->active)
 			return total;
 	}
 	s->sweep = 0;

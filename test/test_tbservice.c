@@ -2615,6 +2615,7 @@ START_TEST(test_service_pass_looks_only_at_active_rings)
 {
 	struct fx *f = fx_new(4, 256, 16, 1u << 20);
 	struct twriter a, b;
+	struct tb_span sp;
 	uint64_t l0, s0;
 	uint32_t i;
 
@@ -2656,6 +2657,26 @@ START_TEST(test_service_pass_looks_only_at_active_rings)
 	ck_assert(tb_service_poll(svc(f), 6));
 	ck_assert_uint_eq(fx_stats(f).sweeps, s0 + 1);
 	ck_assert_uint_eq(sbr(f, 0)->stat[TB_BS_CHUNKS], 14);
+	/*
+	 * A writer that keeps adding to the chunk it holds keeps its ring
+	 * on the list, bringing nothing (lazy): no sweep for that within
+	 * the millisecond, and the other ring's work waits for the next.
+	 */
+	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
+	ck_assert(tb_service_poll(svc(f), 7));	/* a new ms: sweeps */
+	s0 = fx_stats(f).sweeps;
+	wpkt_rel(&b, 3, 60);
+	for (i = 0; i < 3; i++) {	/* publish, reuse: the word moves */
+		ck_assert_int_eq(tb_writer_close(&a.w, 8, 0), TB_OK);
+		ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
+		ck_assert(tb_service_poll(svc(f), 7));
+	}
+	ck_assert_uint_eq(fx_stats(f).sweeps, s0);
+	ck_assert_uint_eq(sbr(f, 1)->stat[TB_BS_CHUNKS], 3);
+	ck_assert_uint_eq(sbr(f, 0)->stat[TB_BS_CHUNKS], 14);	/* held */
+	ck_assert(tb_service_poll(svc(f), 8));
+	ck_assert_uint_eq(sbr(f, 1)->stat[TB_BS_CHUNKS], 4);
+	ck_assert_int_eq(tb_writer_close(&a.w, 8, 0), TB_OK);
 	twriter_free(&a);
 	twriter_free(&b);
 	fx_free(f);
