@@ -9,7 +9,7 @@
  * tb_service_poll() drains what is complete in the rings into the central
  * buffers.  A pass looks at the rings that had work lately (an active
  * list), so an idle ring costs it nothing; every ring is looked at (a
- * sweep) when those bring nothing, once a millisecond, and after a sleep:
+ * sweep) when none is left on it, once a millisecond, and after a sleep:
  * there a ring with nothing new since its last drain costs one load of
  * its write_pos, two if a writer holds a chunk, and is not drained.  When
  * nothing is there, the service sleeps on a shared doorbell
