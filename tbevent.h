@@ -650,7 +650,7 @@ struct tb_event {
 #define TB_EV_DEFAULTS		2u	/* TracePacketDefaults (top) */
 
 struct tb_ev_stats {
-	uint32_t events;	/* event packets written */
+	uint32_t events;	/* event packets written (+ ends_late) */
 	uint32_t lost;		/* packets whose write failed */
 	uint32_t not_written;	/* events not written: lost, or state */
 	uint32_t states;	/* fresh incremental states started */
