@@ -90,4 +90,29 @@ static inline pid_t spawn_to(const char *name, const char *out,
 	return pid;
 }
 
+/* The whole file, NUL-terminated (NULL if it cannot be read). */
+static inline char *spawn_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n = 0, cap = 0, got;
+	char *buf = NULL;
+
+	if (!f)
+		return NULL;
+	do {
+		if (cap - n < 65536) {
+			cap = cap ? 2 * cap : 65536;
+			buf = (char *)realloc(buf, cap + 1);
+			ck_assert_ptr_nonnull(buf);
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+	} while (got);
+	fclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
 #endif /* TEST_SPAWN_HELPERS_H */

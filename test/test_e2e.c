@@ -189,31 +189,6 @@ static void e2e_sleep_ms(unsigned ms)
 }
 
 
-/* The whole file, NUL-terminated (NULL if it cannot be read). */
-static char *e2e_slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, got;
-
-	if (!f)
-		return NULL;
-	do {
-		if (cap - n < 65536) {
-			cap = cap ? 2 * cap : 65536;
-			buf = realloc(buf, cap + 1);
-			ck_assert_ptr_nonnull(buf);
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got);
-	fclose(f);
-	buf[n] = '\0';
-	if (len)
-		*len = n;
-	return buf;
-}
-
 /* ------------------------------------------------------------------------
  * Processes.
  */
@@ -244,7 +219,7 @@ static int e2e_reap(pid_t pid, int *reaped, int *status, unsigned ms)
 
 static void e2e_dump(const char *path)
 {
-	char *s = e2e_slurp(path, NULL);
+	char *s = spawn_slurp(path, NULL);
 
 	fprintf(stderr, "---- %s\n%s----\n", path, s ? s : "(none)\n");
 	free(s);
@@ -318,7 +293,7 @@ static void e2e_wait_line(struct e2e_proc *p, const char *line)
 	size_t ll = strlen(line);
 
 	for (;;) {
-		char *s = e2e_slurp(p->out, NULL), *at;
+		char *s = spawn_slurp(p->out, NULL), *at;
 		int found = 0;
 
 		for (at = s; at && (at = strstr(at, line)); at += ll)
@@ -392,7 +367,7 @@ static void e2e_stop_service(struct e2e *e, int by_command)
  */
 static void e2e_parse_report(struct e2e_proc *p)
 {
-	char *s = e2e_slurp(p->out, NULL), *line, *save = NULL;
+	char *s = spawn_slurp(p->out, NULL), *line, *save = NULL;
 	unsigned w, seq, a, b, c;
 	long tid;
 	int large;
@@ -453,7 +428,7 @@ static struct e2e_proc *e2e_by_pid(struct e2e *e, long pid)
 
 static void e2e_parse_summary(struct e2e *e)
 {
-	char *s = e2e_slurp(e->svc_out, NULL), *line, *save = NULL, *at;
+	char *s = spawn_slurp(e->svc_out, NULL), *line, *save = NULL, *at;
 	unsigned long long packets, lossy;
 	char open[16], ex[16], ring[24];
 	unsigned id, uid;
@@ -896,7 +871,7 @@ static void e2e_check_trace(struct e2e *e, const uint8_t *t, size_t len,
 static void e2e_read_trace(struct e2e *e, int tail_lost)
 {
 	size_t len;
-	uint8_t *t = (uint8_t *)e2e_slurp(e->trace, &len);
+	uint8_t *t = (uint8_t *)spawn_slurp(e->trace, &len);
 	struct pb_reader r;
 	struct pb_field f;
 	unsigned i, j, k, l;

@@ -55,30 +55,6 @@ static void tmp_path(char *buf, size_t n, const char *name)
 	snprintf(buf, n, "%s/%s", tmp_root, name);
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	size_t cap = 0, n = 0, got;
-	char *buf = NULL;
-
-	if (!f)
-		return NULL;
-	do {
-		if (cap - n < 65536) {
-			cap = cap ? cap * 2 : 65536;
-			buf = (char *)realloc(buf, cap + 1);
-			ck_assert_ptr_nonnull(buf);
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got);
-	fclose(f);
-	buf[n] = '\0';
-	if (len)
-		*len = n;
-	return buf;
-}
-
 static void spit(const char *path, const void *p, size_t n)
 {
 	FILE *f = fopen(path, "wb");
@@ -114,7 +90,7 @@ static int tbtrace(const char **args)
 		waited += 5;
 	}
 	free(out);
-	out = slurp(log, NULL);
+	out = spawn_slurp(log, NULL);
 	ck_assert_ptr_nonnull(out);
 	ck_assert_msg(WIFEXITED(status), "tbtrace %s died (signal %d):\n%s",
 		      args[0], WIFSIGNALED(status) ? WTERMSIG(status) : 0,
@@ -259,7 +235,7 @@ static void read_back(const char *path, struct back *b)
 	struct tb_pb_reader r;
 	struct tb_check c;
 	size_t len;
-	char *img = slurp(path, &len);
+	char *img = spawn_slurp(path, &len);
 	unsigned i;
 	int ret;
 
@@ -689,7 +665,7 @@ START_TEST(test_stat_exit_status_follows_the_verdict)
 	struct twriter tw;
 	struct tring t;
 	struct pkt p;
-	size_t len;
+	size_t len = 0;
 	char *body;
 
 	/* a BEGIN with no END and an END with no BEGIN */
@@ -717,7 +693,7 @@ START_TEST(test_stat_exit_status_follows_the_verdict)
 	ck_assert_out("check     1 violations no loss flag explains");
 	ck_assert_out("slice-not-ended                  0         1");
 	/* cut inside its last packet */
-	body = slurp(trace, &len);
+	body = spawn_slurp(trace, &len);
 	tmp_path(cut, sizeof(cut), "cut.pftrace");
 	spit(cut, body, len - 4);
 	ck_assert_int_eq(tbtrace(statc), 1);
