@@ -31,7 +31,9 @@
  *    order, consuming first whatever of their sequences comes before them.
  *    Nothing stalls a deletion: a packet that cannot be completed is lost
  *    (OVERWRITE) together with every fragment gathered for it, in later
- *    chunks too, and is never handed out.  Complete packets are
+ *    chunks too, and is never handed out.  As in V2, nothing is gathered
+ *    after a Begin whose chunk still waits for patches: the packet's later
+ *    fragments stay, and are read (or erased) as orphans.  Complete packets are
  *    reconstructed in order for an optional callback; without one only the
  *    accounting is done.
  *  - A chunk counts as read, or as overwritten, when its last unread
@@ -838,8 +840,10 @@ enum {
  * slices when @want).  When more data may still come (a chunk of the chain
  * is missing or waits for patches) reading consumes nothing and waits,
  * but erasing cannot wait: the packet is lost to the overwrite, and every
- * fragment collected for it goes with the chunk being erased, so none is
- * left behind to be read later as an orphan.
+ * fragment collected for it goes with the chunk being erased.  A Begin
+ * whose own chunk waits for patches is not read ahead of at all, as in
+ * TraceBufferV2: erasing takes the Begin alone, and the fragments after
+ * it are read later as orphans (ORPHAN_CONTINUATION).
  */
 static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 				      struct tb__buf_hdr *c,
@@ -850,9 +854,7 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 	bool unpatched = c->flags & TB_BUF_NEEDS_PATCH;
 	int res = TB__BUF_RA_WAIT;
 
-	if (unpatched && !erase)
-		return TB__BUF_RA_WAIT;
-	for (i = 1; i < s->n; i++) {
+	for (i = 1; !unpatched && i < s->n; i++) {
 		struct tb__buf_hdr *n = tb__buf_chunk(b, s, i);
 		struct tb__buf_frag nf;
 		int r;
@@ -888,8 +890,6 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 	}
 	/* Collected: chunks 1..end (the End's chunk, no other that stopped). */
 	end = res == TB__BUF_RA_OK ? i : i - 1;
-	if (res == TB__BUF_RA_OK && unpatched)
-		res = TB__BUF_RA_WAIT;	/* its bytes are not final */
 	if (res == TB__BUF_RA_WAIT) {
 		if (!erase)
 			return res;
