@@ -1203,28 +1203,35 @@ static inline void tb__buf_make_room(struct tb_buf *b, uint32_t n)
 
 /*
  * Creates a buffer of @size bytes (rounded up to 4096) using @alloc (NULL:
- * the C library's realloc/free).  Returns NULL when @size is too large or
- * memory runs out.
+ * the C library's realloc/free) and stores it in *@out, or NULL there when
+ * it fails, with the cause: TB_ELIMIT when @size is over TB_BUF_MAX_SIZE,
+ * TB_EINVAL for an unknown @policy, a NULL @out or no allocator at all
+ * (a NULL @alloc under TB_BUF_NO_DEFAULT_ALLOC), TB_ENOMEM when the
+ * allocator fails (nothing is left allocated).
  */
-static inline struct tb_buf *tb_buf_create_with(size_t size,
-						enum tb_buf_policy policy,
-						tb_buf_alloc_fn alloc,
-						void *alloc_ctx)
+static inline int tb_buf_new(struct tb_buf **out, size_t size,
+			     enum tb_buf_policy policy, tb_buf_alloc_fn alloc,
+			     void *alloc_ctx)
 {
 	struct tb_buf *b;
 
+	if (!out)
+		return TB_EINVAL;
+	*out = NULL;
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
 	if (!alloc)
 		alloc = tb_buf_default_alloc;
 #endif
-	if (!alloc || size > TB_BUF_MAX_SIZE ||
+	if (!alloc ||
 	    (policy != TB_BUF_RING_BUFFER && policy != TB_BUF_DISCARD))
-		return NULL;
+		return TB_EINVAL;
+	if (size > TB_BUF_MAX_SIZE)
+		return TB_ELIMIT;
 	size = size ? (size + TB_BUF_PAGE - 1) & ~(size_t)(TB_BUF_PAGE - 1)
 		    : TB_BUF_PAGE;
 	b = (struct tb_buf *)alloc(alloc_ctx, NULL, 0, sizeof(*b));
 	if (!b)
-		return NULL;
+		return TB_ENOMEM;
 	TB_MEMSET(b, 0, sizeof(*b));
 	b->alloc = alloc;
 	b->alloc_ctx = alloc_ctx;
@@ -1243,8 +1250,21 @@ static inline struct tb_buf *tb_buf_create_with(size_t size,
 			alloc(alloc_ctx, b->slices, (size_t)b->slices_cap *
 			      sizeof(*b->slices), 0);
 		alloc(alloc_ctx, b, sizeof(*b), 0);
-		return NULL;
+		return TB_ENOMEM;
 	}
+	*out = b;
+	return TB_OK;
+}
+
+/* tb_buf_new() returning the buffer: NULL for any of its causes. */
+static inline struct tb_buf *tb_buf_create_with(size_t size,
+						enum tb_buf_policy policy,
+						tb_buf_alloc_fn alloc,
+						void *alloc_ctx)
+{
+	struct tb_buf *b;
+
+	tb_buf_new(&b, size, policy, alloc, alloc_ctx);
 	return b;
 }
 

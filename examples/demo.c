@@ -916,6 +916,7 @@ static void setup(struct demo *d)
 	struct tb_service_config sc;
 	struct tb_buf_ident ident;
 	unsigned i, handle;
+	int ret;
 
 	d->pid = (int)getpid();
 	d->uid = (unsigned)getuid();
@@ -933,10 +934,11 @@ static void setup(struct demo *d)
 		exit(2);
 	}
 	/* the central buffer, and a bridge from the ring into it */
-	d->buf = tb_buf_create(d->opt.buffer_size, d->opt.fill);
-	if (!d->buf) {
-		fprintf(stderr, "demo: cannot allocate a %zu-byte buffer\n",
-			d->opt.buffer_size);
+	ret = tb_buf_new(&d->buf, d->opt.buffer_size, d->opt.fill, NULL,
+			 NULL);
+	if (ret) {
+		fprintf(stderr, "demo: cannot create a %zu-byte buffer: %s\n",
+			d->opt.buffer_size, tb_strerror(ret));
 		exit(2);
 	}
 	tb_buf_on_overwrite(d->buf, on_overwrite, d);

@@ -2656,6 +2656,52 @@ START_TEST(test_allocation_failure_is_an_error_not_a_crash)
 }
 END_TEST
 
+/*
+ * tb_buf_new() names each cause of a failed creation, and leaves no
+ * buffer (and no memory) behind: a size over the limit, an unknown
+ * policy or no place to put the buffer, and the allocator failing at each
+ * of its four allocations (buffer, data, slices, sequence table).
+ */
+START_TEST(test_create_says_why_it_failed)
+{
+	struct acct a = { 0, 0, -1 };
+	struct tb_buf *b, *junk = (struct tb_buf *)&a;
+	int i;
+
+	b = junk;
+	ck_assert_int_eq(tb_buf_new(&b, (size_t)TB_BUF_MAX_SIZE + 1,
+				    TB_BUF_RING_BUFFER, counting_alloc, &a),
+			 TB_ELIMIT);
+	ck_assert_ptr_null(b);
+	b = junk;
+	ck_assert_int_eq(tb_buf_new(&b, 8192, (enum tb_buf_policy)2,
+				    counting_alloc, &a), TB_EINVAL);
+	ck_assert_ptr_null(b);
+	ck_assert_int_eq(tb_buf_new(NULL, 8192, TB_BUF_DISCARD,
+				    counting_alloc, &a), TB_EINVAL);
+	ck_assert_int_eq(a.live, 0);
+	for (i = 0; i < 4; i++) {
+		a.fail_after = i;
+		b = junk;
+		ck_assert_int_eq(tb_buf_new(&b, 8192, TB_BUF_RING_BUFFER,
+					    counting_alloc, &a), TB_ENOMEM);
+		ck_assert_ptr_null(b);
+		ck_assert_int_eq(a.live, 0);
+	}
+	a.fail_after = -1;
+	ck_assert_int_eq(tb_buf_new(&b, 8192, TB_BUF_DISCARD, counting_alloc,
+				    &a), TB_OK);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(tb_buf_stats(b)->buffer_size, 8192);
+	tb_buf_destroy(b);
+	ck_assert_int_eq(a.live, 0);
+	/* The wrappers give NULL for every cause. */
+	ck_assert_ptr_null(tb_buf_create((size_t)TB_BUF_MAX_SIZE + 1,
+					 TB_BUF_RING_BUFFER));
+	ck_assert_ptr_null(tb_buf_create(8192, (enum tb_buf_policy)2));
+}
+END_TEST
+
 START_TEST(test_packet_without_memory_for_its_slices_is_dropped_as_loss)
 {
 	struct acct a = { 0, 0, -1 };
@@ -2761,6 +2807,7 @@ static Suite *storage_suite(void)
 	tcase_add_test(t, test_write_ends_the_read_batch);
 	tcase_add_test(t, test_all_memory_goes_through_the_allocator_hook);
 	tcase_add_test(t, test_allocation_failure_is_an_error_not_a_crash);
+	tcase_add_test(t, test_create_says_why_it_failed);
 	tcase_add_test(t,
 	    test_packet_without_memory_for_its_slices_is_dropped_as_loss);
 	suite_add_tcase(s, t);
