@@ -26,4 +26,31 @@ for b in build/readme.*.c; do
 	rm -f "$b" "$b.src"
 done
 [ $status = 0 ] && echo "readme: every code block matches its example"
+
+# The firmware writer's header list ("A firmware writer needs ..." up to
+# "; a service") names every header the producer-side headers include,
+# directly or not, so a copy vendored from it compiles.
+producer="tbring.h tbevent.h"
+list=$(awk '/A firmware writer needs/ { on = 1 }
+	    on { printf "%s ", $0 } on && /; a service/ { exit }' README.md)
+todo=$producer
+closure=""
+while [ -n "$todo" ]; do
+	h=${todo%% *}
+	[ "$h" = "$todo" ] && todo="" || todo=${todo#* }
+	case " $closure " in *" $h "*) continue;; esac
+	closure="$closure $h"
+	todo="$todo $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$h" | tr '\n' ' ')"
+	todo=$(echo $todo)
+done
+fw=0
+[ -n "$list" ] || { echo "readme: no firmware header list" >&2; fw=1; }
+for h in $closure; do
+	case "$list" in
+	*"\`$h\`"*) ;;
+	*) echo "readme: the firmware header list omits $h ($producer include it)" >&2
+	   fw=1;;
+	esac
+done
+[ $fw = 0 ] && echo "readme: the firmware header list names every header of$closure" || status=1
 exit $status
