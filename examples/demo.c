@@ -776,9 +776,11 @@ static void summary(struct demo *d, double secs, struct check *c,
 	       (unsigned long long)ev.ends_late,
 	       (unsigned long long)ev.ends_skipped);
 	printf("  trace       %llu packets; %llu of the %llu tagged events "
-	       "written (%.2f%%);\n              %s is %.1f MB\n",
+	       "the ring took\n              (%.2f%%; it refused %.2f%% of "
+	       "the %llu tried);\n              %s is %.1f MB\n",
 	       (unsigned long long)packets, (unsigned long long)in_trace,
 	       (unsigned long long)written, pct(in_trace, written),
+	       pct(seq - written, seq), (unsigned long long)seq,
 	       d->opt.output, (double)file_size / 1e6);
 	printf("  lost        in the ring: %llu of %llu tagged events tried; "
 	       "writes refused:\n              full %u, no chunk %u, "
