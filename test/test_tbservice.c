@@ -251,8 +251,23 @@ struct tcol {
 	struct tpkt *v;
 	size_t n, cap;
 	unsigned foreign;	/* packets not made by mkpkt() */
+	unsigned service;	/* the service's own (TraceStats, ...) */
+	int stats_last;		/* the last packet is a TraceStats */
 	unsigned bad_trailer;	/* trailer not 3, 10, 79 [, 42] */
 };
+
+/* Whether a TracePacket holds trace_stats (35). */
+static int has_trace_stats(const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0)
+		if (f.number == TB_PB_TRACE_STATS && f.type == TB_PB_LEN)
+			return 1;
+	return 0;
+}
 
 static void tcol_fn(void *ctx, const struct trace_packet *tp)
 {
@@ -265,6 +280,12 @@ static void tcol_fn(void *ctx, const struct trace_packet *tp)
 		c->v = (struct tpkt *)realloc(c->v, c->cap * sizeof(*c->v));
 		if (!c->v)
 			abort();
+	}
+	c->stats_last = 0;
+	if (tp->trusted_seq_id == TB_TRACE_SERVICE_SEQ) {
+		c->service++;
+		c->stats_last = has_trace_stats(tp->data, tp->size);
+		return;
 	}
 	x = &c->v[c->n];
 	memset(x, 0, sizeof(*x));
@@ -299,7 +320,7 @@ static void decode(const struct mem_out *m, struct tcol *c)
 	memset(c, 0, sizeof(*c));
 	n = trace_for_each(m->p, m->len, tcol_fn, c);
 	ck_assert_msg(n >= 0, "the output is not a valid Trace");
-	ck_assert_uint_eq((size_t)n, c->n + c->foreign);
+	ck_assert_uint_eq((size_t)n, c->n + c->foreign + c->service);
 	ck_assert_uint_eq(c->foreign, 0);
 	ck_assert_uint_eq(c->bad_trailer, 0);
 }

@@ -829,6 +829,11 @@ struct tbt_convert_result {
 	uint64_t packets;
 	bool tail_lost;			/* data after the end may be lost */
 	int check;			/* checker: 0 clean, 1, 2 */
+	/* for the trace's tail (tbt_convert_tail()) */
+	struct tb_ring_stats ring;	/* after the drain */
+	struct tb_buf_stats bufs[TBT_MAX_BUFS];	/* by BufferID order */
+	unsigned nbufs;
+	uint64_t refused;		/* chunks refused before a buffer */
 };
 
 /* The free word the reader expects for position @pos. */
@@ -1225,6 +1230,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 	}
 	tbt_drain(&br, &r, &d);
 	tb_ring_stats(&r, &after);
+	res->ring = after;
 	say(f, "reader    %llu positions: %u chunks emitted (%u scraped "
 	    "from chunks writers held), %u holes (%u pinned), %u "
 	    "malformed, %u of an unknown format; stopped: %s (%s)\n",
@@ -1255,6 +1261,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 		br.stat[TB_BS_REJ_OTHER] + br.stat[TB_BS_TOO_MANY_KEYS]),
 	    ull(br.stat[TB_BS_BAD_TARGET]), ull(br.stat[TB_BS_LOSS_FLAGS]));
 	lost += rejected + br.stat[TB_BS_LOSS_FLAGS];
+	res->refused = rejected - br.stat[TB_BS_REJ_FULL];
 	res->tail_lost = after.rstat[TB_RS_SCRAPES] || rejected ||
 			 d.ret == TB_EPROTO;
 	for (k = 0; k < nb; k++) {
@@ -1270,6 +1277,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 			break;
 		}
 		bs = tb_buf_stats(b);
+		res->bufs[res->nbufs++] = *bs;
 		unread = bs->bytes_written - bs->bytes_read;
 		say(f, "buffer    BufferID %u, %llu B: %llu chunks, %llu "
 		    "packets read; %llu bytes never completed (a writer "
@@ -1336,6 +1344,62 @@ static int tbt_mem_write(void *ctx, const void *data, size_t len)
 	return 0;
 }
 
+/* The largest packet timestamp of the trace image @p, or 0. */
+static uint64_t tbt_last_time(const uint8_t *p, size_t len)
+{
+	struct tb_trace_packet tp;
+	struct tb_pb_reader r;
+	uint64_t ts, last = 0;
+
+	tb_pb_reader_init(&r, len ? p : (const uint8_t *)"", len);
+	while (tb_trace_next(&r, &tp) > 0)
+		if (tb__ck_uint(tp.data, tp.size, TB__CK_TP_TIMESTAMP, &ts) &&
+		    ts > last)
+			last = ts;
+	return last;
+}
+
+/*
+ * The end of a converted trace, as a service ends its own (tbtrace.h):
+ * what the ring counted, on the service's track at the trace's last
+ * timestamp (the writes its writers could not make, the chunks they
+ * still held), and the TraceStats packet of the buffers.
+ */
+static void tbt_convert_tail(struct tb_trace_out *out, const uint8_t *p,
+			     size_t len, const struct tbt_convert_opts *o,
+			     const struct tbt_convert_result *res)
+{
+	const struct tb_buf_stats *bs[TBT_MAX_BUFS];
+	struct tb_trace_stats_extra x;
+	struct tb_trace_ring_record rec;
+	struct tb_buf_ident ident;
+	uint64_t ts = tbt_last_time(p, len);
+	unsigned i;
+
+	ident.uid = o->uid;
+	ident.pid = o->pid;
+	memset(&rec, 0, sizeof(rec));
+	rec.producer = o->producer;
+	rec.pid = o->pid;
+	rec.end = TB_TRACE_END_LIVE;
+	rec.held = res->ring.states[TB_ACQUIRED] + res->ring.states[TB_REWRITE];
+	rec.full = res->ring.wstat[TB_WS_FULL];
+	rec.no_chunk = res->ring.wstat[TB_WS_NO_CHUNK];
+	rec.dropped_frags = res->ring.wstat[TB_WS_DROPPED_FRAGS];
+	rec.holes = res->ring.rstat[TB_RS_HOLES];
+	rec.scrapes = res->ring.rstat[TB_RS_SCRAPES];
+	rec.malformed = res->ring.rstat[TB_RS_MALFORMED];
+	if (ts) {	/* an instant needs a time: none if no packet had one */
+		tb_trace_service_track(out, ident);
+		tb_trace_ring_record(out, ident, ts, &rec);
+	}
+	memset(&x, 0, sizeof(x));
+	x.chunks_discarded = res->refused;
+	for (i = 0; i < res->nbufs; i++)
+		bs[i] = &res->bufs[i];
+	tb_trace_write_stats(out, ident, ts, bs, res->nbufs, &x);
+}
+
 /* Converts and then checks what came out; the exit status. */
 static int tbt_convert_and_check(uint8_t *img, size_t len,
 				 const struct tbt_convert_opts *o,
@@ -1354,6 +1418,8 @@ static int tbt_convert_and_check(uint8_t *img, size_t len,
 	out.write = tbt_mem_write;
 	out.ctx = &m;
 	st = tbt_convert(img, len, o, &out, f, &res);
+	if (st != 2)
+		tbt_convert_tail(&out, m.p, m.len, o, &res);
 	if (st != 2 && !tb_check_init(&c, NULL, NULL, so.budget)) {
 		/* torn chunks, refusals, packets never completed: what
 		 * followed the last packet of a sequence may be lost */
