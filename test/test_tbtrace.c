@@ -620,6 +620,10 @@ START_TEST(test_ring_shows_a_live_ring_read_only)
 	ck_assert_out("magic TBR1, ABI version 2, header 512 B");
 	ck_assert_out("write_pos 3, read_pos 2: distance 1 of 16 chunks");
 	ck_assert_out("scrapes 1");
+	/* every counter by its name, none by an index */
+	ck_assert_out("futex-waits 0 futex-wakes");
+	ck_assert_not_out("writers[");
+	ck_assert_not_out("reader[");
 	ck_assert_out("held      1 chunk: 2 (writer 2, 0 published)");
 	ck_assert_out("pinned    1 chunk: 1 (writer 3, 0 published)");
 	ck_assert_out("  rewrite              1  ##");
@@ -743,6 +747,7 @@ START_TEST(test_usage_errors_exit_2)
 	const char *none[] = { NULL };
 	const char *bogus[] = { "frobnicate", NULL };
 	const char *help[] = { "help", NULL };
+	const char *version[] = { "--version", NULL };
 	const char *two[] = { "stat", "a", "b", NULL };
 	const char *prod[] = { "convert", "-P", "0", "a", "b", NULL };
 	const char *iters[] = { "ring", "-n", "x", "a", NULL };
@@ -753,6 +758,11 @@ START_TEST(test_usage_errors_exit_2)
 	ck_assert_out("unknown command 'frobnicate'");
 	ck_assert_int_eq(tbtrace(help), 0);
 	ck_assert_out("tbtrace convert");
+	/* the exit statuses of stat, as the tests above see them */
+	ck_assert_out("3 lossy: data");
+	ck_assert_out("1 violations of");
+	ck_assert_int_eq(tbtrace(version), 0);
+	ck_assert_out("tbtrace " TB_VERSION_STRING " (tbring, ring ABI ");
 	ck_assert_int_eq(tbtrace(two), 2);
 	ck_assert_int_eq(tbtrace(prod), 2);
 	ck_assert_out("a producer id is 1 to 65535");
