@@ -40,6 +40,14 @@
  *    never end.  Matching is done in file order, which is the importer's
  *    timestamp order as long as no time-backwards violation is reported
  *    on the track's sequence.
+ *  - Flows: ids are global to the trace.  flow_ids of an id not active
+ *    begins a flow, of an active one continues it (an arrow);
+ *    terminating_flow_ids of an active id draws the last arrow and ends
+ *    it, of one not active is dropped silently (a violation).  A flow
+ *    begun that nothing later continues or ends draws no arrow (a
+ *    violation).  An id on two sequences is joined, which is how a
+ *    cross-thread flow is written and how two writers' colliding ids
+ *    look: counted (stats.flows_shared), not a violation.
  *
  * Loss: a violation that follows from lost packets - an unresolved iid, a
  * skipped or ignored packet, a track with no descriptor, a clock with no
@@ -48,12 +56,19 @@
  * without BEGIN when a loss flag on its sequence, or a packet skipped for
  * want of state, came at or before the END (what was lost may have held
  * any number of BEGINs, so a loss anywhere before explains every END
- * that finds the stack empty later); a slice never ended when a
- * loss flag on its sequence fell after the BEGIN, or when the caller set
- * c->tail_lost: it knows data after the trace's end was lost with no
- * packet left to carry a flag (a central buffer in discard mode refused
- * chunks, writers died mid-packet).  Explained violations are counted
- * apart; tb_check_clean() is true when nothing unexplained is left.
+ * that finds the stack empty later), and so is a flow end whose flow was
+ * never begun; a slice never ended, or a flow begun that draws nothing,
+ * when a loss flag on its sequence fell after the BEGIN, or when the
+ * trace says data after its end was lost with no packet left to carry a
+ * flag: its TraceStats packet (trace_stats) counts chunks a buffer
+ * discarded, patches that failed, ABI violations, chunks refused before
+ * any buffer or invalid packets; or the service recorded that the
+ * sequence's producer died, or ended with chunks held or writes refused
+ * (tbtrace.h's ring record: an instant on a service sequence, 2 to
+ * 65535, that no {producer, writer} gets); or the caller set
+ * c->tail_lost, knowing so from elsewhere.  Explained violations are
+ * counted apart; tb_check_clean() is true when nothing unexplained is
+ * left.
  *
  * Using it
  *   struct tb_check c;
@@ -224,8 +239,8 @@ struct tb_check_stats {
 	uint64_t open_slices;		/* left open at the end */
 	/* flows (flow_ids / terminating_flow_ids, ids global) */
 	uint64_t flows_begun;		/* flow_ids of an id not active */
-	uint64_t flow_steps;		/* flow_ids of an active id: arrows */
-	uint64_t flows_ended;		/* terminating ids of active ones */
+	uint64_t flow_steps;		/* flow_ids of an active id */
+	uint64_t flows_ended;		/* terminating ids, active */
 	uint64_t flows_shared;		/* ids whose events are on two or
 					   more sequences (joined: meant
 					   for cross-thread flows, else a
@@ -321,7 +336,7 @@ struct tb_check {
 	struct tb__ck_flow *flows;
 	uint32_t flows_cap, nflows;
 	struct tb__ck_index flow_ix;
-	uint8_t *ends;			/* 65536 producers' TB__CK_END_* */
+	uint8_t *ends;			/* by producer: TB__CK_END_* */
 	bool ts_tail_lost;		/* TraceStats says the tail is lost */
 };
 

@@ -23,6 +23,15 @@
  * a period's data is a staging area, not a flight recorder, and should
  * not overwrite what the file could still take.
  *
+ * The trace tells what was lost (tbtrace.h's service packets): with a
+ * clock in the configuration, each write of the buffers samples every
+ * ring's "events lost" counter track where it changed, a producer's end
+ * is an instant the caller writes (tb_service_record_ring()), and the end
+ * of the trace (at stop) records each ring still served and writes the
+ * TraceStats packet of the central buffers; without a clock, only the
+ * TraceStats packet.  None of it is on the path of an event: a write of
+ * the buffers reads three counters per ring.
+ *
  * A shared doorbell is writable by every producer that rings it: a
  * hostile one can wake the service thread needlessly, or hide others'
  * rings until its wait times out, but never make it lose data or block.
@@ -73,7 +82,7 @@ struct tb_service_config {
 	 */
 	struct tb_buf_ident ident;
 	uint64_t (*clock_ns)(void *ctx);
-	uint64_t *lost;			/* per handle: last value + 1, 0 */
+	uint64_t *lost;			/* by handle: last value + 1 */
 };
 
 #define TB_SERVICE_BATCH	256u	/* default positions per ring per pass */
@@ -116,7 +125,7 @@ struct tb_service {
 	unsigned active;		/* active list: first handle + 1, 0 */
 	int sweep;			/* the next pass sweeps every ring */
 	int service_track;		/* its descriptor was written */
-	int finished;			/* the TraceStats packet was written */
+	int finished;			/* TraceStats was written */
 	struct tb_service_stats stats;
 };
 

@@ -275,7 +275,7 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
  */
 #define TB_TRACE_SERVICE_SEQ	2u
 #define TB_TRACE_SERVICE_UUID	0x7462737663000000ull	/* "tbsvc" */
-#define TB_TRACE_LOSS_UUID	0x74626c6f73730000ull	/* "tbloss" | id */
+#define TB_TRACE_LOSS_UUID	0x74626c6f73730000ull	/* "tbloss", | id */
 #define TB_PB_TRACE_STATS	35
 
 /* Debug annotation names of a ring record (the instant). */
@@ -300,7 +300,7 @@ struct tb_trace_ring_record {
 	uint16_t producer;
 	int32_t pid;
 	enum tb_trace_end end;
-	uint32_t held;			/* chunks its writers still held */
+	uint32_t held;			/* chunks its writers held */
 	uint32_t full, no_chunk;	/* writes refused, by cause */
 	uint32_t dropped_frags;
 	uint32_t holes, scrapes, malformed;	/* the reader's */
@@ -314,18 +314,28 @@ struct tb_trace_stats_extra {
 	uint64_t flushes;
 };
 
+#define TB__TRACE_TRUSTED_MAX	(3 * (2 + TB_PB_VARINT_MAX))
+
+/* The trusted fields of a service's packet, at @p; their size. */
+static inline size_t tb__trace_service_trusted(uint8_t *p,
+					       struct tb_buf_ident ident)
+{
+	size_t n = 0;
+
+	n += tb_pb_uint(p + n, TB_PB_TRUSTED_UID, ident.uid);
+	n += tb_pb_uint(p + n, TB_PB_TRUSTED_SEQ_ID, TB_TRACE_SERVICE_SEQ);
+	n += tb_pb_int(p + n, TB_PB_TRUSTED_PID, ident.pid);
+	return n;
+}
+
 /* A packet body of the service's, with its trusted fields appended. */
 static inline int tb__trace_service_put(struct tb_trace_out *o,
 					 struct tb_buf_ident ident,
 					 const uint8_t *body, size_t n)
 {
-	uint8_t head[2 * TB_PB_VARINT_MAX], tail[3 * (2 + TB_PB_VARINT_MAX)];
-	size_t nt = 0, nh;
+	uint8_t head[2 * TB_PB_VARINT_MAX], tail[TB__TRACE_TRUSTED_MAX];
+	size_t nt = tb__trace_service_trusted(tail, ident), nh;
 
-	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_UID, ident.uid);
-	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_SEQ_ID,
-			 TB_TRACE_SERVICE_SEQ);
-	nt += tb_pb_int(tail + nt, TB_PB_TRUSTED_PID, ident.pid);
 	nh = tb_pb_len(head, TB_PB_TRACE_PACKET, n + nt);
 	tb__trace_put(o, head, nh);
 	tb__trace_put(o, body, n);
@@ -543,13 +553,15 @@ static inline int tb_trace_write_stats(struct tb_trace_out *o,
 				       unsigned n,
 				       const struct tb_trace_stats_extra *x)
 {
-	static const struct tb_buf_stats none;
+	struct tb_buf_stats none;
 	uint8_t bs[TB__TRACE_BS_MAX], tail[6 * (2 + TB_PB_VARINT_MAX)];
 	uint8_t head[3 * (2 + TB_PB_VARINT_MAX)], fh[2 * TB_PB_VARINT_MAX];
+	uint8_t ph[2 * TB_PB_VARINT_MAX], tr[TB__TRACE_TRUSTED_MAX];
 	uint64_t size = 0;
-	size_t nt = 0, nh = 0, k, ns, nf;
+	size_t nt = 0, nh = 0, k, ntr = tb__trace_service_trusted(tr, ident);
 	unsigned i;
 
+	TB_MEMSET(&none, 0, sizeof(none));
 	for (i = 0; i < n; i++) {
 		k = tb__trace_buffer_stats(bs, stats[i] ? stats[i] : &none);
 		size += tb_pb_len(fh, 1, k) + k;
@@ -564,28 +576,17 @@ static inline int tb_trace_write_stats(struct tb_trace_out *o,
 	if (ts)						/* 0: none */
 		nh += tb_pb_uint(head + nh, 8, ts);	/* timestamp */
 	nh += tb_pb_len(head + nh, TB_PB_TRACE_STATS, size);
-	/* the packet's framing, then its parts, then the trusted fields */
-	{
-		uint8_t ph[2 * TB_PB_VARINT_MAX], tr[3 * (2 + TB_PB_VARINT_MAX)];
-		size_t np, ntr = 0;
-
-		ntr += tb_pb_uint(tr + ntr, TB_PB_TRUSTED_UID, ident.uid);
-		ntr += tb_pb_uint(tr + ntr, TB_PB_TRUSTED_SEQ_ID,
-				  TB_TRACE_SERVICE_SEQ);
-		ntr += tb_pb_int(tr + ntr, TB_PB_TRUSTED_PID, ident.pid);
-		np = tb_pb_len(ph, TB_PB_TRACE_PACKET, nh + size + ntr);
-		tb__trace_put(o, ph, np);
-		tb__trace_put(o, head, nh);
-		for (i = 0; i < n; i++) {
-			ns = tb__trace_buffer_stats(bs, stats[i] ? stats[i] :
-							    &none);
-			nf = tb_pb_len(fh, 1, ns);
-			tb__trace_put(o, fh, nf);
-			tb__trace_put(o, bs, ns);
-		}
-		tb__trace_put(o, tail, nt);
-		tb__trace_put(o, tr, ntr);
+	/* the packet's framing, its parts, then the trusted fields */
+	tb__trace_put(o, ph, tb_pb_len(ph, TB_PB_TRACE_PACKET,
+				       nh + size + ntr));
+	tb__trace_put(o, head, nh);
+	for (i = 0; i < n; i++) {
+		k = tb__trace_buffer_stats(bs, stats[i] ? stats[i] : &none);
+		tb__trace_put(o, fh, tb_pb_len(fh, 1, k));
+		tb__trace_put(o, bs, k);
 	}
+	tb__trace_put(o, tail, nt);
+	tb__trace_put(o, tr, ntr);
 	o->packets++;
 	return o->error;
 }

@@ -543,7 +543,7 @@ static void on_packet(struct check *c, const struct tb_trace_packet *tp)
 
 	if (tp->trusted_seq_id == TB_TRACE_SERVICE_SEQ &&
 	    tp->trusted_pid == (uint64_t)c->d->pid) {
-		c->service++;	/* the service's: loss counters, TraceStats */
+		c->service++;	/* loss counters, records, TraceStats */
 		return;
 	}
 	if ((tp->has & (TB_TRACE_HAS_SEQ_ID | TB_TRACE_HAS_UID |
@@ -694,7 +694,8 @@ static int verify(struct demo *d, struct check *c, long decoded)
 		       tb_strerror(c->rules_ret));
 	else if (rules_all_hold(c))
 		printf("every rule of Perfetto's importer holds (%llu flows "
-		       "drawn)\n", (unsigned long long)c->rules.stats.flows_ended);
+		       "drawn)\n",
+		       (unsigned long long)c->rules.stats.flows_ended);
 	else if (tb_check_clean(&c->rules))
 		printf("rules broken only where the trace flags a loss:\n");
 	else

@@ -696,7 +696,7 @@ static int attach(struct prod *pr)
 		goto out;
 	}
 	tb_ring_set_bell(&pr->ring, pr->bell);
-	pr->ring_fd = fds[0];	/* open, so /proc/PID/fd/N names the ring */
+	pr->ring_fd = fds[0];	/* open: /proc/PID/fd/N names the ring */
 	fds[0] = -1;
 	ret = 0;
 out:

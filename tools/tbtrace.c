@@ -270,7 +270,8 @@ static void tbt_stat_seqs(FILE *f, const struct tb_check *c, int verbose)
 	    "and last that carry a loss flag)\n");
 	say(f, "  %-10s %5s %6s %8s %8s %9s %9s %6s %7s %6s %9s %10s %10s\n",
 	    "seq id", "prod", "writer", "pid", "uid", "packets", "events",
-	    "clears", "skipped", "lossy", "loss bits", "1st lossy", "last lossy");
+	    "clears", "skipped", "lossy", "loss bits", "1st lossy",
+	    "last lossy");
 	for (i = 0; i < c->nseqs; i++) {
 		const struct tb_check_seq *s = &c->seqs[i];
 		char pid[16], uid[16];
@@ -1389,7 +1390,7 @@ static void tbt_convert_tail(struct tb_trace_out *out, const uint8_t *p,
 	rec.holes = res->ring.rstat[TB_RS_HOLES];
 	rec.scrapes = res->ring.rstat[TB_RS_SCRAPES];
 	rec.malformed = res->ring.rstat[TB_RS_MALFORMED];
-	if (ts) {	/* an instant needs a time: none if no packet had one */
+	if (ts) {	/* an instant needs a time: none if no packet has */
 		tb_trace_service_track(out, ident);
 		tb_trace_ring_record(out, ident, ts, &rec);
 	}
