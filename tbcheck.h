@@ -61,9 +61,10 @@
  * when a loss flag on its sequence fell after the BEGIN, or when the
  * trace says data after its end was lost with no packet left to carry a
  * flag: its TraceStats packet (trace_stats) counts chunks a buffer
- * discarded, patches that failed, ABI violations, chunks refused before
- * any buffer or invalid packets; or the service recorded that the
- * sequence's producer died, or ended with chunks held or writes refused
+ * discarded, bytes it never completed, patches that failed, ABI
+ * violations, chunks refused before any buffer or invalid packets; or
+ * the service recorded that the sequence's producer died, or left with
+ * chunks held, or had writes refused
  * (tbtrace.h's ring record: an instant on a service sequence, 2 to
  * 65535, that no {producer, writer} gets); or the caller set
  * c->tail_lost, knowing so from elsewhere.  Explained violations are
@@ -255,6 +256,7 @@ struct tb_check_stats {
 	uint64_t ts_abi_violations;
 	uint64_t ts_refused_chunks;	/* TraceStats.chunks_discarded */
 	uint64_t ts_invalid_packets;
+	uint64_t ts_unread_bytes;	/* in buffers, never completed */
 	/* the service's records of producers' ends (tbtrace.h) */
 	uint64_t producer_ends;
 	uint64_t producer_deaths;
@@ -393,7 +395,10 @@ enum {
 	TB__CK_TS_BUFFER_STATS = 1,	/* TraceStats */
 	TB__CK_TS_CHUNKS_DISCARDED = 8,
 	TB__CK_TS_INVALID_PACKETS = 10,
-	TB__CK_BS_CHUNKS_OVERWRITTEN = 3,	/* TraceStats.BufferStats */
+	TB__CK_BS_BYTES_WRITTEN = 1,	/* TraceStats.BufferStats */
+	TB__CK_BS_BYTES_OVERWRITTEN = 13,
+	TB__CK_BS_BYTES_READ = 14,
+	TB__CK_BS_CHUNKS_OVERWRITTEN = 3,
 	TB__CK_BS_PATCHES_FAILED = 6,
 	TB__CK_BS_ABI_VIOLATIONS = 9,
 	TB__CK_BS_CHUNKS_DISCARDED = 18,
@@ -1732,8 +1737,9 @@ static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
 	struct tb_pb_reader r;
 	struct tb_pb_field f;
 	struct tb__ck_arg a;
-	uint64_t producer = 0, lossy = 0;
+	uint64_t producer = 0, lossy = 0, held = 0;
 	bool has_producer = false, died = false, has_end = false;
+	bool live = false;
 
 	tb_pb_reader_init(&r, p, n);
 	while (tb_pb_next(&r, &f) > 0) {
@@ -1750,9 +1756,12 @@ static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
 						  TB_TRACE_ARG_END)) {
 			has_end = true;
 			died = tb__ck_is(a.str, a.str_n, "died");
+			live = tb__ck_is(a.str, a.str_n, "live");
+		} else if (a.has_u && tb__ck_is(a.name, a.name_n,
+						TB_TRACE_ARG_HELD)) {
+			held = a.u;
 		} else if (a.has_u && a.u &&
-			   (tb__ck_is(a.name, a.name_n, TB_TRACE_ARG_HELD) ||
-			    tb__ck_is(a.name, a.name_n, TB_TRACE_ARG_FULL) ||
+			   (tb__ck_is(a.name, a.name_n, TB_TRACE_ARG_FULL) ||
 			    tb__ck_is(a.name, a.name_n,
 				      TB_TRACE_ARG_NO_CHUNK) ||
 			    tb__ck_is(a.name, a.name_n,
@@ -1762,6 +1771,11 @@ static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
 	}
 	if (!has_producer || !has_end || !producer || producer > 65535)
 		return;
+	/* chunks held by a producer that left are packets it left open; a
+	 * live one's are the chunks its writers keep (a torn packet there
+	 * shows as bytes its buffer never completed, in TraceStats) */
+	if (held && !live)
+		lossy = 1;
 	if (!c->ends) {
 		c->ends = (uint8_t *)tb__ck_mem(c, NULL, 0, 65536);
 		if (!c->ends)
@@ -1791,6 +1805,19 @@ static inline uint64_t tb__ck_sum(const uint8_t *p, size_t n, uint32_t field)
 }
 
 /*
+ * Bytes a buffer took and neither gave to the trace nor overwrote, by its
+ * BufferStats: at the end of a trace, packets never completed.
+ */
+static inline uint64_t tb__ck_unread(const uint8_t *p, size_t n)
+{
+	uint64_t in = tb__ck_sum(p, n, TB__CK_BS_BYTES_WRITTEN);
+	uint64_t out = tb__ck_sum(p, n, TB__CK_BS_BYTES_READ) +
+		       tb__ck_sum(p, n, TB__CK_BS_BYTES_OVERWRITTEN);
+
+	return in > out ? in - out : 0;
+}
+
+/*
  * A TraceStats packet (the last one counts): buffers that discarded
  * chunks, patches that failed, ABI violations and chunks refused before
  * any buffer lost data after what the trace holds, with no packet left to
@@ -1807,6 +1834,7 @@ static inline void tb__ck_trace_stats(struct tb_check *c, const uint8_t *p,
 	st->ts_buffers = 0;
 	st->ts_chunks_discarded = st->ts_chunks_overwritten = 0;
 	st->ts_patches_failed = st->ts_abi_violations = 0;
+	st->ts_unread_bytes = 0;
 	tb_pb_reader_init(&r, p, n);
 	while (tb_pb_next(&r, &f) > 0) {
 		if (f.number != TB__CK_TS_BUFFER_STATS || f.type != TB_PB_LEN)
@@ -1821,10 +1849,12 @@ static inline void tb__ck_trace_stats(struct tb_check *c, const uint8_t *p,
 			tb__ck_sum(f.data, f.size, TB__CK_BS_PATCHES_FAILED);
 		st->ts_abi_violations +=
 			tb__ck_sum(f.data, f.size, TB__CK_BS_ABI_VIOLATIONS);
+		st->ts_unread_bytes += tb__ck_unread(f.data, f.size);
 	}
 	tb__ck_uint(p, n, TB__CK_TS_CHUNKS_DISCARDED, &st->ts_refused_chunks);
 	tb__ck_uint(p, n, TB__CK_TS_INVALID_PACKETS, &st->ts_invalid_packets);
 	c->ts_tail_lost = st->ts_chunks_discarded || st->ts_patches_failed ||
+			  st->ts_unread_bytes ||
 			  st->ts_abi_violations || st->ts_refused_chunks ||
 			  st->ts_invalid_packets;
 }

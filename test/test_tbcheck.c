@@ -1581,6 +1581,20 @@ START_TEST(test_trace_stats_of_a_discarding_buffer_explain_open_slices)
 	ck_assert_uint_eq(ck.stats.ts_chunks_discarded, 3);
 	done();
 	t_free(&t);
+	/* bytes the buffer took and never gave out: packets never
+	 * completed at the end */
+	t_open_slice(&t, 0x10001);
+	t_service_out(&t, &o);
+	bs.chunks_discarded = 0;
+	bs.bytes_written = 1000;
+	bs.bytes_read = 600;
+	bs.bytes_overwritten = 300;
+	ck_assert_int_eq(tb_trace_write_stats(&o, id, 200, &p, 1, NULL), 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 1);
+	ck_assert_uint_eq(ck.stats.ts_unread_bytes, 100);
+	done();
+	t_free(&t);
 }
 END_TEST
 
@@ -1612,7 +1626,20 @@ START_TEST(test_producer_death_explains_its_open_slices_only)
 	ck_assert_uint_eq(ck.stats.producer_deaths, 1);
 	done();
 	t_free(&t);
+	/* a live ring's held chunks are its writers' own: no loss */
+	t_open_slice(&t, 0x20001);
+	t_service_out(&t, &o);
+	ck_assert_int_eq(tb_trace_service_track(&o, id), 0);
+	r.end = TB_TRACE_END_LIVE;
+	r.held = 3;
+	ck_assert_int_eq(tb_trace_ring_record(&o, id, 160, &r), 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 1, 0);
+	done();
+	t_free(&t);
 	/* a clean end whose ring refused writes: its tail is lost too */
+	r.end = TB_TRACE_END_CLEAN;
+	r.held = 0;
 	t_open_slice(&t, 0x20001);
 	t_service_out(&t, &o);
 	ck_assert_int_eq(tb_trace_service_track(&o, id), 0);

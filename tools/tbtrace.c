@@ -383,11 +383,11 @@ static void tbt_stat_service(FILE *f, const struct tb_check *c)
 	    ull(st->flows_shared));
 	if (st->trace_stats)
 		say(f, "stats     TraceStats: %llu buffers; chunks discarded "
-		    "%llu, overwritten %llu; patches failed %llu; ABI "
-		    "violations %llu; chunks refused before a buffer %llu; "
-		    "invalid packets %llu\n", ull(st->ts_buffers),
-		    ull(st->ts_chunks_discarded),
-		    ull(st->ts_chunks_overwritten),
+		    "%llu, overwritten %llu; bytes never completed %llu; "
+		    "patches failed %llu; ABI violations %llu; chunks "
+		    "refused before a buffer %llu; invalid packets %llu\n",
+		    ull(st->ts_buffers), ull(st->ts_chunks_discarded),
+		    ull(st->ts_chunks_overwritten), ull(st->ts_unread_bytes),
 		    ull(st->ts_patches_failed), ull(st->ts_abi_violations),
 		    ull(st->ts_refused_chunks), ull(st->ts_invalid_packets));
 	else
@@ -407,6 +407,7 @@ static bool tbt_lossy(const struct tb_check *c)
 	return tb_check_total(c, true) || st->lossy_packets ||
 	       st->ts_chunks_discarded || st->ts_chunks_overwritten ||
 	       st->ts_patches_failed || st->ts_abi_violations ||
+	       st->ts_unread_bytes ||
 	       st->ts_refused_chunks || st->ts_invalid_packets ||
 	       st->producer_deaths || st->producers_lossy;
 }
