@@ -381,9 +381,9 @@ static inline void tb_service_record_ring(struct tb_service *s,
 
 /*
  * Ends the trace: a record of each ring still served, then the TraceStats
- * packet (tb_trace_write_stats(): each central buffer's statistics, the
- * chunks the bridges refused, the invalid packets replaced, the rings
- * served and seen).  Once; tb_service_poll() calls it at stop, after the
+ * packet (tb_trace_write_stats(): the statistics of each central buffer,
+ * the first 16, the chunks the bridges refused, the invalid packets
+ * replaced, the rings served and seen).  Once; tb_service_poll() calls it at stop, after the
  * final flush and write.
  */
 static inline void tb_service_finish(struct tb_service *s)

@@ -1231,7 +1231,7 @@ static long e2e_number_after(const char *path, const char *key)
  */
 static void e2e_strip_records(const char *in, const char *path)
 {
-	size_t len, off = 0;
+	size_t len;
 	uint8_t *t = (uint8_t *)spawn_slurp(in, &len);
 	struct tb_pb_reader r;
 	struct tb_trace_packet tp;
@@ -1256,7 +1256,6 @@ static void e2e_strip_records(const char *in, const char *path)
 		}
 		ck_assert_uint_eq(fwrite(start, 1, (size_t)(r.p - start), f),
 				  (size_t)(r.p - start));
-		off += (size_t)(r.p - start);
 	}
 	ck_assert_uint_ge(dropped, 1);
 	ck_assert_int_eq(fclose(f), 0);
