@@ -15,6 +15,7 @@
  *   tbtrace convert [-P ID] [-p PID] [-u UID] [-b SIZE] [-q] RING.bin OUT
  *	a ring's raw image (from a RAM dump or a core file) drained offline
  *	into a Perfetto trace, with every loss reported
+ *   tbtrace --version
  *
  * Exit status of stat (TBT_EXIT_*): 0 clean, nothing lost; 1 violations
  * of the importer's rules that no loss explains; 2 the command line is
@@ -1535,16 +1536,17 @@ static void tbt_usage(FILE *f)
 		"       tbtrace ring [-w] [-n N] PATH\n"
 		"       tbtrace convert [-P PRODUCER] [-p PID] [-u UID] "
 		"[-b SIZE] [-q] RING.bin OUT.pftrace\n"
+		"       tbtrace --version\n"
 		"\n"
 		"stat     what a Perfetto trace holds, and what Perfetto's "
 		"importer would drop\n"
 		"         or misplace (-v: every violation, every lossy "
 		"packet, every sequence\n"
-		"         and track; -t: the trace lost its tail (a buffer "
-		"in discard mode\n"
-		"         refused chunks): slices open at the end are "
-		"explained; -m: the\n"
-		"         checker's memory budget, default 256m)\n"
+		"         and track; -t: the trace lost its tail and has "
+		"no TraceStats or\n"
+		"         service record to say so: slices open at the end "
+		"are explained;\n"
+		"         -m: the checker's memory budget, default 256m)\n"
 		"ring     a live ring, mapped read-only: a file, a /dev/shm "
 		"object or\n"
 		"         /proc/PID/fd/N (-w: refresh every second; -n N: "
