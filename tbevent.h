@@ -61,14 +61,20 @@
  * Interning
  *   Event names, categories and annotation names are interned per
  *   sequence (InternedData, iids): the first use in a state emits the
- *   string in the packet's interned_data, later ones only its iid.  The
- *   table is keyed by the string's address, so interned strings must not
- *   change or go away while the writer lives: the macros accept only
- *   string literals ("" name), the functions take TB_EV_COPY_NAMES for
- *   names that are not static.  The table is fixed-size, inside the
- *   writer: TB_EV_INTERN_SLOTS (default 64, a power of two) slots, at
- *   most three quarters used (48 strings; the demo uses 18); a string
- *   that finds it full goes inline (counted in stats.inline_names), and
+ *   string in the packet's interned_data, later ones only its iid.  A
+ *   name a function is given (tb_ev_begin(), tb_ev_instant(), tb_arg_*(),
+ *   tb_ev_emit()) is interned by its bytes: hashed, compared with the
+ *   names of equal hash and length, and copied into the writer
+ *   (TB_EV_NAME_BYTES, default 1024, hold the copies; a name longer than
+ *   a quarter of that always goes inline), so a buffer may be reused for
+ *   the next name at once.  Only the macros' string literals ("" name),
+ *   and names flagged TB_EV_STATIC_NAME / TB_ARG_STATIC_NAME, are keyed
+ *   by address, with no hashing: those must never change while the
+ *   writer lives; category names too.  TB_EV_COPY_NAMES sends an event's
+ *   names inline.  The table is fixed-size, inside the writer:
+ *   TB_EV_INTERN_SLOTS (default 64, a power of two) slots, at most three
+ *   quarters used (48 strings; the demo uses 18); a string that finds it
+ *   (or the copies) full goes inline (counted in stats.inline_names), and
  *   the next fresh state then empties the table.  A string keeps its iid
  *   across states while it stays in the table; iids are never reused for
  *   another string (Perfetto forbids it within a session).
@@ -122,15 +128,31 @@
  *   between a BEGIN and its END leaves the slice open; TB_TRACE_SCOPE
  *   remembers whether it began and always ends.
  *
+ * Flows under loss
+ *   The importer ignores a TB_FLOW_END whose flow has no start in the
+ *   trace, so the writer keeps the flows it started or continued
+ *   (TB_FLOW) and has not ended: TB_EV_FLOWS of them (default 16), each
+ *   with whether its event here was written.  The end of a flow whose
+ *   every event on this writer was lost is left out of its event
+ *   (stats.flow_ends_skipped).  Every other end goes out: a flow begun on
+ *   another writer (this one cannot know whether that start was written),
+ *   or one the table forgot.  A full table forgets its oldest flow: a lost
+ *   one is counted (stats.flows_untracked: its end will go out), a
+ *   written one is kept in a 64-bit filter, and a lost flow event whose
+ *   id the filter may hold is counted too rather than taken for a lost
+ *   start; so an end whose start was written is never left out.
+ *
  * Timestamps
  *   CLOCK_BOOTTIME (Perfetto's default trace clock) through
  *   clock_gettime() where <time.h> declares it (POSIX: _POSIX_C_SOURCE
  *   or _GNU_SOURCE under strict C99; TB_EV_HAVE_BOOTTIME says), else a
  *   clock of the caller's (struct tb_ev_clock: a function returning ns,
- *   a clock id, and a reference clock for the ClockSnapshot), which is
- *   what firmware has and must pass (TB_EV_NO_DEFAULT_CLOCK asks for that
- *   anywhere).  A clock other than BOOTTIME has its id on every
- *   timestamped packet (timestamp_clock_id), or once in the defaults.
+ *   a clock id, and BOOTTIME as the reference clock of its
+ *   ClockSnapshot), which is what firmware has and must pass
+ *   (TB_EV_NO_DEFAULT_CLOCK asks for that anywhere; without one,
+ *   tb_ev_writer_init() says TB_ENOCLOCK).  A clock other than BOOTTIME
+ *   has its id on every timestamped packet (timestamp_clock_id), or once
+ *   in the defaults.
  *
  * What it writes
  *   Each packet goes into the ring in place (tb_writer_open/_close): the
@@ -149,9 +171,10 @@
  *   - TB_EV_MAX_ARGS (16) items per event, else TB_EINVAL; strings up to
  *     2^30 bytes.  Slice stacks 64 deep per track; deeper slices are
  *     written as if their BEGIN always was.
- *   - TB_EV_INTERN_SLOTS, TB_EV_TRACKS, TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size
- *     struct tb_ev_writer and the encoder's stack frame: define them the
- *     same in every translation unit, before including this header.
+ *   - TB_EV_INTERN_SLOTS, TB_EV_NAME_BYTES, TB_EV_TRACKS, TB_EV_FLOWS,
+ *     TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size struct tb_ev_writer and the
+ *     encoder's stack frame: define them the same in every translation
+ *     unit, before including this header.
  *   - Tracks must outlive the writers that used them (or be dropped from
  *     them with tb_ev_forget_track()), and their names stay static.
  *
@@ -2470,8 +2493,9 @@ static inline void tb_ev_set_current(struct tb_ev_writer *ew)
 #endif
 
 /* ------------------------------------------------------------------------
- * The macros.  Names must be string literals (interned by address); the
- * items after them are optional.  Nothing but the category is evaluated
+ * The macros.  Names must be string literals (interned by address: a
+ * name in a buffer goes to the functions); the items after them are
+ * optional.  Nothing but the category is evaluated
  * when it is disabled.
  */
 #define TB__EV_CAT2(a, b)	a##b
