@@ -86,9 +86,10 @@
  *   the last event (one relaxed load per event: the service bumps it when
  *   its central buffer overwrote chunks or a long-trace period was written
  *   out).  A fresh state writes, in order: the defaults (TB_EV_DEFAULTS,
- *   below), a ClockSnapshot (a clock other than BOOTTIME given with a
- *   reference clock), then the TrackDescriptor of every track this writer used (its
- *   table of tracks, TB_EV_TRACKS, default 16, parents before children);
+ *   below), a ClockSnapshot (a clock other than BOOTTIME, with its
+ *   reference clock), then the TrackDescriptor of every track this writer
+ *   used (its table of tracks, TB_EV_TRACKS, default 16, parents before
+ *   children);
  *   the first of those packets carries SEQ_INCREMENTAL_STATE_CLEARED.
  *   Each event packet then carries the interned data it needs that this
  *   state has not seen, and SEQ_NEEDS_INCREMENTAL_STATE when it refers
@@ -201,7 +202,7 @@
 #define TB_EV_OWED_ENDS		8	/* ENDs kept to write late */
 #endif
 #ifndef TB_EV_NAME_BYTES
-#define TB_EV_NAME_BYTES	1024	/* copies of names interned by content */
+#define TB_EV_NAME_BYTES	1024	/* copies of names, by content */
 #endif
 #ifndef TB_EV_FLOWS
 #define TB_EV_FLOWS		16	/* open flows a writer remembers */
@@ -720,7 +721,7 @@ struct tb_ev_stats {
 
 struct tb__ev_intern {
 	const char *str;	/* by address: the string; NULL: a copy */
-	uint32_t iid;		/* bits 31..30 the kind, 29..0 the iid; 0: free */
+	uint32_t iid;		/* 31..30 the kind, 29..0 the iid; 0: free */
 	uint32_t epoch;		/* emitted in this state */
 	uint32_t hash;		/* a copy: the hash of its bytes */
 	uint16_t off;		/* a copy: its bytes, in names[] */

@@ -95,7 +95,8 @@ struct row {
 static const struct row rows[] = {
 	{ "slice", OP_SLICE, 1, "BEGIN + END" },
 	{ "slice-args", OP_SLICE_ARGS, 1, "BEGIN(2 args) + END(1 arg)" },
-	{ "slice-args-dyn", OP_SLICE_ARGS_DYN, 1, "slice-args, names in buffers" },
+	{ "slice-args-dyn", OP_SLICE_ARGS_DYN, 1,
+	  "slice-args, names in buffers" },
 	{ "instant", OP_INSTANT, 1, "INSTANT, literal name" },
 	{ "instant-dynamic", OP_INSTANT_DYN, 1, "INSTANT, name in a buffer" },
 	{ "counter", OP_COUNTER, 1, "int64 value" },

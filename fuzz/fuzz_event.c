@@ -113,7 +113,7 @@ static void on_packet(void *ctx, const struct tb_packet *p)
 	tb_trace_write_packet(&tout, &bp);
 }
 
-/* ---- The program's world ---------------------------------------------------- */
+/* ---- The program's world ------------------------------------------------ */
 
 struct exp {			/* an instant named from a buffer */
 	unsigned w;
@@ -255,7 +255,7 @@ static void named(unsigned w, struct in *in)
 	ret = tb_ev_instant(&S.ev[w], &cat_f, S.name, a, x & 8 ? 3 : 2);
 	e->required = ret == TB_OK;
 	S.nexp++;
-	memset(S.name, '#', sizeof(S.name) - 1);	/* the buffer moves on */
+	memset(S.name, '#', sizeof(S.name) - 1); /* the buffer moves on */
 	memset(S.key, '#', sizeof(S.key) - 1);
 }
 
@@ -411,7 +411,7 @@ static void run(struct in *in)
 	drain();
 }
 
-/* ---- Reading the trace back ----------------------------------------------- */
+/* ---- Reading the trace back --------------------------------------------- */
 
 struct rstr {
 	uint64_t iid;
