@@ -137,11 +137,12 @@
  *   every event on this writer was lost is left out of its event
  *   (stats.flow_ends_skipped).  Every other end goes out: a flow begun on
  *   another writer (this one cannot know whether that start was written),
- *   or one the table forgot.  A full table forgets its oldest flow: a lost
- *   one is counted (stats.flows_untracked: its end will go out), a
+ *   or one the table forgot.  A flow that ends on another writer stays in
+ *   this one's table until forgotten.  A full table forgets its oldest: a
+ *   lost one is counted (stats.flows_untracked: its end will go out), a
  *   written one is kept in a 64-bit filter, and a lost flow event whose
  *   id the filter may hold is counted too rather than taken for a lost
- *   start; so an end whose start was written is never left out.
+ *   start; so an end whose start was written here is never left out.
  *
  * Timestamps
  *   CLOCK_BOOTTIME (Perfetto's default trace clock) through
@@ -1203,8 +1204,9 @@ struct tb__ev_str {
 };
 
 /*
- * Plans @st (@s static: interned by address; @copy: inline); returns its
- * field's bytes in the referring message.
+ * Plans @st (@copy: inline; @fixed: @s never changes, interned by its
+ * address; else by its bytes); returns its field's bytes in the
+ * referring message.
  */
 static inline uint32_t tb__ev_str_plan(struct tb_ev_writer *ew,
 				       struct tb__ev_str *st, const char *s,
@@ -2496,8 +2498,7 @@ static inline void tb_ev_set_current(struct tb_ev_writer *ew)
 /* ------------------------------------------------------------------------
  * The macros.  Names must be string literals (interned by address: a
  * name in a buffer goes to the functions); the items after them are
- * optional.  Nothing but the category is evaluated
- * when it is disabled.
+ * optional.  Nothing but the category is evaluated when it is disabled.
  */
 #define TB__EV_CAT2(a, b)	a##b
 #define TB__EV_CAT(a, b)	TB__EV_CAT2(a, b)
