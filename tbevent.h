@@ -181,7 +181,8 @@
  *     them with tb_ev_forget_track()), and their names stay static.
  *
  * C99, no allocation; needs tbring.h and tbpb.h (and <time.h> on hosted
- * builds for the default clock).  Works with TB_NO_FUTEX and
+ * builds for the default clock); TB_MEMCMP (memcmp) may be replaced like
+ * tbbase.h's TB_MEMCPY.  Works with TB_NO_FUTEX and
  * TB_ATOMIC_BUILTINS=1, and as C++.
  */
 #ifndef TBEVENT_H
@@ -230,6 +231,10 @@ typedef char tb__ev_flows_check[TB_EV_FLOWS >= 1 ? 1 : -1];
 #else
 #define TB_EV_HAVE_BOOTTIME	0
 #endif
+#endif
+
+#ifndef TB_MEMCMP
+#define TB_MEMCMP(a, b, n)	memcmp((a), (b), (n))
 #endif
 
 #ifndef TB_STRLEN
@@ -1073,26 +1078,27 @@ static inline uint32_t tb__ev_mix(uint64_t x)
 	return (uint32_t)(x >> 40) & (TB_EV_INTERN_SLOTS - 1);
 }
 
-/* The hash of @s's bytes (shift, add, xor: a short loop), and its length. */
-static inline uint32_t tb__ev_hash(const char *s, uint32_t *len)
+static inline uint64_t tb__ev_hash_step(uint64_t h, uint64_t w)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	uint32_t h = 5381, n = 0;
-
-	for (; p[n]; n++)
-		h = (h * 33) ^ p[n];
-	*len = n;
-	return h;
+	h = (h ^ w) * 0xff51afd7ed558ccdull;
+	return h ^ h >> 29;
 }
 
-static inline bool tb__ev_same(const char *a, const char *b, uint32_t n)
+/* The hash of @n bytes at @s, eight at a time (the order is the host's). */
+static inline uint32_t tb__ev_hash(const char *s, uint32_t n)
 {
+	uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15ull, w = 0;
 	uint32_t i;
 
-	for (i = 0; i < n; i++)
-		if (a[i] != b[i])
-			return false;
-	return true;
+	for (i = 0; i + 8 <= n; i += 8) {
+		TB_MEMCPY(&w, s + i, 8);
+		h = tb__ev_hash_step(h, w);
+	}
+	if (i == n)
+		return (uint32_t)(h >> 32);
+	for (w = 0; i < n; i++)
+		w = w << 8 | (uint8_t)s[i];
+	return (uint32_t)(tb__ev_hash_step(h, w) >> 32);
 }
 
 /* A free slot of @ew's table was found at @e: the entry for a new iid. */
@@ -1149,8 +1155,8 @@ static inline uint32_t tb__ev_intern_static(struct tb_ev_writer *ew,
 }
 
 /*
- * Any other string, by content: hashed once (which also gives *@len),
- * compared with the copies whose hash and length match, and copied into
+ * Any other string, by content: measured, hashed, compared with the
+ * copies whose hash and length match (memcmp), and copied into
  * names[] when new.  A name longer than a quarter of names[] is always
  * sent inline; one that finds names[] full too (the next fresh state
  * empties the table).
@@ -1159,9 +1165,10 @@ TB__EV_SLOW uint32_t tb__ev_intern_copy(struct tb_ev_writer *ew,
 					const char *s, unsigned kind,
 					uint32_t *len, uint8_t *emit)
 {
-	uint32_t h = tb__ev_hash(s, len), n = *len, i, k;
+	uint32_t n = (uint32_t)TB_STRLEN(s), h = tb__ev_hash(s, n), i, k;
 	struct tb__ev_intern *e;
 
+	*len = n;
 	i = tb__ev_mix((uint64_t)h << 2 | kind);
 	for (k = 0; k < TB_EV_INTERN_SLOTS; k++) {
 		e = &ew->intern[i];
@@ -1169,7 +1176,7 @@ TB__EV_SLOW uint32_t tb__ev_intern_copy(struct tb_ev_writer *ew,
 			break;
 		if (!e->str && e->hash == h && e->len == n &&
 		    e->iid >> 30 == kind &&
-		    tb__ev_same(ew->names + e->off, s, n))
+		    !TB_MEMCMP(ew->names + e->off, s, n))
 			return tb__ev_hit(ew, e, emit);
 		i = (i + 1) & (TB_EV_INTERN_SLOTS - 1);
 	}
