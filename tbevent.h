@@ -1078,27 +1078,24 @@ static inline uint32_t tb__ev_mix(uint64_t x)
 	return (uint32_t)(x >> 40) & (TB_EV_INTERN_SLOTS - 1);
 }
 
-static inline uint64_t tb__ev_hash_step(uint64_t h, uint64_t w)
+static inline uint32_t tb__ev_hash_step(uint32_t h, uint32_t w)
 {
-	h = (h ^ w) * 0xff51afd7ed558ccdull;
-	return h ^ h >> 29;
+	h = (h ^ w) * 0x9e3779b1u;
+	return h ^ h >> 15;
 }
 
-/* The hash of @n bytes at @s, eight at a time (the order is the host's). */
+/* The hash of @n bytes at @s, four at a time (the order is the host's). */
 static inline uint32_t tb__ev_hash(const char *s, uint32_t n)
 {
-	uint64_t h = (uint64_t)n * 0x9e3779b97f4a7c15ull, w = 0;
-	uint32_t i;
+	uint32_t h = n * 0x85ebca6bu, w, i;
 
-	for (i = 0; i + 8 <= n; i += 8) {
-		TB_MEMCPY(&w, s + i, 8);
+	for (i = 0; i + 4 <= n; i += 4) {
+		TB_MEMCPY(&w, s + i, 4);
 		h = tb__ev_hash_step(h, w);
 	}
-	if (i == n)
-		return (uint32_t)(h >> 32);
 	for (w = 0; i < n; i++)
 		w = w << 8 | (uint8_t)s[i];
-	return (uint32_t)(tb__ev_hash_step(h, w) >> 32);
+	return tb__ev_hash_step(h, w);
 }
 
 /* A free slot of @ew's table was found at @e: the entry for a new iid. */
