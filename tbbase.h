@@ -93,6 +93,11 @@ enum tb_result {
 	TB_ERANGE = -50,	/* patch: offset out of the payload */
 	TB_EBUSY = -51,		/* called from the overwrite callback */
 
+	/* a byte-link frame that cannot be used (tblink.h) */
+	TB_ECRC = -70,		/* its CRC-32 does not match */
+	TB_ELINK = -71,		/* it does not decode or parse */
+	TB_ELINKVER = -72,	/* another version of the link format */
+
 	/* the ring reader's outcomes */
 	TB_NODATA = 1,		/* nothing reserved: caught up */
 	TB_EMITTED = 2,		/* a chunk's fragments were taken */
@@ -136,6 +141,9 @@ static inline const char *tb_strerror(int result)
 	case TB_ENOENT: return "no such chunk to patch";
 	case TB_ERANGE: return "patch out of the chunk's payload";
 	case TB_EBUSY: return "called from the overwrite callback";
+	case TB_ECRC: return "link frame: CRC mismatch";
+	case TB_ELINK: return "link frame malformed";
+	case TB_ELINKVER: return "link frame of another format version";
 	case TB_NODATA: return "no data";
 	case TB_EMITTED: return "emitted";
 	case TB_SKIPPED: return "skipped (hole)";
