@@ -415,10 +415,11 @@ fuzz: deps-fuzz $(addprefix build/fuzz/,$(FUZZERS))
 	fi; done
 
 # --- tools -----------------------------------------------------------------
-$(BUILD)/tbtrace: tools/tbtrace.c $(HEADERS) | $(BUILD)
+$(BUILD)/tbtrace: tools/tbtrace.c tools/tbt_stream.c $(HEADERS) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@
 
-build/fuzz/fuzz_tbcheck: tools/tbtrace.c
+build/fuzz/fuzz_tbcheck build/fuzz/fuzz_link: tools/tbtrace.c tools/tbt_stream.c
+$(BUILD)/test_tblink: tools/tbtrace.c tools/tbt_stream.c
 
 # --- bench and demo --------------------------------------------------------
 $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)

@@ -381,7 +381,8 @@ struct tb_link_stats {
 struct tb_link_frame {
 	unsigned type;		/* enum tb_link_type */
 	uint32_t seq;
-	uint32_t gap;		/* frames missing just before this one */
+	uint32_t gap;		/* frames missing just before this one
+				 * (the first frame: all before it) */
 	bool restart;		/* first frame of a new stream */
 	const uint8_t *body;
 	uint32_t len;
@@ -537,6 +538,7 @@ static inline void tb__link_track(struct tb_link_rx *rx,
 
 	if (!rx->started) {
 		rx->started = true;
+		f->gap = f->seq;	/* sent before the receiver heard any */
 		rx->stat[TB_LR_MISSED_START] += f->seq;
 	} else if (d >= 0x80000000u || (f->type == TB_LINK_HELLO &&
 		   rx->have_boot && f->hello.boot != rx->boot)) {
