@@ -37,5 +37,7 @@
 #define SYST_ENABLE	1u
 #define SYST_TICKINT	2u
 #define SYST_CPUCLK	4u
+#define SCB_ICSR	REG(0xE000ED04u)
+#define ICSR_PENDSTSET	(1u << 26)	/* SysTick pending */
 
 #endif /* FW_BOARD_H */

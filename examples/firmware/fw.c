@@ -94,14 +94,22 @@ TB_CATEGORY_DEFINE(cat_fw, "fw", 1);
 
 static uint64_t fw_now(void *ctx)
 {
-	uint32_t t1, t2, cvr;
+	uint32_t t1, t2, cvr, pend;
 
 	(void)ctx;
-	do {		/* a wrap in between runs the interrupt: read again */
+	do {		/* the interrupt ran in between: read again */
 		t1 = fw_ticks;
 		cvr = SYST_CVR;
+		pend = SCB_ICSR & ICSR_PENDSTSET;
 		t2 = fw_ticks;
 	} while (t1 != t2);
+	/*
+	 * The counter wrapped and its interrupt has not run yet (we are in
+	 * it, or it is about to be taken): that period is not in fw_ticks.
+	 * A count just reloaded is high, one about to wrap low.
+	 */
+	if (pend && cvr > rvr / 2)
+		t1++;
 	return ((uint64_t)t1 * (rvr + 1) + (rvr - cvr)) * FW_NS_PER_COUNT;
 }
 
@@ -275,8 +283,17 @@ void SysTick_Handler(void)
 /* ------------------------------------------------------------------------
  * The main loop's work, and its idle time: drain the ring to the UART.
  */
+/*
+ * A frame lost on the link takes the interned names and descriptors it
+ * carried with it, and the writers cannot know: every FW_RESTATE frames
+ * the ring's generation moves, so each writer starts a fresh state (a
+ * few hundred bytes) and a host that lost frames recovers soon after.
+ */
+#define FW_RESTATE	64u
+
 static void drain(enum tb_read_mode mode)
 {
+	static uint32_t restated;
 	int ret;
 
 	do
@@ -284,6 +301,10 @@ static void drain(enum tb_read_mode mode)
 				      &tx, NULL);
 	while (ret == TB_LIMIT);
 	fw_report.frames = tx.seq;
+	if (tx.seq - restated >= FW_RESTATE) {
+		restated = tx.seq;
+		tb_ring_bump_generation(&ring);
+	}
 }
 
 static void discard(void *ctx, const struct tb_chunk_view *v)
