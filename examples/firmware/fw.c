@@ -317,25 +317,29 @@ static void discard(void *ctx, const struct tb_chunk_view *v)
  * The flight recorder (fault builds): no host listens, so the ring keeps
  * the latest chunks for a debugger to find after a crash.  Writers never
  * overwrite, so once three quarters of the ring wait, the idle loop drops
- * them all and bumps the ring's generation: each writer's next packet
- * starts a fresh incremental state, and the chunks left in RAM always
- * decode on their own.  Interrupts are masked meanwhile, so that no
- * packet of the new states goes into a chunk being dropped.
+ * them.  What stays must decode on its own: with interrupts masked (the
+ * interrupt is never inside a write when the main loop runs), both
+ * writers let go of their chunks and the ring's generation moves, so
+ * every later packet goes into a chunk claimed from now on, and each
+ * writer's first one starts a fresh incremental state.  Then, with
+ * interrupts on again, the positions before that point are dropped.
  */
 static void recycle(void)
 {
-	uint32_t wp = tb_atomic_load(&ring.hdr->write_pos, TB_RLX);
-	int ret;
+	uint32_t wp = tb_atomic_load(&ring.hdr->write_pos, TB_RLX), upto;
 
 	if (wp - rd.pos < FW_NCHUNKS * 3 / 4)
 		return;
 	__asm__ __volatile__("cpsid i" ::: "memory");
-	do
-		ret = tb_reader_drain(&rd, FW_NCHUNKS, TB_READ_SCRAPE, discard,
-				      NULL, NULL);
-	while (ret == TB_LIMIT);
+	tb_writer_release(&main_w);
+	tb_writer_release(&isr_w);
 	tb_ring_bump_generation(&ring);
+	upto = tb_atomic_load(&ring.hdr->write_pos, TB_RLX);
 	__asm__ __volatile__("cpsie i" ::: "memory");
+	while (rd.pos != upto &&
+	       tb_reader_drain(&rd, upto - rd.pos, TB_READ_LAZY, discard,
+			       NULL, NULL) != TB_EPROTO)
+		;
 }
 
 static void idle(void)
