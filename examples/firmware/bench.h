@@ -63,7 +63,8 @@ static uint32_t bench_case(int kind)
 static int fw_bench(void)
 {
 	static const char *const names[] = {
-		"", "slice begin+end", "slice begin+end, 1 annotation",
+		"", "slice begin+end (the pair)",
+		"slice begin+end (the pair), 1 annotation",
 		"instant", "instant, 1 annotation", "counter",
 	};
 	uint32_t base, t, per10;
@@ -89,7 +90,7 @@ static int fw_bench(void)
 		s = fmt_u32(s, per10 / 10);
 		*s++ = '.';
 		s = fmt_u32(s, per10 % 10);
-		for (p = " instructions/event\n"; *p; )
+		for (p = " instructions\n"; *p; )
 			*s++ = *p++;
 		*s = 0;
 		fw_puts(line);

@@ -43,7 +43,7 @@ build() {
 	an505) cpu="-mcpu=cortex-m33 -mfloat-abi=soft" ;;
 	esac
 	# shellcheck disable=SC2086
-	$CC $cpu -mthumb -Os -g -std=c99 -Wall -Wextra -Werror \
+	$CC $cpu -mthumb ${FW_OPT:--Os} -g -std=c99 -Wall -Wextra -Werror \
 	    -ffreestanding -fno-tree-loop-distribute-patterns \
 	    -ffunction-sections -fdata-sections \
 	    -nostdinc -isystem "$($CC -print-file-name=include)" \
