@@ -67,18 +67,19 @@ run() {
 # dump NAME: runs until the firmware stops in fw_halt(), as a debugger
 # sees it: the whole RAM into NAME.ram
 dump() {
-	rm -f "$d/$1.sock"
+	sock=${d#"$top"/}/$1.sock	# relative: a socket path is short
+	rm -f "$sock"
 	qemu -icount shift=$ICOUNT -serial file:"$d/$1.uart" -S \
-	    -gdb unix:"$d/$1.sock",server=on,wait=on \
+	    -gdb unix:"$sock",server=on,wait=on \
 	    -kernel "$d/$1.elf" > "$d/$1.out" 2>&1 &
 	qpid=$!
 	i=0
-	while [ ! -S "$d/$1.sock" ] && [ $i -lt 200 ]; do
+	while [ ! -S "$sock" ] && [ $i -lt 200 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
 	timeout $QEMU_TIMEOUT gdb-multiarch -q -batch -nx "$d/$1.elf" \
-	    -ex "target remote $d/$1.sock" -ex 'break fw_halt' \
+	    -ex "target remote $sock" -ex 'break fw_halt' \
 	    -ex continue -ex "dump binary memory $d/$1.ram $ram" \
 	    -ex kill > "$d/$1.gdb" 2>&1 || true
 	wait $qpid || true
@@ -99,6 +100,12 @@ check() {
 # stat_clean NAME [-t]: tbtrace stat finds nothing a loss flag does not
 # explain (-t: the trace lost its tail, to a crash or a cut: slices open
 # at the end are explained)
+# summary NAME: fwcheck's findings in one line
+summary() {
+	sed -n 's/^fwcheck: writer \([12]\): \([0-9]*\) events, seq \(.*\) of \([0-9]*\) written/w\1 \3 of \4;/p; s/^fwcheck: writer \([12]\): no events/w\1 none;/p; s/^fwcheck: .*: \(ok\|FAILED\)$/\1/p' \
+	    "$d/$1.check" | tr '\n' ' '
+}
+
 stat_clean() {
 	"$tbt" stat ${2:-} "$d/$1.pftrace" > "$d/$1.stat" 2>&1 || true
 	grep -q '^check *clean' "$d/$1.stat"
@@ -122,14 +129,14 @@ for b in $boards; do
 
 	# --- live streaming over the UART
 	if run stream; then :; else die "stream: the firmware exited $?"; fi
-	say "stream: $(sed -n 's/^fw: [^ ]* //p' "$d/stream.out")"
+	say "stream: $(val stream ticks) ticks, $(val stream preempt_open) of them with a main-loop packet open, $(val stream isr_refused) stalling writes refused in the interrupt, $(val stream isr_waits) waits"
 	# exit 1: a loss it names (the writes refused on a full ring)
 	"$tbt" stream "$d/stream.uart" "$d/stream.pftrace" \
 	    > "$d/stream.conv" 2>&1 || [ $? = 1 ] ||
 	    die "stream: tbtrace stream failed"
 	stat_clean stream || die "stream: tbtrace stat not clean"
 	check c stream || die "stream: $(cat "$d/stream.check")"
-	say "stream: $(wc -c < "$d/stream.uart") UART bytes -> stream.pftrace: $(tail -n 1 "$d/stream.check")"
+	say "stream: $(wc -c < "$d/stream.uart") UART bytes -> stream.pftrace: $(summary stream)"
 
 	# --- post-mortem: a fault, then the RAM through the gdb stub
 	for n in fault isrfault; do
@@ -140,7 +147,7 @@ for b in $boards; do
 		# a crash leaves the slices it interrupted open
 		stat_clean $n -t || die "$n: tbtrace stat -t not clean"
 		check t $n || die "$n: $(cat "$d/$n.check")"
-		say "$n: $(sed -n 's/^fw: [^ ]* //p' "$d/$n.out" | cut -c1-60)... -> $(tail -n 1 "$d/$n.check")"
+		say "$n: RAM dump -> $n.pftrace: $(summary $n)"
 	done
 	[ "$(val isrfault fault_mid_packet)" = 1 ] ||
 	    die "isrfault: the interrupt did not fault mid-packet"
@@ -165,7 +172,8 @@ for b in $boards; do
 	check l cutdump || die "cutdump: $(cat "$d/cutdump.check")"
 	mv "$d/cutdump.check" "$d/cutdump.lcheck"
 	check t cutdump && die "cutdump: the trace of a cut dump looks whole"
-	say "cutdump: cut at byte $cut: loss flagged, no wrong event: $(grep -h "writer" "$d/cutdump.lcheck" | tr '\n' ' ')"
+	mv "$d/cutdump.lcheck" "$d/cutdump.check"
+	say "cutdump: cut at byte $cut: loss flagged, no wrong event: $(summary cutdump)"
 
 	# a capture with bytes flipped
 	cp "$d/stream.uart" "$d/flipped.uart"
@@ -181,7 +189,8 @@ for b in $boards; do
 	    "$d/flipped.conv" || die "flipped: tbtrace stream saw no bad frame"
 	check l flipped || die "flipped: $(cat "$d/flipped.check")"
 	check c flipped && die "flipped: nothing lost from a damaged capture"
-	say "flipped: 5 bytes overwritten: loss flagged, no wrong event: ok"
+	check l flipped
+	say "flipped: 5 bytes overwritten: $(sed -n 's/.* \([0-9]* frames with a bad CRC\).*/\1/p' "$d/flipped.conv"), no wrong event: $(summary flipped)"
 
 	# an interrupt writer with the main writer's id
 	run sharedid || true
