@@ -192,6 +192,15 @@ for b in $boards; do
 	check l flipped
 	say "flipped: 5 bytes overwritten: $(sed -n 's/.* \([0-9]* frames with a bad CRC\).*/\1/p' "$d/flipped.conv"), no wrong event: $(summary flipped)"
 
+	# a capture that starts mid-frame and ends early
+	tail -c +5001 "$d/stream.uart" | head -c $((size / 2)) > "$d/cutuart.uart"
+	cp "$d/stream.out" "$d/cutuart.out"
+	"$tbt" stream "$d/cutuart.uart" "$d/cutuart.pftrace" \
+	    > "$d/cutuart.conv" 2>&1 || true
+	check c cutuart && die "cutuart: nothing lost from a cut capture"
+	check l cutuart || die "cutuart: $(cat "$d/cutuart.check")"
+	say "cutuart: bytes 5000..$((size / 2 + 5000)) only: $(sed -n 's/^link *[0-9]* bytes: .*; \([0-9]* bytes skipped\)/\1/p' "$d/cutuart.conv"), no wrong event: $(summary cutuart)"
+
 	# an interrupt writer with the main writer's id
 	run sharedid || true
 	"$tbt" stream "$d/sharedid.uart" "$d/sharedid.pftrace" \
