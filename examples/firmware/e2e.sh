@@ -15,8 +15,9 @@
 #             the last events before the fault (fwcheck -t)
 #   isrfault  the interrupt faults while the main writer holds an open
 #             packet: the same, clean apart from what is flagged
-# and the failures: a dump cut in the middle of the ring and a capture
-# with bytes flipped (loss flagged, never a wrong event: fwcheck -l),
+# and the failures: a dump cut in the middle of the ring, a capture
+# with bytes flipped, one that starts mid-frame and ends early (loss
+# flagged, never a wrong event: fwcheck -l),
 # an interrupt writer sharing the main writer's id (fwcheck must fail),
 # and a build without the handler-mode check (the firmware must fail).
 set -eu
