@@ -49,7 +49,7 @@ RUN_CXX	?= $(CXX_TESTS)
 # Examples that check themselves and exit non-zero when they fail; each
 # gets build/NAME.pftrace as its argument, and a trace it writes there must
 # pass tbtrace stat (Perfetto's importer's rules).
-RUN_EXAMPLES ?= quickstart events
+RUN_EXAMPLES ?= quickstart events first_trace
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))

@@ -408,6 +408,33 @@ static inline size_t tb_ring_size(uint32_t chunk_size, uint32_t num_chunks)
 	return TB_RING_HDR_SIZE + (size_t)chunk_size * num_chunks;
 }
 
+/*
+ * tb_ring_size() as a constant expression, for memory declared static
+ * (firmware): static uint8_t mem[TB_RING_SIZE(512, 8)] TB_RING_ALIGNED;
+ * Constant arguments only (each is used more than once).  An illegal
+ * geometry, or one too large for a size_t, fails the build (a negative
+ * array size) where tb_ring_size() would give 0.
+ */
+#define TB__RING_GEOMETRY_OK(cs, n)					\
+	((cs) >= TB_CHUNK_MIN && (cs) <= TB_CHUNK_MAX &&		\
+	 !((cs) & ((cs) - 1)) && (n) >= 2 &&				\
+	 (n) <= (1u << TB_COUNT_MAX_LOG2) && !((n) & ((n) - 1)) &&	\
+	 (size_t)(n) <= (SIZE_MAX - TB_RING_HDR_SIZE) / (size_t)(cs))
+#define TB_RING_SIZE(cs, n)						\
+	(sizeof(char[TB__RING_GEOMETRY_OK(cs, n) ? 1 : -1]) *		\
+	 ((size_t)TB_RING_HDR_SIZE + (size_t)(cs) * (size_t)(n)))
+
+/*
+ * The alignment for such an array: the header's 64-byte lines, where the
+ * compiler can say it.  Without it, declare uint32_t words instead (the
+ * size is a multiple of 4): tb_ring_init() needs 4-byte alignment.
+ */
+#if defined(__GNUC__)
+#define TB_RING_ALIGNED		__attribute__((aligned(64)))
+#else
+#define TB_RING_ALIGNED
+#endif
+
 static inline uint8_t *tb__ring_chunk(const struct tb_ring *r, uint32_t pos)
 {
 	return r->chunks +

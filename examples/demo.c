@@ -776,9 +776,11 @@ static void summary(struct demo *d, double secs, struct check *c,
 	       (unsigned long long)ev.ends_late,
 	       (unsigned long long)ev.ends_skipped);
 	printf("  trace       %llu packets; %llu of the %llu tagged events "
-	       "written (%.2f%%);\n              %s is %.1f MB\n",
+	       "the ring took\n              (%.2f%%; it refused %.2f%% of "
+	       "the %llu tried);\n              %s is %.1f MB\n",
 	       (unsigned long long)packets, (unsigned long long)in_trace,
 	       (unsigned long long)written, pct(in_trace, written),
+	       pct(seq - written, seq), (unsigned long long)seq,
 	       d->opt.output, (double)file_size / 1e6);
 	printf("  lost        in the ring: %llu of %llu tagged events tried; "
 	       "writes refused:\n              full %u, no chunk %u, "
@@ -916,6 +918,7 @@ static void setup(struct demo *d)
 	struct tb_service_config sc;
 	struct tb_buf_ident ident;
 	unsigned i, handle;
+	int ret;
 
 	d->pid = (int)getpid();
 	d->uid = (unsigned)getuid();
@@ -933,10 +936,11 @@ static void setup(struct demo *d)
 		exit(2);
 	}
 	/* the central buffer, and a bridge from the ring into it */
-	d->buf = tb_buf_create(d->opt.buffer_size, d->opt.fill);
-	if (!d->buf) {
-		fprintf(stderr, "demo: cannot allocate a %zu-byte buffer\n",
-			d->opt.buffer_size);
+	ret = tb_buf_new(&d->buf, d->opt.buffer_size, d->opt.fill, NULL,
+			 NULL);
+	if (ret) {
+		fprintf(stderr, "demo: cannot create a %zu-byte buffer: %s\n",
+			d->opt.buffer_size, tb_strerror(ret));
 		exit(2);
 	}
 	tb_buf_on_overwrite(d->buf, on_overwrite, d);

@@ -802,6 +802,7 @@ static int setup(struct svc *v)
 	const struct options *o = &v->opt;
 	struct tb_service_config sc;
 	sigset_t set;
+	int ret;
 
 	v->lfd = v->sfd = v->bell_fd = -1;
 	v->next_id = 1;
@@ -829,10 +830,10 @@ static int setup(struct svc *v)
 		perror("tb_service: doorbell mmap");
 		return -1;
 	}
-	v->buf = tb_buf_create(o->buf_size, o->policy);
-	if (!v->buf) {
+	ret = tb_buf_new(&v->buf, o->buf_size, o->policy, NULL, NULL);
+	if (ret) {
 		fprintf(stderr, "tb_service: cannot create a %zu-byte "
-			"buffer\n", o->buf_size);
+			"buffer: %s\n", o->buf_size, tb_strerror(ret));
 		return -1;
 	}
 	v->bufs[0] = v->buf;

@@ -103,6 +103,60 @@ static bool log_has(const char *s)
 	return found;
 }
 
+/*
+ * The line that contains @s into @l1, and the one after it into @l2 (when
+ * not NULL); false when there is none.
+ */
+static bool log_lines(const char *s, char *l1, char *l2, size_t n)
+{
+	bool found = false;
+	FILE *f = fopen(log_path, "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(l1, (int)n, f))
+		found = strstr(l1, s) != NULL;
+	if (found && l2 && !fgets(l2, (int)n, f))
+		found = false;
+	fclose(f);
+	return found;
+}
+
+static bool near(double a, double b)
+{
+	return a - b < 0.006 && b - a < 0.006;
+}
+
+/*
+ * The summary says what each share is of: the tagged events in the trace
+ * of those the ring took, and the share of the tries the ring refused,
+ * the same counts as its "lost in the ring" line.
+ */
+static void check_shares(void)
+{
+	unsigned long long in, took, tried, lost, tried2;
+	char l1[512], l2[512];
+	double share, refused;
+
+	ck_assert(log_lines("  lost        in the ring: ", l1, NULL,
+			    sizeof(l1)));
+	ck_assert_int_eq(sscanf(l1, " lost in the ring: %llu of %llu tagged "
+				"events tried", &lost, &tried2), 2);
+	ck_assert(log_lines("  trace       ", l1, l2, sizeof(l1)));
+	ck_assert_msg(sscanf(l1, " trace %*u packets; %llu of the %llu "
+			     "tagged events", &in, &took) == 2 &&
+		      strstr(l1, "tagged events the ring took"),
+		      "trace line: %s", l1);
+	ck_assert_msg(sscanf(l2, " (%lf%%; it refused %lf%% of the %llu "
+			     "tried", &share, &refused, &tried) == 3,
+		      "trace line: %s%s", l1, l2);
+	ck_assert_uint_eq(tried, tried2);
+	ck_assert_uint_eq(took, tried - lost);
+	ck_assert(took > 0);
+	ck_assert(near(share, 100.0 * (double)in / (double)took));
+	ck_assert(near(refused, 100.0 * (double)lost / (double)tried));
+}
+
 /* tbcheck over the demo's file, into @c. */
 static void check_file(struct tb_check *c, bool tail_lost)
 {
@@ -138,6 +192,7 @@ START_TEST(test_demo_option_set)
 		show_log();
 	ck_assert_msg(ret == 0, "demo %s exited %d", set->args, ret);
 	ck_assert(log_has("verify      ok"));
+	check_shares();
 	check_file(&c, set->discard);
 	for (k = 0; k < TB_CK_MAX; k++)
 		ck_assert_msg(!c.rule[k].count, "%s: %llu unexplained",
