@@ -37,8 +37,7 @@
 
 #define FW_CHUNK	512u
 #define FW_NCHUNKS	8u
-/* tb_ring_size(512, 8): the 512-byte control header, then the chunks */
-#define FW_RING_BYTES	(512u + FW_CHUNK * FW_NCHUNKS)
+#define FW_RING_BYTES	TB_RING_SIZE(FW_CHUNK, FW_NCHUNKS)	/* 4608 */
 #define FW_TICK_HZ	4000u
 #define FW_CLOCK_ID	(TB_CLOCK_USER + 1)	/* sequence-scoped: 64..127 */
 #define FW_MAIN_ID	1u
@@ -49,7 +48,7 @@
 #endif
 
 /* The ring: a zeroed static array is an empty ring. */
-uint8_t fw_ring_mem[FW_RING_BYTES] __attribute__((aligned(64)));
+uint8_t fw_ring_mem[FW_RING_BYTES] TB_RING_ALIGNED;
 
 /* What the firmware did; printed at the end, and in RAM for a debugger. */
 struct fw_report {

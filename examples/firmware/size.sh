@@ -9,7 +9,7 @@ top=$(pwd)
 out=$top/build/firmware
 src=$top/examples/firmware
 CC=arm-none-eabi-gcc
-printf '%-50s %12s %12s\n' "bytes, -Os" "mps2-an385" "mps2-an505"
+printf '%-56s %12s %12s\n' "bytes, -Os" "mps2-an385" "mps2-an505"
 flags() {
 	case $1 in
 	an385) echo "-mcpu=cortex-m3" ;;
@@ -17,7 +17,7 @@ flags() {
 	esac
 }
 row() {
-	printf '%-50s' "$1"
+	printf '%-56s' "$1"
 	shift
 	for v in "$@"; do printf ' %12s' "$v"; done
 	echo
