@@ -18,6 +18,8 @@ static void bench_discard(void *ctx, const struct tb_chunk_view *v)
 	(void)ctx, (void)v;
 }
 
+static const uint8_t bench_pkt[16];
+
 static uint32_t bench_case(int kind)
 {
 	uint32_t total = 0, c0, c1, r, i;
@@ -51,6 +53,10 @@ static uint32_t bench_case(int kind)
 				TB_TRACE_COUNTER_W(&main_ev, &cat_fw, &t_count,
 						   i);
 				break;
+			case 6:
+				tb_writer_write_packet(&main_w, bench_pkt,
+						       sizeof(bench_pkt));
+				break;
 			}
 		}
 		c1 = SYST_CVR;
@@ -66,6 +72,7 @@ static int fw_bench(void)
 		"", "slice begin+end (the pair)",
 		"slice begin+end (the pair), 1 annotation",
 		"instant", "instant, 1 annotation", "counter",
+		"ring writer alone: a 16-byte packet",
 	};
 	uint32_t base, t, per10;
 	char line[96], *s;
@@ -74,7 +81,7 @@ static int fw_bench(void)
 
 	systick_start(0xffffffu, 0);	/* free-running, no interrupt */
 	base = bench_case(0);
-	for (k = 1; k < 6; k++) {
+	for (k = 1; k < 7; k++) {
 		t = bench_case(k);
 		/* tenths of an instruction per event */
 		per10 = (uint32_t)((uint64_t)(t > base ? t - base : 0) *

@@ -15,9 +15,13 @@
  *              stops in fw_halt(), where a debugger takes the RAM
  *   FW_END=2   the interrupt faults while the main writer holds an open
  *              packet
+ *              (both are flight recorders: nothing streams, the idle
+ *              loop keeps the latest chunks in the ring, recycle())
  *   FW_SHARED_ID  the interrupt's writer takes the main writer's id
  *              (breaks the ring's contract: the check must fail)
  *   FW_BENCH   measure instructions per event under -icount, and exit
+ *   -D'TB_IN_INTERRUPT()=0'  no handler-mode check: the interrupt's
+ *              stalling writes reach the wait hook, and main returns 3
  * The report ("fw: key=value ...", over semihosting) says what each
  * writer was told it wrote; every tagged event carries its writer's
  * sequence number ("seq") so the host proves each one is in the trace
