@@ -276,8 +276,13 @@ static int tbt_stream_end(struct tbt_stream *s, struct tbt_stream_result *res)
 	return lost ? 1 : 0;
 }
 
-#ifdef TBTRACE_NO_MAIN
 /* A whole stream in memory (tests, the fuzzer): the exit status. */
+static int tbt_stream_image(const uint8_t *p, size_t n,
+			    const struct tbt_stream_opts *o,
+			    struct tb_trace_out *out, FILE *f,
+			    struct tbt_stream_result *res)
+	__attribute__((unused));
+
 static int tbt_stream_image(const uint8_t *p, size_t n,
 			    const struct tbt_stream_opts *o,
 			    struct tb_trace_out *out, FILE *f,
@@ -291,7 +296,6 @@ static int tbt_stream_image(const uint8_t *p, size_t n,
 	tbt_stream_feed(&s, p, n);
 	return tbt_stream_end(&s, res);
 }
-#endif
 
 /* The checker over what came out; folds its verdict into @st. */
 static int tbt_stream_check(const struct tbt_mem *m, int st,

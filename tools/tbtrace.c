@@ -1127,7 +1127,7 @@ static void tbt_missing(FILE *f, struct tb_ring *r,
 			struct tbt_convert_result *res)
 {
 	uint32_t rp = r->hdr->read_pos, wp = r->hdr->write_pos, pos, n = 0;
-	uint32_t holes[TBT_HOLES];
+	uint32_t holes[TBT_HOLES] = { 0 };
 	unsigned nholes = 0;
 
 	if (!res->truncated)
