@@ -193,10 +193,14 @@ static uint64_t tbt_stream_ring(struct tbt_stream *s)
 	    ls->write_pos, ls->read_pos);
 	tbt_counters(s->f, "writers", w, TB_WS_MAX, tbt_wstat_name);
 	tbt_counters(s->f, "reader", r, TB_RS_MAX, tbt_rstat_name);
-	/* refused writes carry their own flag on the writer's next chunk */
+	/*
+	 * Refused writes carry their own flag on the writer's next chunk.
+	 * A scrape is no loss on a live target: its writer moves the rest
+	 * of the chunk on (what it could not move is dropped-frags).
+	 */
 	return (uint64_t)w[TB_WS_FULL] + w[TB_WS_NO_CHUNK] +
 	       w[TB_WS_DROPPED_FRAGS] + r[TB_RS_MALFORMED] +
-	       r[TB_RS_UNKNOWN_FORMAT] + r[TB_RS_SCRAPES];
+	       r[TB_RS_UNKNOWN_FORMAT];
 }
 
 /*
