@@ -825,6 +825,7 @@ START_TEST(test_convert_finds_the_ring_in_a_larger_dump)
 	const char *args[] = { "convert", img, trace, NULL };
 	const char *at[] = { "convert", "-O", "8192", img, trace, NULL };
 	const char *wrong[] = { "convert", "-O", "4096", img, trace, NULL };
+	char msg[128];
 	struct verdict v;
 	struct tring t;
 	uint8_t *dump;
@@ -847,6 +848,15 @@ START_TEST(test_convert_finds_the_ring_in_a_larger_dump)
 	ck_assert_uint_eq(v.delivered[1], 41);
 	ck_assert_int_eq(tbtrace(at, NULL), 0);
 	ck_assert_out("at offset 8192 (-O)");
+	/* a second ring further on: the first is taken, the other named */
+	dump = (uint8_t *)realloc(dump, len + t.len);
+	ck_assert_ptr_nonnull(dump);
+	memcpy(dump + len, t.mem, t.len);
+	spit(img, dump, len + t.len);
+	ck_assert_int_eq(tbtrace(args, NULL), 0);
+	ck_assert_out("found at offset 8192");
+	snprintf(msg, sizeof(msg), "another ring header at offset %zu", len);
+	ck_assert_out(msg);
 	ck_assert_int_eq(tbtrace(wrong, NULL), 2);
 	ck_assert_out("TB_EMAGIC");
 	free(dump);
