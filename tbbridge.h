@@ -216,6 +216,7 @@ static inline struct tb__bridge_key *tb__bridge_key_of(struct tb_bridge *br,
 	k->next_id = 0;
 	k->used = 1;
 	k->loss = 0;
+	k->epoch = 0;	/* a loss before it was seen may have been its */
 	br->keys_n++;
 	return k;
 }

@@ -507,6 +507,8 @@ static void damaged(const uint8_t *p, size_t n, struct verdict *v,
 	ck_assert_report("lost      yes");
 	verify(m.p, m.len, v, ok);
 	for (w = 0; w < NW; w++) {
+		if (!ok[w][0])
+			continue;	/* a writer that wrote nothing */
 		ck_assert_uint_gt(v->delivered[w], 0);
 		if (min_tail)
 			ck_assert_msg(v->last[w] == NPKT - 1 &&
@@ -606,6 +608,77 @@ START_TEST(test_stream_ended_early)
 		ck_assert_uint_lt(v.delivered[w], NPKT);
 	}
 	target_free(&g);
+}
+END_TEST
+
+/* Where each frame of a stream ends (its delimiter's offset + 1). */
+static size_t frame_end[4096], feed_at;
+static unsigned nframe_end;
+static struct tb_chunk_view frame_view[4096];
+
+static void ends_fn(void *ctx, const struct tb_link_frame *f)
+{
+	(void)ctx;
+	ck_assert_uint_lt(nframe_end, 4096);
+	frame_view[nframe_end] = f->view;
+	frame_end[nframe_end++] = feed_at + 1;
+}
+
+/*
+ * The frame holding the middle of a packet split over three chunks is
+ * lost: the packet is lost, its first and last parts are never joined,
+ * and the writer's next packet says so.
+ */
+START_TEST(test_stream_losing_the_middle_of_a_split_packet)
+{
+	struct tb_link_tx tx;
+	struct bytes b = { NULL, 0, 0 };
+	struct twriter w;
+	struct treader rd;
+	struct tring t;
+	struct verdict v;
+	static bool ok[NW][NPKT];
+	struct pkt p;
+	unsigned i, f;
+
+	tring_new(&t, 256, 16);
+	twriter_new(&w, &t, 1, 0, TB_DROP);
+	treader_new(&rd, &t);
+	tb_link_tx_init(&tx, bytes_put, &b);
+	tb_link_tx_hello(&tx, &t.r);
+	for (i = 0; i < 14; i++) {	/* packet 10: 700 B, four chunks */
+		mk_packet(&p, 1, i);
+		ok[0][i] = !tb_writer_write_packet(&w.w, p.b, (uint32_t)p.n);
+		ck_assert(ok[0][i]);
+		while (tb_reader_drain(&rd.rd, 64, TB_READ_LAZY,
+				       tb_link_chunk_fn, &tx, NULL) ==
+		       TB_LIMIT)
+			;
+	}
+	tb_writer_release(&w.w);
+	tb_reader_drain(&rd.rd, 64, TB_READ_SCRAPE, tb_link_chunk_fn, &tx,
+			NULL);
+	tb_link_tx_end(&tx);
+	tb_link_rx_init(&rx);
+	nframe_end = 0;
+	for (feed_at = 0; feed_at < b.n; feed_at++)
+		tb_link_rx_feed(&rx, b.p + feed_at, 1, ends_fn, NULL);
+	for (f = 1; f < nframe_end; f++)
+		if ((frame_view[f].flags & (TB_F_CONT_PREV | TB_F_CONT_NEXT))
+		    == (TB_F_CONT_PREV | TB_F_CONT_NEXT))
+			break;
+	ck_assert_uint_lt(f, nframe_end);
+	memmove(b.p + frame_end[f - 1], b.p + frame_end[f],
+		b.n - frame_end[f]);
+	damaged(b.p, b.n - (frame_end[f] - frame_end[f - 1]), &v, ok, 0);
+	ck_assert_uint_eq(v.gaps[0], 1);
+	ck_assert_uint_eq(v.delivered[0], 13);
+	ck_assert_uint_eq(v.last[0], 13);
+	ck_assert_report("1 frames lost by sequence gap");
+	twriter_free(&w);
+	treader_free(&rd);
+	tring_free(&t);
+	free(b.p);
 }
 END_TEST
 
@@ -752,6 +825,7 @@ START_TEST(test_convert_finds_the_ring_in_a_larger_dump)
 	const char *args[] = { "convert", img, trace, NULL };
 	const char *at[] = { "convert", "-O", "8192", img, trace, NULL };
 	const char *wrong[] = { "convert", "-O", "4096", img, trace, NULL };
+	char msg[128];
 	struct verdict v;
 	struct tring t;
 	uint8_t *dump;
@@ -774,6 +848,15 @@ START_TEST(test_convert_finds_the_ring_in_a_larger_dump)
 	ck_assert_uint_eq(v.delivered[1], 41);
 	ck_assert_int_eq(tbtrace(at, NULL), 0);
 	ck_assert_out("at offset 8192 (-O)");
+	/* a second ring further on: the first is taken, the other named */
+	dump = (uint8_t *)realloc(dump, len + t.len);
+	ck_assert_ptr_nonnull(dump);
+	memcpy(dump + len, t.mem, t.len);
+	spit(img, dump, len + t.len);
+	ck_assert_int_eq(tbtrace(args, NULL), 0);
+	ck_assert_out("found at offset 8192");
+	snprintf(msg, sizeof(msg), "another ring header at offset %zu", len);
+	ck_assert_out(msg);
 	ck_assert_int_eq(tbtrace(wrong, NULL), 2);
 	ck_assert_out("TB_EMAGIC");
 	free(dump);
@@ -854,6 +937,7 @@ int main(void)
 	tcase_add_test(t, test_stream_losing_bytes);
 	tcase_add_test(t, test_stream_with_bytes_flipped);
 	tcase_add_test(t, test_stream_ended_early);
+	tcase_add_test(t, test_stream_losing_the_middle_of_a_split_packet);
 	tcase_add_test(t, test_stream_command_line);
 	tcase_add_test(t, test_convert_finds_the_ring_in_a_larger_dump);
 	tcase_add_test(t, test_convert_salvages_a_dump_cut_in_the_ring);

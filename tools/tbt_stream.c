@@ -193,10 +193,14 @@ static uint64_t tbt_stream_ring(struct tbt_stream *s)
 	    ls->write_pos, ls->read_pos);
 	tbt_counters(s->f, "writers", w, TB_WS_MAX, tbt_wstat_name);
 	tbt_counters(s->f, "reader", r, TB_RS_MAX, tbt_rstat_name);
-	/* refused writes carry their own flag on the writer's next chunk */
+	/*
+	 * Refused writes carry their own flag on the writer's next chunk.
+	 * A scrape is no loss on a live target: its writer moves the rest
+	 * of the chunk on (what it could not move is dropped-frags).
+	 */
 	return (uint64_t)w[TB_WS_FULL] + w[TB_WS_NO_CHUNK] +
 	       w[TB_WS_DROPPED_FRAGS] + r[TB_RS_MALFORMED] +
-	       r[TB_RS_UNKNOWN_FORMAT] + r[TB_RS_SCRAPES];
+	       r[TB_RS_UNKNOWN_FORMAT];
 }
 
 /*
@@ -276,8 +280,13 @@ static int tbt_stream_end(struct tbt_stream *s, struct tbt_stream_result *res)
 	return lost ? 1 : 0;
 }
 
-#ifdef TBTRACE_NO_MAIN
 /* A whole stream in memory (tests, the fuzzer): the exit status. */
+static int tbt_stream_image(const uint8_t *p, size_t n,
+			    const struct tbt_stream_opts *o,
+			    struct tb_trace_out *out, FILE *f,
+			    struct tbt_stream_result *res)
+	__attribute__((unused));
+
 static int tbt_stream_image(const uint8_t *p, size_t n,
 			    const struct tbt_stream_opts *o,
 			    struct tb_trace_out *out, FILE *f,
@@ -291,7 +300,6 @@ static int tbt_stream_image(const uint8_t *p, size_t n,
 	tbt_stream_feed(&s, p, n);
 	return tbt_stream_end(&s, res);
 }
-#endif
 
 /* The checker over what came out; folds its verdict into @st. */
 static int tbt_stream_check(const struct tbt_mem *m, int st,

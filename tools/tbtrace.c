@@ -1051,6 +1051,20 @@ static uint32_t tbt_peek32(const uint8_t *p)
 	return v;
 }
 
+/* A second ring header after the one at @off: say how to convert it. */
+static void tbt_another(FILE *f, const uint8_t *img, size_t len, size_t off,
+			bool scan)
+{
+	size_t at;
+
+	for (at = off + 4; scan && at + TB_RING_HDR_SIZE <= len; at += 4)
+		if (tbt_ring_header(img + at, len - at)) {
+			say(f, "ring      another ring header at offset %zu: "
+			    "-O %zu converts that one\n", at, at);
+			return;
+		}
+}
+
 /*
  * Where the ring is in @img: at @o->offset (-O), or at the first 4-byte
  * aligned offset holding a valid header (a RAM dump holds other memory
@@ -1092,6 +1106,7 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 	res->offset = off;
 	avail = *len - off;
 	valid = tbt_ring_header(*img + off, avail);
+	tbt_another(f, *img, *len, off, valid && o->offset < 0);
 	h = (const struct tb_ring_hdr *)(const void *)*img;
 	if (off) {
 		say(f, "ring      %s at offset %zu%s of the %zu-byte image\n",
@@ -1127,7 +1142,7 @@ static void tbt_missing(FILE *f, struct tb_ring *r,
 			struct tbt_convert_result *res)
 {
 	uint32_t rp = r->hdr->read_pos, wp = r->hdr->write_pos, pos, n = 0;
-	uint32_t holes[TBT_HOLES];
+	uint32_t holes[TBT_HOLES] = { 0 };
 	unsigned nholes = 0;
 
 	if (!res->truncated)
