@@ -48,7 +48,7 @@ build() {
 	    -ffreestanding -fno-tree-loop-distribute-patterns \
 	    -ffunction-sections -fdata-sections \
 	    -nostdinc -isystem "$($CC -print-file-name=include)" \
-	    -I"$src/include" -I"$top" -DBOARD_$(echo $b | tr a-z A-Z) "$@" \
+	    -I"$src/include" -I"$top" "-DBOARD_$(echo "$b" | tr a-z A-Z)" "$@" \
 	    -L"$src" -T "$b.ld" "$src/start.c" "$src/fw.c" -o "$d/$n.elf" \
 	    -nostdlib -nostartfiles -Wl,--gc-sections -lgcc
 }

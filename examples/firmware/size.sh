@@ -23,7 +23,6 @@ row() {
 	echo
 }
 text() { arm-none-eabi-size -A "$1" | awk '$1 ~ /^\.text/ { s += $2 } END { print s + 0 }'; }
-elfs=""
 for b in an385 an505; do
 	[ -f "$out/$b/stream.elf" ] || { echo "size.sh: no $out/$b/stream.elf: run make firmware-e2e" >&2; exit 1; }
 done
@@ -31,7 +30,6 @@ f() { arm-none-eabi-size "$out/$1/stream.elf" | awk 'NR == 2 { print $1 + $2 }';
 r() { arm-none-eabi-size "$out/$1/stream.elf" | awk 'NR == 2 { print $2 + $3 }'; }
 row "example: flash (.text + .data)" "$(f an385)" "$(f an505)"
 row "example: RAM (.data + .bss, no stack)" "$(r an385)" "$(r an505)"
-sym() { arm-none-eabi-nm -S "$out/$1/stream.elf" | awk -v s="$2" '$4 == s { print strtonum("0x" $2) }'; }
 ram_lib() {
 	t=0
 	for s in fw_ring_mem main_w isr_w main_ev isr_ev rd tx main_scratch \
