@@ -40,7 +40,7 @@ ram_lib() {
 	echo $t
 }
 row "  library RAM: ring 4608 + its structs" "$(ram_lib an385)" "$(ram_lib an505)"
-for p in "1|writer (init, write, release)" "2|event layer (incl. writer calls it inlines)" \
+for p in "1|writer (init, write, release)" "2|event layer (+ the writer it inlines)" \
     "3|on-target reader (drain)" "4|UART framing (tblink.h tx)"; do
 	n=${p%%|*}
 	label=${p#*|}
