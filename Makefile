@@ -18,6 +18,9 @@
 #                bare metal, nothing undefined beyond <string.h>
 #   make size    .text table of the writer fast path and the reader drain
 #                (x86-64, Cortex-M4, Cortex-M33, all -Os)
+#   make firmware-e2e  the firmware example under qemu-system-arm
+#                (mps2-an385, mps2-an505): streamed over the UART and
+#                dumped after a fault, checked; flash, RAM, instructions
 #   make help    this list
 #   build/tbtrace  stat FILE.pftrace | ring PATH | convert RING.bin OUT
 
@@ -26,7 +29,7 @@ PREFIX	?= /usr/local
 DESTDIR	?=
 VERSION	:= $(shell sed -n 's/^\#define TB_VERSION_STRING[^"]*"\(.*\)"/\1/p' tbbase.h)
 BUILD	?= build
-HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpb.h tbuffer.h tbbridge.h tbtrace.h tbservice.h tbevent.h tbcheck.h
+HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpb.h tbuffer.h tbbridge.h tbtrace.h tbservice.h tbevent.h tbcheck.h tblink.h
 FUZZ_SECONDS ?= 30
 
 WARN	:= -Wall -Wextra -Werror
@@ -360,6 +363,31 @@ firmware: deps-firmware
 size: deps-firmware
 	@sh tools/targets/size.sh $(TGT)/size
 
+# The firmware example (examples/firmware/) on emulated Cortex-M3 and
+# -M33 boards: built with no C library, run under qemu-system-arm, its
+# trace taken off over the UART and from a RAM dump after a fault (QEMU's
+# gdb stub), checked by fwcheck, the failure cases seen failing, then
+# flash, RAM and instructions per event.  Traces in build/firmware/.
+FW_E2E_TOOLS := arm-none-eabi-gcc qemu-system-arm gdb-multiarch timeout
+
+.PHONY: firmware-e2e have-firmware-e2e firmware-size
+have-firmware-e2e:
+	@m=""; for t in $(FW_E2E_TOOLS); do command -v $$t >/dev/null || m="$$m $$t"; done; \
+	[ -z "$$m" ] || { echo "firmware-e2e: missing:$$m.  On Debian:" \
+	"apt-get install --no-install-recommends gcc-arm-none-eabi qemu-system-arm gdb-multiarch" >&2; exit 1; }
+
+firmware-e2e: have-firmware-e2e build/tbtrace build/firmware/fwcheck
+	@s=$$(date +%s); sh examples/firmware/e2e.sh && \
+	sh examples/firmware/size.sh && \
+	echo "firmware-e2e: $$(( $$(date +%s) - s )) s"
+
+firmware-size: have-firmware-e2e
+	@sh examples/firmware/size.sh
+
+build/firmware/fwcheck: examples/firmware/fwcheck.c test/trace_decode.h
+	@mkdir -p build/firmware
+	$(CC) $(BASE) -Itest $(CFLAGS) $< -o $@
+
 # --- fuzzing ---------------------------------------------------------------
 build/fuzz/%: fuzz/%.c fuzz/fuzz_input.h $(HEADERS)
 	@mkdir -p build/fuzz
@@ -387,10 +415,11 @@ fuzz: deps-fuzz $(addprefix build/fuzz/,$(FUZZERS))
 	fi; done
 
 # --- tools -----------------------------------------------------------------
-$(BUILD)/tbtrace: tools/tbtrace.c $(HEADERS) | $(BUILD)
+$(BUILD)/tbtrace: tools/tbtrace.c tools/tbt_stream.c $(HEADERS) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@
 
-build/fuzz/fuzz_tbcheck: tools/tbtrace.c
+build/fuzz/fuzz_tbcheck build/fuzz/fuzz_link: tools/tbtrace.c tools/tbt_stream.c
+$(BUILD)/test_tblink: tools/tbtrace.c tools/tbt_stream.c
 
 # --- bench and demo --------------------------------------------------------
 $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)

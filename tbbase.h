@@ -98,6 +98,10 @@ enum tb_result {
 	TB_ECLOCKREF = -61,	/* not BOOTTIME, and no reference clock */
 	TB_ECLOCKFN = -62,	/* no function to read it or its reference */
 	TB_ECLOCKID = -63,	/* clock id 0, or above 127 */
+	/* a byte-link frame that cannot be used (tblink.h) */
+	TB_ECRC = -70,		/* its CRC-32 does not match */
+	TB_ELINK = -71,		/* it does not decode or parse */
+	TB_ELINKVER = -72,	/* another version of the link format */
 
 	/* the ring reader's outcomes */
 	TB_NODATA = 1,		/* nothing reserved: caught up */
@@ -150,6 +154,9 @@ static inline const char *tb_strerror(int result)
 	case TB_ECLOCKFN: return "no function to read the clock or its "
 				 "reference";
 	case TB_ECLOCKID: return "clock id 0, or above 127";
+	case TB_ECRC: return "link frame: CRC mismatch";
+	case TB_ELINK: return "link frame malformed";
+	case TB_ELINKVER: return "link frame of another format version";
 	case TB_NODATA: return "no data";
 	case TB_EMITTED: return "emitted";
 	case TB_SKIPPED: return "skipped (hole)";

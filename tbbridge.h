@@ -81,6 +81,7 @@ struct tb__bridge_key {
 	uint32_t next_id;
 	uint16_t used;
 	uint16_t loss;		/* a chunk was lost: flag the next one */
+	uint32_t epoch;		/* the bridge's loss epoch it last saw */
 };
 
 struct tb_bridge {
@@ -103,6 +104,7 @@ struct tb_bridge {
 	struct tb__bridge_key *keys;	/* open addressing, power of two */
 	uint32_t keys_cap;
 	uint32_t keys_n;
+	uint32_t epoch;			/* tb_bridge_lost_any() calls, not 0 */
 	uint64_t stat[TB_BS_MAX];
 	struct tb_buf_frag frags[TB_FRAG_MAX];
 };
@@ -214,6 +216,7 @@ static inline struct tb__bridge_key *tb__bridge_key_of(struct tb_bridge *br,
 	k->next_id = 0;
 	k->used = 1;
 	k->loss = 0;
+	k->epoch = 0;	/* a loss before it was seen may have been its */
 	br->keys_n++;
 	return k;
 }
@@ -268,6 +271,12 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 	k = tb__bridge_key_of(br, v->writer, v->bid);
 	if (!k)
 		return;		/* counted by tb__bridge_grow() */
+	if (k->epoch != br->epoch) {
+		/* a loss no writer was named for: it may have been ours */
+		k->epoch = br->epoch;
+		k->loss = 1;
+		k->next_id++;	/* the buffer sees the gap: no chain across */
+	}
 	for (i = 0; i < v->nfrags; p += v->sizes[i++]) {
 		br->frags[i].data = p;
 		br->frags[i].size = v->sizes[i];
@@ -322,6 +331,66 @@ static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
 	if (ret < 0)
 		br->error = ret;
 	return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * Chunk views that come from elsewhere than a ring in this process's
+ * memory: a byte link (tblink.h), a file.
+ */
+
+/*
+ * Sets up a bridge fed by tb_bridge_view() alone, with no ring or reader
+ * of its own (tb_bridge_drain() refuses it: TB_EINVAL); the arguments
+ * are tb_bridge_init()'s.
+ */
+static inline int tb_bridge_init_views(struct tb_bridge *br,
+				       uint16_t producer_id,
+				       struct tb_buf_ident ident,
+				       struct tb_buf *const *bufs,
+				       unsigned nbufs, tb_buf_alloc_fn alloc,
+				       void *alloc_ctx)
+{
+	TB_MEMSET(br, 0, sizeof(*br));
+#ifndef TB_BUF_NO_DEFAULT_ALLOC
+	if (!alloc)
+		alloc = tb_buf_default_alloc;
+#endif
+	if (!alloc || (!bufs && nbufs))
+		return TB_EINVAL;
+	if (!producer_id)
+		return TB_EID;	/* its sequence ids would be the service's */
+	br->error = TB_EINVAL;	/* no ring to drain */
+	br->producer_id = producer_id;
+	br->ident = ident;
+	br->bufs = bufs;
+	br->nbufs = nbufs;
+	br->alloc = alloc;
+	br->alloc_ctx = alloc_ctx;
+	return TB_OK;
+}
+
+/*
+ * One chunk view into its central buffer, as if a ring's reader had
+ * emitted it: what the view promises is the reader's (tb_chunk_view's
+ * comment); the buffer validates the fragments themselves.
+ */
+static inline void tb_bridge_view(struct tb_bridge *br,
+				  const struct tb_chunk_view *v)
+{
+	tb__bridge_chunk(br, v);
+}
+
+/*
+ * Chunks were lost and nobody knows whose (a byte link lost frames): the
+ * next chunk of every sequence, known now or first seen later, carries
+ * the data-loss flag and follows a gap in its chunk ids, so the buffer
+ * never joins a packet across the loss.  O(1): each sequence compares
+ * an epoch when its next chunk comes.
+ */
+static inline void tb_bridge_lost_any(struct tb_bridge *br)
+{
+	if (!++br->epoch)
+		br->epoch = 1;	/* 0 is a fresh sequence's */
 }
 
 /*

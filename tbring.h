@@ -27,6 +27,10 @@
  *     names a chunk's writer by id alone, so two live writers with one id
  *     could each take the other's Complete chunk for its own and reuse it
  *     (the ids are Perfetto's WriterIDs, unique per producer).
+ *   - An interrupt handler may write, with a writer of its own (its own
+ *     id): it preempts other writers anywhere, as another thread would.
+ *     It never waits: under TB_STALL it gets TB_FULL at once on a full
+ *     ring (TB_IN_INTERRUPT(), by tb__writer_stall()).
  *   - Exactly one reader per ring (struct tb_reader), one thread.
  *   - The mapping holds only offsets and sizes, never pointers: every
  *     process may map it at a different address.  struct tb_ring is each
@@ -1001,10 +1005,35 @@ static inline void tb_writer_record_loss(struct tb_writer *w)
 }
 
 /*
+ * An interrupt handler never waits: the reader it would wait for cannot
+ * run until the handler returns.  TB_IN_INTERRUPT() says whether the
+ * caller is one; a TB_STALL writer in one does not spin or sleep on a
+ * full ring but gets TB_FULL at once (counted TB_WS_FULL, as a TB_DROP
+ * writer's).  The default reads IPSR on Cortex-M (nonzero in handler
+ * mode) and is 0 elsewhere; a vendor may define it (an RTOS's "in ISR"
+ * call, a signal handler's flag) before including this header.
+ */
+#ifndef TB_IN_INTERRUPT
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+static inline uint32_t tb__ipsr(void)
+{
+	uint32_t v;
+
+	__asm__ __volatile__("mrs %0, ipsr" : "=r"(v));
+	return v;
+}
+#define TB_IN_INTERRUPT()	(tb__ipsr() != 0)
+#else
+#define TB_IN_INTERRUPT()	0
+#endif
+#endif
+
+/*
  * Waits for read_pos to leave @sample: true if it may have moved, false
- * after stall_ms without a change or where futexes are unavailable.  It
- * spins first (tbsync.h), then sleeps on wake_seq until the reader wakes
- * it (tb__ring_wake_writers()).
+ * after stall_ms without a change, where futexes are unavailable, or in
+ * an interrupt handler (TB_IN_INTERRUPT()).  It spins first (tbsync.h),
+ * then sleeps on wake_seq until the reader wakes it
+ * (tb__ring_wake_writers()).
  */
 static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 {
@@ -1012,7 +1041,7 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	uint32_t i, ticket;
 	int ret;
 
-	if (!TB_HAVE_WAIT)
+	if (!TB_HAVE_WAIT || TB_IN_INTERRUPT())
 		return false;
 	tb__wstat(w, TB_WS_STALLS, 1);
 	if (tb_bell_ring(w->ring->bell))	/* the reader may be asleep */

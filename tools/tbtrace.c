@@ -12,9 +12,13 @@
  *	a live ring mapped read-only (a file, a /dev/shm object,
  *	/proc/PID/fd/N of a producer's memfd): header, geometry, cursors,
  *	counters, a histogram of chunk states, chunks held and pinned
- *   tbtrace convert [-P ID] [-p PID] [-u UID] [-b SIZE] [-q] RING.bin OUT
+ *   tbtrace convert [-P ID] [-p PID] [-u UID] [-b SIZE] [-O OFF] [-q] IMG OUT
  *	a ring's raw image (from a RAM dump or a core file) drained offline
- *	into a Perfetto trace, with every loss reported
+ *	into a Perfetto trace, with every loss reported; the ring is found
+ *	at any 4-byte aligned offset of a larger image, and a cut image
+ *	gives its complete chunks
+ *   tbtrace stream [-P ID] [-p PID] [-u UID] [-b SIZE] [-q] IN|- OUT
+ *	a target's tblink.h byte stream (tools/tbt_stream.c) into a trace
  *   tbtrace --version
  *
  * Exit status of stat (TBT_EXIT_*): 0 clean, nothing lost; 1 violations
@@ -822,11 +826,18 @@ struct tbt_convert_opts {
 	uint32_t uid;
 	uint64_t buf_size;		/* 0: from the image */
 	size_t budget;			/* checker's, 0: default */
+	int64_t offset;			/* the ring's in the image; -1: find */
 };
 
 struct tbt_convert_result {
 	int error;			/* attach refused: its code, else 0 */
 	uint32_t salvaged;		/* words turned into holes */
+	size_t offset;			/* of the ring in the image */
+	bool truncated;			/* the image ends inside the ring */
+	uint32_t complete;		/* chunks it holds whole */
+	uint32_t cut_bytes;		/* of the first chunk it cuts */
+	uint32_t missing;		/* chunks the image cut off */
+	uint32_t missing_pending;	/* ... that held pending positions */
 	uint32_t write_pos_clamped;
 	uint64_t lost;			/* anything lost, any cause */
 	uint64_t packets;
@@ -1086,6 +1097,156 @@ static void tbt_charge_holes(FILE *f, const struct tb_ring *r,
 }
 
 /*
+ * A ring header at @p (@n bytes left) that tb_ring_attach() would take,
+ * and whose padding is zero as tb_ring_init() leaves it: a stray magic
+ * in other memory is no ring.
+ */
+static bool tbt_ring_header(const uint8_t *p, size_t n)
+{
+	const struct tb_ring_hdr *h = (const struct tb_ring_hdr *)
+				      (const void *)p;
+	unsigned i;
+
+	if (n < TB_RING_HDR_SIZE || h->magic != TB_RING_MAGIC ||
+	    h->version != TB_RING_VERSION ||
+	    h->hdr_size != TB_RING_HDR_SIZE || h->chunk_log2 < 8 ||
+	    h->chunk_log2 > 15 || h->count_log2 < 1 ||
+	    h->count_log2 > TB_COUNT_MAX_LOG2)
+		return false;
+	for (i = 0; i < sizeof(h->pad0) / sizeof(h->pad0[0]); i++)
+		if (h->pad0[i])
+			return false;
+	return true;
+}
+
+static uint32_t tbt_peek32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* A second ring header after the one at @off: say how to convert it. */
+static void tbt_another(FILE *f, const uint8_t *img, size_t len, size_t off,
+			bool scan)
+{
+	size_t at;
+
+	for (at = off + 4; scan && at + TB_RING_HDR_SIZE <= len; at += 4)
+		if (tbt_ring_header(img + at, len - at)) {
+			say(f, "ring      another ring header at offset %zu: "
+			    "-O %zu converts that one\n", at, at);
+			return;
+		}
+}
+
+/*
+ * Where the ring is in @img: at @o->offset (-O), or at the first 4-byte
+ * aligned offset holding a valid header (a RAM dump holds other memory
+ * around it); without one, at the first magic (or 0), for attach to say
+ * what is wrong there.  The ring is moved to the start of @img.  An
+ * image that ends inside the ring (after its header) is copied into
+ * *@grown, zero-filled to the ring's size (the caller frees it), and
+ * res->complete says how many chunks it holds whole.  Returns 0, or -1
+ * (reported) when @o->offset is outside the image.
+ */
+static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
+		      const struct tbt_convert_opts *o,
+		      struct tbt_convert_result *res, uint8_t **grown)
+{
+	const struct tb_ring_hdr *h;
+	size_t off, first = SIZE_MAX, avail, need = 0;
+	bool valid;
+
+	*grown = NULL;
+	if (o->offset >= 0) {
+		if ((uint64_t)o->offset >= *len || o->offset % 4) {
+			say(f, "ring      -O %lld: not a 4-byte aligned offset "
+			    "inside the %zu-byte image\n",
+			    (long long)o->offset, *len);
+			return -1;
+		}
+		off = (size_t)o->offset;
+	} else {
+		for (off = 0; off + TB_RING_HDR_SIZE <= *len; off += 4) {
+			if (first == SIZE_MAX &&
+			    tbt_peek32(*img + off) == TB_RING_MAGIC)
+				first = off;
+			if (tbt_ring_header(*img + off, *len - off))
+				break;
+		}
+		if (off + TB_RING_HDR_SIZE > *len)
+			off = first == SIZE_MAX ? 0 : first;
+	}
+	res->offset = off;
+	avail = *len - off;
+	valid = tbt_ring_header(*img + off, avail);
+	tbt_another(f, *img, *len, off, valid && o->offset < 0);
+	h = (const struct tb_ring_hdr *)(const void *)*img;
+	if (off) {
+		say(f, "ring      %s at offset %zu%s of the %zu-byte image\n",
+		    valid ? "found" : "looked for", off,
+		    o->offset >= 0 ? " (-O)" : "", *len);
+		memmove(*img, *img + off, avail);
+		*len = avail;
+	}
+	if (valid)
+		need = tb_ring_size(1u << h->chunk_log2, 1u << h->count_log2);
+	if (!need || avail >= need)
+		return 0;
+	*grown = (uint8_t *)calloc(1, need);
+	if (!*grown)
+		return 0;	/* attach says TB_ESHORT */
+	memcpy(*grown, *img, avail);
+	res->truncated = true;
+	res->complete = (uint32_t)((avail - TB_RING_HDR_SIZE) >>
+				   h->chunk_log2);
+	res->cut_bytes = (uint32_t)((avail - TB_RING_HDR_SIZE) &
+				    ((1u << h->chunk_log2) - 1));
+	*img = *grown;
+	*len = need;
+	return 0;
+}
+
+/*
+ * The chunks a cut image lacks, from res->complete on, read as holes: a
+ * pending position among them lost what it held, and named no writer we
+ * can see, so it goes into @holes to be charged to every writer after it.
+ */
+static void tbt_missing(FILE *f, struct tb_ring *r,
+			struct tbt_convert_result *res)
+{
+	uint32_t rp = r->hdr->read_pos, wp = r->hdr->write_pos, pos, n = 0;
+	uint32_t holes[TBT_HOLES] = { 0 };
+	unsigned nholes = 0;
+
+	if (!res->truncated)
+		return;
+	if (wp - rp > r->num_chunks)
+		wp = rp + r->num_chunks;	/* as salvage clamps it */
+	for (pos = rp; pos != wp; pos++) {
+		if ((pos & (r->num_chunks - 1)) < res->complete)
+			continue;
+		*tbt_wordp(r, pos) = tbt_free_tag(r, pos);
+		holes[nholes++] = pos;
+		n++;
+		if (nholes == TBT_HOLES) {
+			tbt_charge_holes(NULL, r, holes, nholes);
+			nholes = 0;
+		}
+	}
+	tbt_charge_holes(NULL, r, holes, nholes);
+	res->missing = r->num_chunks - res->complete;
+	res->missing_pending = n;
+	say(f, "salvage   image truncated: %u of %u chunks complete (it ends "
+	    "%u bytes into chunk %u); %u missing chunk%s held pending "
+	    "positions: lost, and charged to every writer with chunks after "
+	    "them\n", res->complete, r->num_chunks, res->cut_bytes,
+	    res->complete, n, n == 1 ? "" : "s");
+}
+
+/*
  * One central buffer per BufferID the pending chunks name (the first
  * TBT_MAX_BUFS of them), each big enough for every chunk that names it.
  */
@@ -1180,15 +1341,18 @@ static int tbt_convert(uint8_t *img, size_t len,
 	struct tb_ring r;
 	unsigned nbufs = 0, nb, k;
 	uint64_t rejected, unread, lost = 0;
-	uint8_t *scratch = NULL;
+	uint8_t *scratch = NULL, *grown;
 	int ret, status = 0;
 
 	memset(res, 0, sizeof(*res));
+	if (tbt_locate(f, &img, &len, o, res, &grown))
+		return 2;
 	ret = tb_ring_attach(&r, img, len);
 	if (ret) {
 		res->error = ret;
 		say(f, "ring      not a ring this tool can read: %s (%d): "
 		    "%s\n", tbt_result_name(ret), ret, tb_strerror(ret));
+		free(grown);
 		return 2;
 	}
 	tb_ring_stats(&r, &before);
@@ -1210,6 +1374,8 @@ static int tbt_convert(uint8_t *img, size_t len,
 		before.wstat[TB_WS_DROPPED_FRAGS];
 	/* a fresh reader starts at read_pos: forget the image's own */
 	memset(r.hdr->rstat, 0, sizeof(r.hdr->rstat));
+	tbt_missing(f, &r, res);
+	lost += res->missing_pending;
 	if (tbt_salvage(f, &r, res, holes, &nholes))
 		lost++;
 	tbt_charge_holes(f, &r, holes, nholes);
@@ -1218,6 +1384,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 	bufs = (struct tb_buf **)calloc(65536, sizeof(*bufs));
 	if (!bufs) {
 		say(f, "convert   out of memory\n");
+		free(grown);
 		return 2;
 	}
 	nb = tbt_make_bufs(f, &r, o, bufs, &nbufs, ids);
@@ -1266,7 +1433,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 	lost += rejected + br.stat[TB_BS_LOSS_FLAGS];
 	res->refused = rejected - br.stat[TB_BS_REJ_FULL];
 	res->tail_lost = after.rstat[TB_RS_SCRAPES] || rejected ||
-			 d.ret == TB_EPROTO;
+			 d.ret == TB_EPROTO || res->missing_pending;
 	for (k = 0; k < nb; k++) {
 		const struct tb_buf_stats *bs;
 		struct tb_buf *b = bufs[ids[k]];
@@ -1306,6 +1473,7 @@ out:
 		tb_buf_destroy(bufs[ids[k]]);
 	free(bufs);
 	free(scratch);
+	free(grown);
 	res->lost = lost;
 	if (status)
 		return status;
@@ -1450,9 +1618,18 @@ static int tbt_convert_main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	o.producer = 1;
-	while ((opt = getopt(argc, argv, "P:p:u:b:m:q")) != -1) {
+	o.offset = -1;
+	while ((opt = getopt(argc, argv, "P:p:u:b:m:qO:")) != -1) {
 		errno = 0;
 		switch (opt) {
+		case 'O':
+			if (tbt_size(optarg, &v) || v > INT64_MAX) {
+				fprintf(stderr, "tbtrace convert: -O: not an "
+					"offset\n");
+				return 2;
+			}
+			o.offset = (int64_t)v;
+			break;
 		case 'P':
 			n = strtol(optarg, &end, 0);
 			if (errno || *end || n < 1 || n > 65535) {
@@ -1502,7 +1679,8 @@ static int tbt_convert_main(int argc, char **argv)
 	}
 	if (optind + 2 != argc) {
 		fprintf(stderr, "usage: tbtrace convert [-P PRODUCER] [-p PID] "
-			"[-u UID] [-b SIZE] [-q] RING.bin OUT.pftrace\n");
+			"[-u UID] [-b SIZE] [-O OFFSET] [-q] RING.bin "
+			"OUT.pftrace\n");
 		return 2;
 	}
 	if (tbt_slurp(argv[optind], &img, &len))
@@ -1526,6 +1704,8 @@ static int tbt_convert_main(int argc, char **argv)
 	return st;
 }
 
+#include "tbt_stream.c"
+
 /* ------------------------------------------------------------------------
  * main
  */
@@ -1535,7 +1715,9 @@ static void tbt_usage(FILE *f)
 		"usage: tbtrace stat [-v] [-t] [-m BYTES] FILE.pftrace\n"
 		"       tbtrace ring [-w] [-n N] PATH\n"
 		"       tbtrace convert [-P PRODUCER] [-p PID] [-u UID] "
-		"[-b SIZE] [-q] RING.bin OUT.pftrace\n"
+		"[-b SIZE] [-O OFFSET] [-q] IMAGE OUT.pftrace\n"
+		"       tbtrace stream [-P PRODUCER] [-p PID] [-u UID] "
+		"[-b SIZE] [-q] IN|- OUT.pftrace\n"
 		"       tbtrace --version\n"
 		"\n"
 		"stat     what a Perfetto trace holds, and what Perfetto's "
@@ -1556,7 +1738,15 @@ static void tbt_usage(FILE *f)
 		"         the trusted producer id, pid and uid stamped on it "
 		"(default 1, 0, 0);\n"
 		"         -b each central buffer's size (default: the "
-		"image's chunks); -q quiet\n"
+		"image's chunks); -q quiet;\n"
+		"         the ring is found anywhere in the image (-O: at "
+		"this offset), and a\n"
+		"         cut image gives the chunks it holds whole\n"
+		"stream   a target's tblink.h byte stream (a UART capture; "
+		"- for stdin) into a\n"
+		"         trace, every skipped byte and lost frame reported; "
+		"options as convert's\n"
+		"         (-b default 4m)\n"
 		"\n"
 		"\n"
 		"exit status of stat: 0 clean (nothing lost, no violation); "
@@ -1588,6 +1778,8 @@ static int tbt_main(int argc, char **argv)
 		       (unsigned)TB_RING_VERSION);
 		return 0;
 	}
+	if (!strcmp(cmd, "stream"))
+		return tbt_stream_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") ||
 	    !strcmp(cmd, "--help")) {
 		tbt_usage(stdout);
