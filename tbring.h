@@ -149,12 +149,15 @@
  *     every publication: waking a sleeping reader per packet costs a
  *     system call each and makes it reclaim the very chunk the writer was
  *     about to reuse.  A writer wakes it when it burns a position,
- *     stalls, abandons or releases a chunk, and when it hands a chunk
- *     over (published and not kept for reuse, or forgotten) once three
- *     quarters of the ring wait (TB_DROP; at least one chunk is left) or
- *     the whole ring (TB_STALL: its stall rings anyway).  Anything else - a chunk an idle writer keeps, a
- *     lone finished chunk - is taken at the reader's next pass, at the
- *     latest when tb_reader_wait() times out.  Before either side
+ *     stalls, gives up on a full ring (TB_FULL: a ring whose chunks
+ *     writers keep for reuse hands nothing over), abandons or releases
+ *     a chunk, and when it hands a chunk over (published and not kept
+ *     for reuse, or forgotten) once three quarters of the ring wait
+ *     (TB_DROP; at least one chunk is left) or the whole ring
+ *     (TB_STALL: its stall rings anyway).  Anything else - a chunk an
+ *     idle writer keeps, a lone finished chunk - is taken at the
+ *     reader's next pass, at the latest when tb_reader_wait() times
+ *     out.  Before either side
  *     sleeps it spins for a while (an adaptive number of polls,
  *     tbsync.h): a stalled writer until read_pos moves, a waiting reader
  *     until write_pos does.
@@ -1021,6 +1024,23 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 }
 
 /*
+ * The ring was full and this writer gives up (TB_DROP, or a stall that
+ * ran out): a reader asleep on the doorbell must learn of it.  It may be
+ * sleeping with every chunk kept by writers that reuse them - Complete,
+ * no hand-over, so nothing rang - while every other packet is dropped;
+ * woken, it finds the ring under pressure (tb__reader_pressed()) and
+ * takes the kept chunks and the published prefixes of held ones.  The
+ * counter's add above is the store this fence orders before the load of
+ * the sleeping hint (the Dekker pair of tb_bell_prepare()): the common
+ * case is that one relaxed load, one wake per sleep.
+ */
+static inline void tb__writer_full(struct tb_writer *w)
+{
+	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
+	tb__w_bell_wake(w->ring);
+}
+
+/*
  * Reserve and claim a fresh chunk whose word carries @flags (and owed data
  * loss).  Lost claims burn positions: they ring the doorbell and spend the
  * budget.  Once anything burned, a full ring is TB_NO_CHUNK, never a wait.
@@ -1039,6 +1059,7 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 			    tb__writer_stall(w, sample))
 				continue;
 			tb__wstat(w, TB_WS_FULL, 1);
+			tb__writer_full(w);
 			return TB_FULL;
 		}
 		word = tb__state_data(TB_ACQUIRED, TB_FORMAT_TARGET,

@@ -2536,6 +2536,86 @@ START_TEST(test_reuse_keeps_the_reader_asleep_release_wakes_it)
 }
 END_TEST
 
+/*
+ * The reader has decided to sleep (its idle check passed; the next access
+ * is its count of the sleep): now four writers fill the ring with chunks
+ * they keep for reuse, which rings nothing, and a fifth finds it full.
+ */
+static struct {
+	struct tring *t;
+	struct twriter *keep;	/* four writers that keep their chunks */
+	struct twriter *drop;	/* one that finds the ring full */
+	int acting, acted;
+	uint32_t seq_kept;	/* the bell's sequence after the four */
+	int ret;
+} full_act;
+
+static void fill_while_reader_sleeps(const uint32_t *p, int op, uint32_t e,
+				     uint32_t v, int ok, int fail)
+{
+	unsigned i;
+
+	(void)e, (void)v, (void)ok, (void)fail;
+	if (full_act.acting || full_act.acted || op != TB_TEST_STORE ||
+	    p != &full_act.t->r.hdr->rstat[TB_RS_FUTEX_WAITS])
+		return;
+	full_act.acting = 1;
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(twrite(&full_act.keep[i], "kept", 0, 0),
+				 TB_OK);
+	full_act.seq_kept = bell_seq(full_act.t);
+	full_act.ret = twrite(full_act.drop, "dropped", 0, 0);
+	full_act.acting = 0;
+	full_act.acted = 1;
+}
+
+START_TEST(test_full_ring_of_kept_chunks_wakes_the_sleeping_reader)
+{
+	struct tring t;
+	struct twriter keep[4], e;
+	struct treader tr;
+	uint32_t seq;
+	unsigned i;
+
+	tring_new(&t, 512, 4);
+	for (i = 0; i < 4; i++)
+		twriter_new(&keep[i], &t, (uint16_t)(20 + i), BID, TB_DROP);
+	twriter_new(&e, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 0);
+	seq = bell_seq(&t);
+	memset(&full_act, 0, sizeof(full_act));
+	full_act.t = &t;
+	full_act.keep = keep;
+	full_act.drop = &e;
+	tb_test_atomic = fill_while_reader_sleeps;
+	/* woken by the full ring, or asleep to the timeout (false) */
+	ck_assert_msg(tb_reader_wait(&tr.rd, 3000),
+		      "the reader slept to its timeout on a full ring");
+	tb_test_atomic = NULL;
+	ck_assert(full_act.acted);
+	ck_assert_uint_eq(full_act.seq_kept, seq);	/* kept: no hand-over */
+	ck_assert_int_eq(full_act.ret, TB_FULL);
+	ck_assert_uint_ne(bell_seq(&t), seq);
+	ck_assert_uint_eq(t.r.bell->sleeping, 0);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wstat[TB_WS_FUTEX_WAKES]), 1);
+	/* awake, the lazy reader is under pressure: it takes every kept
+	 * chunk, and the next packet fits */
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 4);
+	ck_assert_int_eq(twrite(&e, "fits", 0, 0), TB_OK);
+	/* a full ring with the reader awake makes no call */
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(twrite(&keep[i], "k", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&keep[3], "full", 0, 0), TB_FULL);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wstat[TB_WS_FUTEX_WAKES]), 1);
+	for (i = 0; i < 4; i++)
+		twriter_free(&keep[i]);
+	twriter_free(&e);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
 /* Stall policy: a writer thread blocked on a full ring. */
 struct stall_arg {
 	struct twriter *tw;
@@ -4846,6 +4926,8 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc,
 		test_handover_to_a_reader_that_is_not_asleep_makes_no_call);
 	tcase_add_test(tc, test_reuse_keeps_the_reader_asleep_release_wakes_it);
+	tcase_add_test(tc,
+		test_full_ring_of_kept_chunks_wakes_the_sleeping_reader);
 	tcase_add_test(tc, test_writer_stall_wakes_when_reader_drains);
 	tcase_add_test(tc, test_waiting_reader_spins_through_a_new_reservation);
 	tcase_add_test(tc, test_waiting_reader_does_not_spin_with_work_left);
