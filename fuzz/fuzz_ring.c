@@ -201,6 +201,8 @@ static void seam(const uint32_t *p, int op, uint32_t expect, uint32_t v,
 
 	(void)ok;
 	(void)fail;
+	if (op == TB_TEST_FENCE)
+		return;		/* no word; the unit tests check fences */
 	if (F.actor == ACT_INIT) {
 		if (p == &r->hdr->read_pos && op == TB_TEST_LOAD)
 			c->pos = *p;

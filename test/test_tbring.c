@@ -4276,6 +4276,116 @@ START_TEST(test_every_atomic_access_follows_the_ordering_table)
 END_TEST
 
 /*
+ * Section 6.3's four store->load handshakes: between the side's own store
+ * and its load of the other side's word there is a full fence, seen
+ * through the same seam (TB_TEST_FENCE).  A write is a store, a CAS or an
+ * add; @from the record to start at.  True if every load of @load after a
+ * write of @store (any value when @v is ~0u) is fenced from that write.
+ */
+static int is_write(const struct arec *a)
+{
+	return a->op == TB_TEST_STORE || a->op == TB_TEST_CAS ||
+	       a->op == TB_TEST_ADD;
+}
+
+/* Asserts store, fence, load from every write of @store to the next load
+ * of @load; returns how many such pairs there were. */
+static unsigned check_fenced(const uint32_t *store, uint32_t v,
+			     const uint32_t *load, const char *what)
+{
+	unsigned i, j, k, pairs = 0;
+
+	for (i = 0; i < rec.n; i++) {
+		const struct arec *a = &rec.r[i];
+
+		if (a->p != store || !is_write(a) || (v != ~0u && a->v != v))
+			continue;
+		for (j = i + 1; j < rec.n; j++)
+			if (rec.r[j].p == load && rec.r[j].op == TB_TEST_LOAD)
+				break;
+		if (j == rec.n)
+			continue;
+		for (k = i + 1; k < j; k++)
+			if (rec.r[k].op == TB_TEST_FENCE)
+				break;
+		ck_assert_msg(k < j, "%s: accesses %u (store) and %u (load) "
+			      "with no fence between", what, i, j);
+		pairs++;
+	}
+	return pairs;
+}
+
+/* A writer's wake: a fence between its last write and its load of the
+ * reader's "sleeping"; returns how many such loads there were. */
+static unsigned check_wakes_fenced(const struct tring *t)
+{
+	unsigned i, k, loads = 0;
+
+	for (i = 0; i < rec.n; i++) {
+		if (rec.r[i].p != &t->r.bell->sleeping ||
+		    rec.r[i].op != TB_TEST_LOAD)
+			continue;
+		for (k = i; k-- > 0;)
+			if (rec.r[k].op == TB_TEST_FENCE || is_write(&rec.r[k]))
+				break;
+		ck_assert_msg(k < i && rec.r[k].op == TB_TEST_FENCE,
+			      "access %u: \"sleeping\" loaded after a write "
+			      "with no fence between", i);
+		loads++;
+	}
+	return loads;
+}
+
+START_TEST(test_every_store_load_handshake_has_its_fence)
+{
+	struct tring t;
+	struct twriter a, st;
+	struct treader tr;
+	const struct tb_ring_hdr *h;
+	unsigned i, wakes;
+
+	tring_new(&t, 512, 4);
+	h = t.r.hdr;
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&st, &t, WB, BID, TB_STALL);
+	st.w.stall_ms = 1;
+	st.w.spin = TB_SPIN_MIN;
+	treader_new(&tr, &t);
+	tr.rd.spin = TB_SPIN_MIN;
+	rec.n = 0;
+	tb_test_atomic = record_atomic;
+	ck_assert_int_eq(twrite(&a, "kept", 0, 0), TB_OK);
+	tb_writer_record_loss(&a.w);		/* forgets it: a hand-over */
+	ck_assert_int_eq(twrite(&a, "rel", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);	/* notify */
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 2);
+	ck_assert(!tb_reader_wait(&tr.rd, 1));	/* the doorbell's prepare */
+	for (i = 0; i < 4; i++)
+		treserve(&t);
+	ck_assert_int_eq(twrite(&st, "stall", 0, 0), TB_FULL);
+	ck_assert_int_eq(twrite(&a, "drop", 0, 0), TB_FULL);
+	tb_test_atomic = NULL;
+	check_orders(&t);
+	/* the reader going to sleep: "sleeping", fence, write_pos */
+	ck_assert_uint_ge(check_fenced(&t.r.bell->sleeping, 1, &h->write_pos,
+				       "doorbell prepare"), 1);
+	/* writers waking it: hand-over, release, stall, full ring */
+	wakes = check_wakes_fenced(&t);
+	ck_assert_uint_ge(wakes, 4);
+	/* the stalled writer: wake request, fence, read_pos */
+	ck_assert_uint_ge(check_fenced(&h->wake_req, 1, &h->read_pos,
+				       "stalled writer's request"), 1);
+	/* the reader freeing room: read_pos, fence, wake request */
+	ck_assert_uint_ge(check_fenced(&h->read_pos, ~0u, &h->wake_req,
+				       "reader's wake of stalled writers"), 1);
+	twriter_free(&a);
+	twriter_free(&st);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
  * At the moment of every publishing CAS, the chunk already holds what the
  * new count publishes: BufferID, size entries and payload bytes.  The
  * fragments published, in publication order, are the packets written.
@@ -4820,6 +4930,7 @@ static Suite *transition_suite(void)
 	tcase_add_test(tc,
 		test_reclaim_stamps_next_wrap_across_cursor_rollover);
 	tcase_add_test(tc, test_every_atomic_access_follows_the_ordering_table);
+	tcase_add_test(tc, test_every_store_load_handshake_has_its_fence);
 	tcase_add_test(tc, test_publication_comes_after_the_bytes_it_publishes);
 	tcase_add_test(tc, test_no_writer_transition_produces_a_free_word);
 	tcase_add_test(tc,
