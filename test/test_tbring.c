@@ -4596,6 +4596,98 @@ START_TEST(test_packets_split_over_chunks_come_out_whole)
 END_TEST
 
 /*
+ * Fewer reassembly slots than writers: one slot, three writers.  Writer
+ * A's two packets longer than max_packet are lost; then B's split packet
+ * takes the only slot.  A's next packet still says TB_PKT_LOSS: an owed
+ * flag is not a slot to evict.
+ */
+START_TEST(test_owed_loss_flag_survives_a_split_packet_taking_the_slot)
+{
+	struct tring t;
+	struct twriter a, b, d;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&d, &t, WC, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 1, 300, TB_OVERSIZE_DROP);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(1, 400), 400),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(2, 400), 400),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 0);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_OVERSIZE], 2);
+	write_head(&b, 3, 250, 200);		/* B's packet takes the slot */
+	ck_assert_int_eq(tb_writer_write_packet(&d.w, pattern(4, 20), 20),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&d.w), TB_OK);
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	write_tail(&b, 3, 250, 200);
+	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(5, 10), 10),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 3);
+	expect_packet(&c, 0, WC, 4, 20, 0);
+	expect_packet(&c, 1, WB, 3, 250, 0);
+	expect_packet(&c, 2, WA, 5, 10, TB_PKT_LOSS);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_NO_SLOT], 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&d);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * Evicting a split packet for another writer's loses it (TB_PS_NO_SLOT),
+ * and its writer's next packet says so, wherever it lands.
+ */
+START_TEST(test_packet_evicted_from_its_slot_owes_the_loss_flag)
+{
+	struct tring t;
+	struct twriter a, b;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 1, 1024, TB_OVERSIZE_DROP);
+	write_head(&a, 1, 300, 200);		/* A's packet in the slot */
+	write_head(&b, 2, 300, 200);		/* B's evicts it */
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	write_tail(&b, 2, 300, 200);
+	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);
+	/* A never continues: its next chunk starts afresh */
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(3, 10), 10),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 2);
+	expect_packet(&c, 0, WB, 2, 300, 0);
+	expect_packet(&c, 1, WA, 3, 10, TB_PKT_LOSS);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_NO_SLOT], 1);
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
  * A chunk whose directory is scribbled loses the packets in it, and the
  * packet it cut: the writer's next packet carries TB_PKT_LOSS, others'
  * do not.
@@ -4829,11 +4921,20 @@ START_TEST(test_reassembly_init_rejects_bad_memory)
 	ck_assert_uint_eq(tb_reassembly_size(0, 100), 0);
 	ck_assert_uint_eq(tb_reassembly_size(1, 0), 0);
 	ck_assert_uint_eq(tb_reassembly_size(~0u, ~0u), 0);
+	/* memory gets the ring's codes: too short, misaligned */
 	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem, 10, 1, 100,
-					    TB_OVERSIZE_DROP), TB_EINVAL);
+					    TB_OVERSIZE_DROP), TB_ESHORT);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem,
+					    tb_reassembly_size(1, 100) - 1, 1,
+					    100, TB_OVERSIZE_DROP), TB_ESHORT);
 	ck_assert_int_eq(tb_reassembly_init(&r.ra, (uint8_t *)r.mem + 1,
-					    1000, 1, 100, TB_OVERSIZE_DROP),
-			 TB_EINVAL);
+					    sizeof(r.mem) - 1, 1, 100,
+					    TB_OVERSIZE_DROP), TB_EALIGN);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem, 10, 0, 100,
+					    TB_OVERSIZE_DROP), TB_EINVAL);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem,
+					    tb_reassembly_size(1, 100), 1,
+					    100, TB_OVERSIZE_DROP), TB_OK);
 	ck_assert_int_eq(tb_reassembly_init(&r.ra, NULL, 1000, 1, 100,
 					    TB_OVERSIZE_DROP), TB_EINVAL);
 	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem, sizeof(r.mem), 1,
@@ -4861,6 +4962,9 @@ static Suite *packet_suite(void)
 	tcase_add_test(tc, test_packet_after_ring_data_loss_carries_loss);
 	tcase_add_test(tc, test_packets_with_too_few_slots_lose_and_count);
 	tcase_add_test(tc, test_reassembly_init_rejects_bad_memory);
+	tcase_add_test(tc,
+		test_owed_loss_flag_survives_a_split_packet_taking_the_slot);
+	tcase_add_test(tc, test_packet_evicted_from_its_slot_owes_the_loss_flag);
 	suite_add_tcase(s, tc);
 	return s;
 }
