@@ -128,7 +128,9 @@
  *     restart") and stops the ring with TB_EPROTO, changing nothing.  If
  *     that transition was a scrape, the next reader finds the chunk
  *     RewriteRequested or Acknowledged, resolves the position as a hole
- *     and goes on; only the scraped prefix is lost.  Chunks the old
+ *     (not a pinned one: RewriteRequested at a new reader's first
+ *     position may be this lap's scrape) and goes on; only the scraped
+ *     prefix is lost.  Chunks the old
  *     reader had copied but not yet handed to its caller are lost with it.
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
@@ -1441,6 +1443,7 @@ struct tb_reader {
 	uint32_t wait_word;	/* the word it stopped at */
 	uint32_t pinned_run;	/* positions in a row found RewriteRequested */
 	uint32_t spin;		/* tb_reader_wait(): polls before a sleep */
+	uint32_t fresh;		/* nothing resolved since tb_reader_init() */
 #ifdef TB_TEST_HOOKS
 	/* test seam: runs between the copy and the arbitrating CAS */
 	void (*hook)(void *ctx, uint32_t pos, uint32_t word);
@@ -1459,6 +1462,7 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	rd->ring = r;
 	rd->scratch = (uint8_t *)scratch;
 	rd->spin = TB_SPIN_MAX;
+	rd->fresh = 1;
 	/* relaxed: only this thread stores read_pos from now on */
 	rd->pos = tb_atomic_load(&r->hdr->read_pos, TB_RLX);
 	return TB_OK;
@@ -1553,6 +1557,7 @@ static inline int tb__reader_done(struct tb_reader *rd, int copied)
 
 	rd->pos++;
 	rd->pinned_run = 0;
+	rd->fresh = 0;
 	rd->stat[stat[copied]]++;
 	if (copied < TB__COPY_EMPTY)
 		rd->stat[TB_RS_HOLES]++;
@@ -1625,10 +1630,16 @@ static inline int tb__reader_resolve(struct tb_reader *rd,
 		case TB_REWRITE:
 			/*
 			 * An older scrape its writer has not acknowledged: a
-			 * whole lap ago, since only this reader makes the
-			 * word and it moved on right after.  Ours to skip,
-			 * never to touch.
+			 * whole lap ago, since only a reader makes the word
+			 * and it moves on right after.  Ours to skip, never
+			 * to touch.  Except at the first position a new
+			 * reader resolves: its predecessor may have died
+			 * right after scraping it, in this lap, so it is a
+			 * hole but not (yet) a pinned one; a chunk pinned
+			 * for good is counted at its next lap.
 			 */
+			if (rd->fresh)
+				return tb__reader_done(rd, TB__COPY_EMPTY);
 			run = rd->pinned_run + 1;
 			ret = tb__reader_done(rd, TB__COPY_EMPTY);
 			rd->stat[TB_RS_PINNED]++;

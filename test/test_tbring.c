@@ -4013,6 +4013,61 @@ START_TEST(test_reader_killed_before_its_read_pos_store_stops_the_next)
 }
 END_TEST
 
+/*
+ * Killed right after a scrape, before its read_pos store: the next reader
+ * finds the chunk RewriteRequested at read_pos.  That is this lap's
+ * scrape, not a chunk pinned a whole lap ago: a hole, no pinned hole.
+ * If its writer never acknowledges, the next lap counts it pinned.
+ */
+START_TEST(test_reader_restart_after_a_scrape_counts_no_pinned_hole)
+{
+	struct cursor_race c;
+	struct tring t;
+	struct twriter a, b;
+	struct treader old, fresh;
+	struct tb_chunk_view v;
+	struct tb_ring_stats st;
+	struct tb_span sp;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&old, &t);
+	topen_with(&a, "open", 4, 0, &sp);
+	memset(&c, 0, sizeof(c));
+	c.t = &t;
+	race = &c;
+	if (!setjmp(kill_reader)) {
+		tb_test_atomic = die_at_read_pos_store;
+		tb_reader_read_one(&old.rd, TB_READ_SCRAPE, &v);
+		ck_abort_msg("read_pos was never stored");
+	}
+	tb_test_atomic = NULL;
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 0, WA));
+	ck_assert_uint_eq(tread_pos(&t), 0);
+	treader_new(&fresh, &t);
+	write_chunks(&b, 1, 3);
+	ck_assert_int_eq(tdrain(&fresh.rd, ~0u, TB_READ_LAZY, NULL, NULL),
+			 4);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.rstat[TB_RS_PINNED], 0);
+	ck_assert_uint_eq(st.rstat[TB_RS_HOLES], 1);
+	ck_assert_uint_eq(st.rstat[TB_RS_EMITTED], 3);
+	/* a never acknowledges: a whole lap later, that is a pinned hole */
+	ck_assert_int_eq(twrite(&b, "lap", 0, 0), TB_OK);	/* burns p4 */
+	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);
+	ck_assert_int_eq(tdrain(&fresh.rd, ~0u, TB_READ_LAZY, NULL, NULL),
+			 2);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.rstat[TB_RS_PINNED], 1);
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&old);
+	treader_free(&fresh);
+	tring_free(&t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * Writers that die holding a scraped chunk pin it, visibly
  */
@@ -5105,6 +5160,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_reader_killed_in_a_pass_new_reader_continues);
 	tcase_add_test(tc,
 		test_reader_killed_before_its_read_pos_store_stops_the_next);
+	tcase_add_test(tc,
+		test_reader_restart_after_a_scrape_counts_no_pinned_hole);
 	suite_add_tcase(s, tc);
 	return s;
 }
