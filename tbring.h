@@ -1443,7 +1443,7 @@ struct tb_reader {
 	uint32_t wait_word;	/* the word it stopped at */
 	uint32_t pinned_run;	/* positions in a row found RewriteRequested */
 	uint32_t spin;		/* tb_reader_wait(): polls before a sleep */
-	uint32_t fresh;		/* nothing resolved since tb_reader_init() */
+	uint32_t fresh;		/* nothing resolved since init */
 #ifdef TB_TEST_HOOKS
 	/* test seam: runs between the copy and the arbitrating CAS */
 	void (*hook)(void *ctx, uint32_t pos, uint32_t word);
@@ -1992,8 +1992,8 @@ static inline void tb__ra_owe(struct tb_reassembly *ra, uint16_t writer)
 static inline uint8_t tb__ra_take_owed(struct tb_reassembly *ra,
 				       uint16_t writer)
 {
-	uint8_t *b = &ra->owed[writer >> 3], bit = (uint8_t)(1u << (writer & 7));
-	uint8_t was = (*b & bit) != 0;
+	uint8_t *b = &ra->owed[writer >> 3];
+	uint8_t bit = (uint8_t)(1u << (writer & 7)), was = (*b & bit) != 0;
 
 	*b &= (uint8_t)~bit;
 	return was;
@@ -2160,7 +2160,7 @@ static inline void tb__ra_chunk(void *ctx, const struct tb_chunk_view *v)
 		tb__ra_add(ra, sl, p, v->sizes[i], false);
 		loss = 0;
 	}
-	if (loss)	/* nothing came after the loss: the next packet says it */
+	if (loss)	/* nothing came after the loss: the next packet says */
 		tb__ra_owe(ra, v->writer);
 }
 

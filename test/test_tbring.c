@@ -5019,7 +5019,8 @@ static Suite *packet_suite(void)
 	tcase_add_test(tc, test_reassembly_init_rejects_bad_memory);
 	tcase_add_test(tc,
 		test_owed_loss_flag_survives_a_split_packet_taking_the_slot);
-	tcase_add_test(tc, test_packet_evicted_from_its_slot_owes_the_loss_flag);
+	tcase_add_test(tc,
+		test_packet_evicted_from_its_slot_owes_the_loss_flag);
 	suite_add_tcase(s, tc);
 	return s;
 }
