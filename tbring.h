@@ -132,7 +132,9 @@
  *     restart") and stops the ring with TB_EPROTO, changing nothing.  If
  *     that transition was a scrape, the next reader finds the chunk
  *     RewriteRequested or Acknowledged, resolves the position as a hole
- *     and goes on; only the scraped prefix is lost.  Chunks the old
+ *     (not a pinned one: RewriteRequested at a new reader's first
+ *     position may be this lap's scrape) and goes on; only the scraped
+ *     prefix is lost.  Chunks the old
  *     reader had copied but not yet handed to its caller are lost with it.
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
@@ -153,12 +155,15 @@
  *     every publication: waking a sleeping reader per packet costs a
  *     system call each and makes it reclaim the very chunk the writer was
  *     about to reuse.  A writer wakes it when it burns a position,
- *     stalls, abandons or releases a chunk, and when it hands a chunk
- *     over (published and not kept for reuse, or forgotten) once three
- *     quarters of the ring wait (TB_DROP; at least one chunk is left) or
- *     the whole ring (TB_STALL: its stall rings anyway).  Anything else - a chunk an idle writer keeps, a
- *     lone finished chunk - is taken at the reader's next pass, at the
- *     latest when tb_reader_wait() times out.  Before either side
+ *     stalls, gives up on a full ring (TB_FULL: a ring whose chunks
+ *     writers keep for reuse hands nothing over), abandons or releases
+ *     a chunk, and when it hands a chunk over (published and not kept
+ *     for reuse, or forgotten) once three quarters of the ring wait
+ *     (TB_DROP; at least one chunk is left) or the whole ring
+ *     (TB_STALL: its stall rings anyway).  Anything else - a chunk an
+ *     idle writer keeps, a lone finished chunk - is taken at the
+ *     reader's next pass, at the latest when tb_reader_wait() times
+ *     out.  Before either side
  *     sleeps it spins for a while (an adaptive number of polls,
  *     tbsync.h): a stalled writer until read_pos moves, a waiting reader
  *     until write_pos does.
@@ -1077,6 +1082,23 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 }
 
 /*
+ * The ring was full and this writer gives up (TB_DROP, or a stall that
+ * ran out): a reader asleep on the doorbell must learn of it.  It may be
+ * sleeping with every chunk kept by writers that reuse them - Complete,
+ * no hand-over, so nothing rang - while every other packet is dropped;
+ * woken, it finds the ring under pressure (tb__reader_pressed()) and
+ * takes the kept chunks and the published prefixes of held ones.  The
+ * counter's add above is the store this fence orders before the load of
+ * the sleeping hint (the Dekker pair of tb_bell_prepare()): the common
+ * case is that one relaxed load, one wake per sleep.
+ */
+static inline void tb__writer_full(struct tb_writer *w)
+{
+	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
+	tb__w_bell_wake(w->ring);
+}
+
+/*
  * Reserve and claim a fresh chunk whose word carries @flags (and owed data
  * loss).  Lost claims burn positions: they ring the doorbell and spend the
  * budget.  Once anything burned, a full ring is TB_NO_CHUNK, never a wait.
@@ -1095,6 +1117,7 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 			    tb__writer_stall(w, sample))
 				continue;
 			tb__wstat(w, TB_WS_FULL, 1);
+			tb__writer_full(w);
 			return TB_FULL;
 		}
 		word = tb__state_data(TB_ACQUIRED, TB_FORMAT_TARGET,
@@ -1476,6 +1499,7 @@ struct tb_reader {
 	uint32_t wait_word;	/* the word it stopped at */
 	uint32_t pinned_run;	/* positions in a row found RewriteRequested */
 	uint32_t spin;		/* tb_reader_wait(): polls before a sleep */
+	uint32_t fresh;		/* nothing resolved since init */
 #ifdef TB_TEST_HOOKS
 	/* test seam: runs between the copy and the arbitrating CAS */
 	void (*hook)(void *ctx, uint32_t pos, uint32_t word);
@@ -1494,6 +1518,7 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	rd->ring = r;
 	rd->scratch = (uint8_t *)scratch;
 	rd->spin = TB_SPIN_MAX;
+	rd->fresh = 1;
 	/* relaxed: only this thread stores read_pos from now on */
 	rd->pos = tb_atomic_load(&r->hdr->read_pos, TB_RLX);
 	return TB_OK;
@@ -1588,6 +1613,7 @@ static inline int tb__reader_done(struct tb_reader *rd, int copied)
 
 	rd->pos++;
 	rd->pinned_run = 0;
+	rd->fresh = 0;
 	rd->stat[stat[copied]]++;
 	if (copied < TB__COPY_EMPTY)
 		rd->stat[TB_RS_HOLES]++;
@@ -1660,10 +1686,16 @@ static inline int tb__reader_resolve(struct tb_reader *rd,
 		case TB_REWRITE:
 			/*
 			 * An older scrape its writer has not acknowledged: a
-			 * whole lap ago, since only this reader makes the
-			 * word and it moved on right after.  Ours to skip,
-			 * never to touch.
+			 * whole lap ago, since only a reader makes the word
+			 * and it moves on right after.  Ours to skip, never
+			 * to touch.  Except at the first position a new
+			 * reader resolves: its predecessor may have died
+			 * right after scraping it, in this lap, so it is a
+			 * hole but not (yet) a pinned one; a chunk pinned
+			 * for good is counted at its next lap.
 			 */
+			if (rd->fresh)
+				return tb__reader_done(rd, TB__COPY_EMPTY);
 			run = rd->pinned_run + 1;
 			ret = tb__reader_done(rd, TB__COPY_EMPTY);
 			rd->stat[TB_RS_PINNED]++;
@@ -1912,9 +1944,11 @@ enum tb_pstat {			/* what the reassembly delivered and lost */
 	TB_PS_MAX
 };
 
-/* A writer's slot: free, a split packet open, one being skipped to its
- * end (lost), or only a loss owed to its next packet. */
-enum { TB__SLOT_FREE, TB__SLOT_OWED, TB__SLOT_SKIP, TB__SLOT_OPEN };
+/* A writer's slot: free, a packet being skipped to its end (lost), or a
+ * split packet open.  A loss owed to a writer's next packet is no slot:
+ * one bit per writer id, which nothing evicts. */
+enum { TB__SLOT_FREE, TB__SLOT_SKIP, TB__SLOT_OPEN };
+#define TB__RA_OWED_BYTES	(65536u / 8)
 
 struct tb__slot {
 	uint16_t writer;
@@ -1930,6 +1964,7 @@ struct tb__slot {
 
 struct tb_reassembly {
 	struct tb__slot *slots;
+	uint8_t *owed;		/* a bit per writer id: loss owed */
 	uint8_t *buf;		/* max_open * max_packet bytes */
 	unsigned max_open;
 	uint32_t max_packet;
@@ -1940,21 +1975,29 @@ struct tb_reassembly {
 	uint32_t stat[TB_PS_MAX];
 };
 
-/* Bytes tb_reassembly_init() needs for these limits, or 0 if too many. */
+/*
+ * Bytes tb_reassembly_init() needs for these limits, or 0 if too many:
+ * a slot and @max_packet bytes for each of @max_open split packets, and
+ * 8 KiB of owed loss flags (a bit per writer id).
+ */
 static inline size_t tb_reassembly_size(unsigned max_open,
 					uint32_t max_packet)
 {
 	size_t per = sizeof(struct tb__slot) + (size_t)max_packet;
 
-	if (!max_open || !max_packet || SIZE_MAX / per < max_open)
+	if (!max_open || !max_packet ||
+	    (SIZE_MAX - TB__RA_OWED_BYTES) / per < max_open)
 		return 0;
-	return (size_t)max_open * per;
+	return (size_t)max_open * per + TB__RA_OWED_BYTES;
 }
 
 /*
  * Sets up @ra in @mem (@len >= tb_reassembly_size(), 4-byte aligned):
  * up to @max_open split packets at a time, each kept up to @max_packet
  * bytes; a longer one is dropped or truncated as @oversize says.
+ * TB_EINVAL for a NULL pointer, limits tb_reassembly_size() refuses or
+ * an unknown @oversize; TB_EALIGN, TB_ESHORT for memory as
+ * tb_ring_init().
  */
 static inline int tb_reassembly_init(struct tb_reassembly *ra, void *mem,
 				     size_t len, unsigned max_open,
@@ -1962,15 +2005,20 @@ static inline int tb_reassembly_init(struct tb_reassembly *ra, void *mem,
 				     enum tb_oversize oversize)
 {
 	size_t need = tb_reassembly_size(max_open, max_packet);
+	size_t slots = max_open * sizeof(struct tb__slot);
 
-	if (!ra || !mem || !need || len < need ||
-	    (uintptr_t)mem % sizeof(uint32_t) ||
+	if (!ra || !mem || !need ||
 	    (oversize != TB_OVERSIZE_DROP && oversize != TB_OVERSIZE_TRUNCATE))
 		return TB_EINVAL;
+	if ((uintptr_t)mem % sizeof(uint32_t))
+		return TB_EALIGN;
+	if (len < need)
+		return TB_ESHORT;
 	TB_MEMSET(ra, 0, sizeof(*ra));
-	TB_MEMSET(mem, 0, max_open * sizeof(struct tb__slot));
+	TB_MEMSET(mem, 0, slots + TB__RA_OWED_BYTES);
 	ra->slots = (struct tb__slot *)mem;
-	ra->buf = (uint8_t *)mem + max_open * sizeof(struct tb__slot);
+	ra->owed = (uint8_t *)mem + slots;
+	ra->buf = ra->owed + TB__RA_OWED_BYTES;
 	ra->max_open = max_open;
 	ra->max_packet = max_packet;
 	ra->oversize = oversize;
@@ -1990,13 +2038,32 @@ static inline struct tb__slot *tb__ra_find(struct tb_reassembly *ra,
 	return NULL;
 }
 
+/* @writer's next delivered packet says TB_PKT_LOSS. */
+static inline void tb__ra_owe(struct tb_reassembly *ra, uint16_t writer)
+{
+	ra->owed[writer >> 3] |= (uint8_t)(1u << (writer & 7));
+}
+
+/* Was a loss owed to @writer's next packet?  It is not any more. */
+static inline uint8_t tb__ra_take_owed(struct tb_reassembly *ra,
+				       uint16_t writer)
+{
+	uint8_t *b = &ra->owed[writer >> 3];
+	uint8_t bit = (uint8_t)(1u << (writer & 7)), was = (*b & bit) != 0;
+
+	*b &= (uint8_t)~bit;
+	return was;
+}
+
 /*
  * @writer's slot, made if it has none: a free one, else the least
- * recently used of the cheapest to give up, no dearer than @worst - an
- * owed loss flag, then a packet being skipped, last an open packet, which
- * is lost.  NULL if there is none that cheap.  (With fewer slots than
- * writers between the two halves of a packet, loss is counted
- * approximately; nothing wrong is ever delivered.)
+ * recently used of the cheapest to give up, no dearer than @worst - a
+ * packet being skipped, then an open packet, which is lost.  NULL if
+ * there is none that cheap.  Either way the evicted writer's next packet
+ * owes the loss flag, which no eviction takes.  (With fewer slots than
+ * writers between the two halves of a packet, a lost packet may be
+ * counted under two causes; nothing wrong is ever delivered, and no
+ * packet after a loss comes without TB_PKT_LOSS.)
  */
 static inline struct tb__slot *tb__ra_victim(struct tb_reassembly *ra,
 					     unsigned worst)
@@ -2024,6 +2091,10 @@ static inline struct tb__slot *tb__ra_slot(struct tb_reassembly *ra,
 			return NULL;
 		if (sl->state == TB__SLOT_OPEN)
 			ra->stat[TB_PS_NO_SLOT]++;
+		else if (sl->state == TB__SLOT_SKIP && sl->why < TB_PS_MAX)
+			ra->stat[sl->why]++;
+		if (sl->state != TB__SLOT_FREE)
+			tb__ra_owe(ra, sl->writer);
 		TB_MEMSET(sl, 0, sizeof(*sl));
 		sl->writer = writer;
 	}
@@ -2057,14 +2128,15 @@ static inline void tb__ra_deliver(struct tb_reassembly *ra, uint16_t writer,
 	ra->fn(ra->ctx, &p);
 }
 
-/* The packet in @sl is lost (counted as @why): the next one says so. */
+/* The packet in @sl is lost (counted as @why), the slot freed: the
+ * writer's next packet says so. */
 static inline void tb__ra_lose(struct tb_reassembly *ra, struct tb__slot *sl,
 			       unsigned why)
 {
 	if (why < TB_PS_MAX)
 		ra->stat[why]++;
-	sl->state = TB__SLOT_OWED;
-	sl->loss = 1;
+	sl->state = TB__SLOT_FREE;
+	tb__ra_owe(ra, sl->writer);
 }
 
 /* Fragment bytes of the packet in @sl; at @end, the packet is whole. */
@@ -2105,25 +2177,18 @@ static inline void tb__ra_chunk(void *ctx, const struct tb_chunk_view *v)
 	const uint8_t *p = v->payload;
 	uint32_t i = 0;
 
-	if (sl && sl->state == TB__SLOT_OWED) {
-		loss = 1;
-		sl->state = TB__SLOT_FREE;
-		sl = NULL;
-	} else if (sl && (loss || !cont)) {
+	if (sl && (loss || !cont)) {
 		/* the continuation never came, or data was lost between */
 		tb__ra_lose(ra, sl, sl->state == TB__SLOT_OPEN ?
 				    (unsigned)TB_PS_CUT : sl->why);
-		sl->state = TB__SLOT_FREE;
 		sl = NULL;
-		loss = 1;
 	} else if (sl) {
+		/* its first fragment ends the packet in @sl, or goes on */
 		sl->used = ++ra->clock;
 		tb__ra_add(ra, sl, p, v->sizes[0], v->nfrags > 1 || !next);
-		if (sl->state == TB__SLOT_OWED) {	/* lost at its end */
-			sl->state = TB__SLOT_FREE;
-			loss = 1;
-		}
 	}
+	/* what this writer lost before, here or in an earlier chunk */
+	loss |= tb__ra_take_owed(ra, v->writer);
 	if (cont && !sl) {
 		ra->stat[TB_PS_ORPHANS]++;	/* its start was lost */
 		loss = 1;
@@ -2151,11 +2216,8 @@ static inline void tb__ra_chunk(void *ctx, const struct tb_chunk_view *v)
 		tb__ra_add(ra, sl, p, v->sizes[i], false);
 		loss = 0;
 	}
-	if (loss && (sl = tb__ra_slot(ra, v->writer, TB__SLOT_OWED))) {
-		/* nothing came after the loss: the next packet says it */
-		sl->state = TB__SLOT_OWED;
-		sl->loss = 1;
-	}
+	if (loss)	/* nothing came after the loss: the next packet says */
+		tb__ra_owe(ra, v->writer);
 }
 
 /*

@@ -114,12 +114,15 @@ static inline int tb__mo(int mo)
  * suites do; a product build never should).  The test program defines
  * tb_test_atomic; when it is set, it sees every atomic access to a shared
  * word just before it happens: the word, the operation, the value a CAS
- * expects, the value stored or wanted, and the orders asked for.  That lets a test check the
- * ordering table below access by access, and run another actor's steps
- * between two accesses of one function.
+ * expects, the value stored or wanted, and the orders asked for.  It
+ * sees the store->load fences too (TB_TEST_FENCE, with no word: NULL),
+ * so that a test can check each handshake's store, fence, load.  That
+ * lets a test check the ordering table below access by access, and run
+ * another actor's steps between two accesses of one function.
  */
 #ifdef TB_TEST_HOOKS
-enum { TB_TEST_LOAD, TB_TEST_STORE, TB_TEST_CAS, TB_TEST_ADD };
+enum { TB_TEST_LOAD, TB_TEST_STORE, TB_TEST_CAS, TB_TEST_ADD,
+       TB_TEST_FENCE };
 extern void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
 			      uint32_t v, int ok, int fail);
 #define tb__seam(p, op, e, v, ok, fail)				\
@@ -205,7 +208,7 @@ static inline void tb_atomic_add(uint32_t *p, uint32_t v)
  * other side's word) and need store->load ordering, which no acquire or
  * release gives: this is the only sequentially consistent fence here.
  */
-static inline void tb_fence_seq_cst(void)
+static inline void tb__fence_full(void)
 {
 #if TB_ATOMIC_BUILTINS
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -214,16 +217,24 @@ static inline void tb_fence_seq_cst(void)
 #endif
 }
 
+static inline void tb_fence_seq_cst(void)
+{
+	tb__seam(NULL, TB_TEST_FENCE, 0, 0, TB_RLX, TB_RLX);
+	tb__fence_full();
+}
+
 /*
- * The same store->load order right after a CAS.  On x86 a locked RMW
- * already is a full barrier, so only the compiler must be held back.
+ * The same store->load order right after a read-modify-write (a CAS or
+ * an add).  On x86 a locked RMW already is a full barrier, so only the
+ * compiler must be held back.
  */
 static inline void tb_fence_after_rmw(void)
 {
+	tb__seam(NULL, TB_TEST_FENCE, 0, 0, TB_RLX, TB_RLX);
 #if !TB_ATOMIC_BUILTINS && (defined(__x86_64__) || defined(__i386__))
 	ck_pr_barrier();
 #else
-	tb_fence_seq_cst();
+	tb__fence_full();
 #endif
 }
 
@@ -403,7 +414,12 @@ static inline uint32_t tb_bell_prepare(struct tb_bell *b)
 	uint32_t seq = tb_atomic_load(&b->seq, TB_RLX);
 
 	tb_atomic_store(&b->sleeping, 1, TB_RLX);
-	tb_fence_seq_cst();	/* pairs with the fence in tb_ring_notify */
+	/*
+	 * Pairs with the waker's fence: tb_bell_ring()'s, or the writer's
+	 * after its read-modify-write (tb__w_notify(), tb__ring_handover(),
+	 * tb__writer_full() in tbring.h).
+	 */
+	tb_fence_seq_cst();
 	return seq;
 }
 

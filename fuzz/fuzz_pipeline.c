@@ -31,6 +31,12 @@
  *  - a packet on an honest writer's sequence is one of its packets, byte
  *    for byte, never a stand-in for an invalid one, and packets of one
  *    writer come out in the order written, each once;
+ *  - a packet after a gap carries the loss flag: one whose write
+ *    failed (anything but a refused open, which owes no loss) is
+ *    reported on the next packet of its writer, which carries
+ *    previous_packet_dropped (but where the loss came while a fragment
+ *    was open: that packet, completed later, may carry the flag); as
+ *    may one lost after it was written:
  *  - a packet whose write returned TB_OK and that is missing is lost
  *    visibly: the next packet of its writer carries
  *    previous_packet_dropped (unless memory ran out for the first chunk
@@ -164,7 +170,9 @@ static struct pl {
 	uint64_t parsed, invalid;
 	uint32_t next_seq[NH];
 	int64_t last_seq[NH];
+	int64_t lenient_seq[NH];	/* a loss while a fragment was open */
 	uint8_t must[NH][MAXSEQ / 8];
+	uint8_t quiet[NH][MAXSEQ / 8];	/* failed, but owing no loss */
 } G;
 
 static int bit(const uint8_t *b, uint32_t i)
@@ -261,6 +269,14 @@ static void check_honest(unsigned k, const uint8_t *body, uint64_t len,
 					(G.br.stat[TB_BS_REJECTED] ||
 					 G.br.stat[TB_BS_TOO_MANY_KEYS] ||
 					 G.br.stat[TB_BS_KEYS_NOMEM])));
+		else if (!bit(G.quiet[k], s))	/* its write failed */
+			CHECK(lossy || G.lenient_seq[k] >= 0 ||
+			      (G.last_seq[k] < 0 && A.failed &&
+			       (G.br.stat[TB_BS_REJECTED] ||
+				G.br.stat[TB_BS_TOO_MANY_KEYS] ||
+				G.br.stat[TB_BS_KEYS_NOMEM])));
+	if ((int64_t)seq > G.lenient_seq[k])
+		G.lenient_seq[k] = -1;
 	G.last_seq[k] = seq;
 }
 
@@ -395,6 +411,8 @@ static void honest(unsigned k, unsigned op, struct in *in)
 		      ret == TB_DROPPED || (ret == TB_EOPEN && h->open));
 		if (ret == TB_OK)
 			G.must[k][seq / 8] |= (uint8_t)(1u << (seq % 8));
+		else if (h->open)	/* the open packet may take the flag */
+			G.lenient_seq[k] = seq;
 		break;
 	case 3:		/* a packet in one fragment, left open */
 		if (h->open)
@@ -406,8 +424,10 @@ static void honest(unsigned k, unsigned op, struct in *in)
 		TRACE("  honest %u open seq %u len %u -> %d\n", k, seq, len,
 		      ret);
 		CHECK(ret == TB_OK || ret == TB_FULL || ret == TB_NO_CHUNK);
-		if (ret)
+		if (ret) {	/* a refused open owes no loss */
+			G.quiet[k][seq / 8] |= (uint8_t)(1u << (seq % 8));
 			break;
+		}
 		CHECK((uint32_t)(h->span.end - h->span.begin) >= len);
 		memcpy(h->span.begin, G.pkt, len);
 		h->open = 1;
@@ -633,6 +653,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&G, 0, offsetof(struct pl, must));
 	memset(G.must, 0, sizeof(G.must));
+	memset(G.quiet, 0, sizeof(G.quiet));
 	memset(&A, 0, sizeof(A));
 	if (!G.obuf) {
 		static uint8_t obuf[OUT_CAP];
@@ -672,6 +693,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(tb_writer_init(&h->w, &G.ring, (uint16_t)(k + 1), h->bid,
 				     TB_DROP, h->scratch) == TB_OK);
 		G.last_seq[k] = -1;
+		G.lenient_seq[k] = -1;
 	}
 	G.liar_id = (uint16_t)(LIAR_ID + cfg4 % 8);
 	CHECK(tb_writer_init(&G.liar, &G.ring, G.liar_id,

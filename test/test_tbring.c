@@ -2536,6 +2536,86 @@ START_TEST(test_reuse_keeps_the_reader_asleep_release_wakes_it)
 }
 END_TEST
 
+/*
+ * The reader has decided to sleep (its idle check passed; the next access
+ * is its count of the sleep): now four writers fill the ring with chunks
+ * they keep for reuse, which rings nothing, and a fifth finds it full.
+ */
+static struct {
+	struct tring *t;
+	struct twriter *keep;	/* four writers that keep their chunks */
+	struct twriter *drop;	/* one that finds the ring full */
+	int acting, acted;
+	uint32_t seq_kept;	/* the bell's sequence after the four */
+	int ret;
+} full_act;
+
+static void fill_while_reader_sleeps(const uint32_t *p, int op, uint32_t e,
+				     uint32_t v, int ok, int fail)
+{
+	unsigned i;
+
+	(void)e, (void)v, (void)ok, (void)fail;
+	if (full_act.acting || full_act.acted || op != TB_TEST_STORE ||
+	    p != &full_act.t->r.hdr->rstat[TB_RS_FUTEX_WAITS])
+		return;
+	full_act.acting = 1;
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(twrite(&full_act.keep[i], "kept", 0, 0),
+				 TB_OK);
+	full_act.seq_kept = bell_seq(full_act.t);
+	full_act.ret = twrite(full_act.drop, "dropped", 0, 0);
+	full_act.acting = 0;
+	full_act.acted = 1;
+}
+
+START_TEST(test_full_ring_of_kept_chunks_wakes_the_sleeping_reader)
+{
+	struct tring t;
+	struct twriter keep[4], e;
+	struct treader tr;
+	uint32_t seq;
+	unsigned i;
+
+	tring_new(&t, 512, 4);
+	for (i = 0; i < 4; i++)
+		twriter_new(&keep[i], &t, (uint16_t)(20 + i), BID, TB_DROP);
+	twriter_new(&e, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 0);
+	seq = bell_seq(&t);
+	memset(&full_act, 0, sizeof(full_act));
+	full_act.t = &t;
+	full_act.keep = keep;
+	full_act.drop = &e;
+	tb_test_atomic = fill_while_reader_sleeps;
+	/* woken by the full ring, or asleep to the timeout (false) */
+	ck_assert_msg(tb_reader_wait(&tr.rd, 3000),
+		      "the reader slept to its timeout on a full ring");
+	tb_test_atomic = NULL;
+	ck_assert(full_act.acted);
+	ck_assert_uint_eq(full_act.seq_kept, seq);	/* kept: no hand-over */
+	ck_assert_int_eq(full_act.ret, TB_FULL);
+	ck_assert_uint_ne(bell_seq(&t), seq);
+	ck_assert_uint_eq(t.r.bell->sleeping, 0);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wstat[TB_WS_FUTEX_WAKES]), 1);
+	/* awake, the lazy reader is under pressure: it takes every kept
+	 * chunk, and the next packet fits */
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 4);
+	ck_assert_int_eq(twrite(&e, "fits", 0, 0), TB_OK);
+	/* a full ring with the reader awake makes no call */
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(twrite(&keep[i], "k", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&keep[3], "full", 0, 0), TB_FULL);
+	ck_assert_uint_eq(peek32(&t.r.hdr->wstat[TB_WS_FUTEX_WAKES]), 1);
+	for (i = 0; i < 4; i++)
+		twriter_free(&keep[i]);
+	twriter_free(&e);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
 /* Stall policy: a writer thread blocked on a full ring. */
 struct stall_arg {
 	struct twriter *tw;
@@ -3933,6 +4013,61 @@ START_TEST(test_reader_killed_before_its_read_pos_store_stops_the_next)
 }
 END_TEST
 
+/*
+ * Killed right after a scrape, before its read_pos store: the next reader
+ * finds the chunk RewriteRequested at read_pos.  That is this lap's
+ * scrape, not a chunk pinned a whole lap ago: a hole, no pinned hole.
+ * If its writer never acknowledges, the next lap counts it pinned.
+ */
+START_TEST(test_reader_restart_after_a_scrape_counts_no_pinned_hole)
+{
+	struct cursor_race c;
+	struct tring t;
+	struct twriter a, b;
+	struct treader old, fresh;
+	struct tb_chunk_view v;
+	struct tb_ring_stats st;
+	struct tb_span sp;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&old, &t);
+	topen_with(&a, "open", 4, 0, &sp);
+	memset(&c, 0, sizeof(c));
+	c.t = &t;
+	race = &c;
+	if (!setjmp(kill_reader)) {
+		tb_test_atomic = die_at_read_pos_store;
+		tb_reader_read_one(&old.rd, TB_READ_SCRAPE, &v);
+		ck_abort_msg("read_pos was never stored");
+	}
+	tb_test_atomic = NULL;
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_RR, 0, 0, 0, WA));
+	ck_assert_uint_eq(tread_pos(&t), 0);
+	treader_new(&fresh, &t);
+	write_chunks(&b, 1, 3);
+	ck_assert_int_eq(tdrain(&fresh.rd, ~0u, TB_READ_LAZY, NULL, NULL),
+			 4);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.rstat[TB_RS_PINNED], 0);
+	ck_assert_uint_eq(st.rstat[TB_RS_HOLES], 1);
+	ck_assert_uint_eq(st.rstat[TB_RS_EMITTED], 3);
+	/* a never acknowledges: a whole lap later, that is a pinned hole */
+	ck_assert_int_eq(twrite(&b, "lap", 0, 0), TB_OK);	/* burns p4 */
+	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);
+	ck_assert_int_eq(tdrain(&fresh.rd, ~0u, TB_READ_LAZY, NULL, NULL),
+			 2);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.rstat[TB_RS_PINNED], 1);
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&old);
+	treader_free(&fresh);
+	tring_free(&t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * Writers that die holding a scraped chunk pin it, visibly
  */
@@ -4196,6 +4331,116 @@ START_TEST(test_every_atomic_access_follows_the_ordering_table)
 END_TEST
 
 /*
+ * Section 6.3's four store->load handshakes: between the side's own store
+ * and its load of the other side's word there is a full fence, seen
+ * through the same seam (TB_TEST_FENCE).  A write is a store, a CAS or an
+ * add; @from the record to start at.  True if every load of @load after a
+ * write of @store (any value when @v is ~0u) is fenced from that write.
+ */
+static int is_write(const struct arec *a)
+{
+	return a->op == TB_TEST_STORE || a->op == TB_TEST_CAS ||
+	       a->op == TB_TEST_ADD;
+}
+
+/* Asserts store, fence, load from every write of @store to the next load
+ * of @load; returns how many such pairs there were. */
+static unsigned check_fenced(const uint32_t *store, uint32_t v,
+			     const uint32_t *load, const char *what)
+{
+	unsigned i, j, k, pairs = 0;
+
+	for (i = 0; i < rec.n; i++) {
+		const struct arec *a = &rec.r[i];
+
+		if (a->p != store || !is_write(a) || (v != ~0u && a->v != v))
+			continue;
+		for (j = i + 1; j < rec.n; j++)
+			if (rec.r[j].p == load && rec.r[j].op == TB_TEST_LOAD)
+				break;
+		if (j == rec.n)
+			continue;
+		for (k = i + 1; k < j; k++)
+			if (rec.r[k].op == TB_TEST_FENCE)
+				break;
+		ck_assert_msg(k < j, "%s: accesses %u (store) and %u (load) "
+			      "with no fence between", what, i, j);
+		pairs++;
+	}
+	return pairs;
+}
+
+/* A writer's wake: a fence between its last write and its load of the
+ * reader's "sleeping"; returns how many such loads there were. */
+static unsigned check_wakes_fenced(const struct tring *t)
+{
+	unsigned i, k, loads = 0;
+
+	for (i = 0; i < rec.n; i++) {
+		if (rec.r[i].p != &t->r.bell->sleeping ||
+		    rec.r[i].op != TB_TEST_LOAD)
+			continue;
+		for (k = i; k-- > 0;)
+			if (rec.r[k].op == TB_TEST_FENCE || is_write(&rec.r[k]))
+				break;
+		ck_assert_msg(k < i && rec.r[k].op == TB_TEST_FENCE,
+			      "access %u: \"sleeping\" loaded after a write "
+			      "with no fence between", i);
+		loads++;
+	}
+	return loads;
+}
+
+START_TEST(test_every_store_load_handshake_has_its_fence)
+{
+	struct tring t;
+	struct twriter a, st;
+	struct treader tr;
+	const struct tb_ring_hdr *h;
+	unsigned i, wakes;
+
+	tring_new(&t, 512, 4);
+	h = t.r.hdr;
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&st, &t, WB, BID, TB_STALL);
+	st.w.stall_ms = 1;
+	st.w.spin = TB_SPIN_MIN;
+	treader_new(&tr, &t);
+	tr.rd.spin = TB_SPIN_MIN;
+	rec.n = 0;
+	tb_test_atomic = record_atomic;
+	ck_assert_int_eq(twrite(&a, "kept", 0, 0), TB_OK);
+	tb_writer_record_loss(&a.w);		/* forgets it: a hand-over */
+	ck_assert_int_eq(twrite(&a, "rel", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);	/* notify */
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 2);
+	ck_assert(!tb_reader_wait(&tr.rd, 1));	/* the doorbell's prepare */
+	for (i = 0; i < 4; i++)
+		treserve(&t);
+	ck_assert_int_eq(twrite(&st, "stall", 0, 0), TB_FULL);
+	ck_assert_int_eq(twrite(&a, "drop", 0, 0), TB_FULL);
+	tb_test_atomic = NULL;
+	check_orders(&t);
+	/* the reader going to sleep: "sleeping", fence, write_pos */
+	ck_assert_uint_ge(check_fenced(&t.r.bell->sleeping, 1, &h->write_pos,
+				       "doorbell prepare"), 1);
+	/* writers waking it: hand-over, release, stall, full ring */
+	wakes = check_wakes_fenced(&t);
+	ck_assert_uint_ge(wakes, 4);
+	/* the stalled writer: wake request, fence, read_pos */
+	ck_assert_uint_ge(check_fenced(&h->wake_req, 1, &h->read_pos,
+				       "stalled writer's request"), 1);
+	/* the reader freeing room: read_pos, fence, wake request */
+	ck_assert_uint_ge(check_fenced(&h->read_pos, ~0u, &h->wake_req,
+				       "reader's wake of stalled writers"), 1);
+	twriter_free(&a);
+	twriter_free(&st);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
  * At the moment of every publishing CAS, the chunk already holds what the
  * new count publishes: BufferID, size entries and payload bytes.  The
  * fragments published, in publication order, are the packets written.
@@ -4398,6 +4643,98 @@ START_TEST(test_packets_split_over_chunks_come_out_whole)
 	expect_packet(&c, 2, WA, 2, 300, 0);
 	expect_packet(&c, 3, WA, 4, 600, 0);
 	ck_assert_uint_eq(r.ra.stat[TB_PS_PACKETS], 4);
+	twriter_free(&a);
+	twriter_free(&b);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * Fewer reassembly slots than writers: one slot, three writers.  Writer
+ * A's two packets longer than max_packet are lost; then B's split packet
+ * takes the only slot.  A's next packet still says TB_PKT_LOSS: an owed
+ * flag is not a slot to evict.
+ */
+START_TEST(test_owed_loss_flag_survives_a_split_packet_taking_the_slot)
+{
+	struct tring t;
+	struct twriter a, b, d;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&d, &t, WC, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 1, 300, TB_OVERSIZE_DROP);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(1, 400), 400),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(2, 400), 400),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 0);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_OVERSIZE], 2);
+	write_head(&b, 3, 250, 200);		/* B's packet takes the slot */
+	ck_assert_int_eq(tb_writer_write_packet(&d.w, pattern(4, 20), 20),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&d.w), TB_OK);
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	write_tail(&b, 3, 250, 200);
+	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(5, 10), 10),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 3);
+	expect_packet(&c, 0, WC, 4, 20, 0);
+	expect_packet(&c, 1, WB, 3, 250, 0);
+	expect_packet(&c, 2, WA, 5, 10, TB_PKT_LOSS);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_NO_SLOT], 0);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&d);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * Evicting a split packet for another writer's loses it (TB_PS_NO_SLOT),
+ * and its writer's next packet says so, wherever it lands.
+ */
+START_TEST(test_packet_evicted_from_its_slot_owes_the_loss_flag)
+{
+	struct tring t;
+	struct twriter a, b;
+	struct treader tr;
+	static struct pra r;
+	static struct pkts c;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	treader_new(&tr, &t);
+	pra_new(&r, 1, 1024, TB_OVERSIZE_DROP);
+	write_head(&a, 1, 300, 200);		/* A's packet in the slot */
+	write_head(&b, 2, 300, 200);		/* B's evicts it */
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	write_tail(&b, 2, 300, 200);
+	ck_assert_int_eq(tb_writer_release(&b.w), TB_OK);
+	/* A never continues: its next chunk starts afresh */
+	ck_assert_int_eq(tb_writer_write_packet(&a.w, pattern(3, 10), 10),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_gt(drain_pk(&tr, &r, &c), 0);
+	ck_assert_uint_eq(c.n, 2);
+	expect_packet(&c, 0, WB, 2, 300, 0);
+	expect_packet(&c, 1, WA, 3, 10, TB_PKT_LOSS);
+	ck_assert_uint_eq(r.ra.stat[TB_PS_NO_SLOT], 1);
 	twriter_free(&a);
 	twriter_free(&b);
 	treader_free(&tr);
@@ -4639,11 +4976,20 @@ START_TEST(test_reassembly_init_rejects_bad_memory)
 	ck_assert_uint_eq(tb_reassembly_size(0, 100), 0);
 	ck_assert_uint_eq(tb_reassembly_size(1, 0), 0);
 	ck_assert_uint_eq(tb_reassembly_size(~0u, ~0u), 0);
+	/* memory gets the ring's codes: too short, misaligned */
 	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem, 10, 1, 100,
-					    TB_OVERSIZE_DROP), TB_EINVAL);
+					    TB_OVERSIZE_DROP), TB_ESHORT);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem,
+					    tb_reassembly_size(1, 100) - 1, 1,
+					    100, TB_OVERSIZE_DROP), TB_ESHORT);
 	ck_assert_int_eq(tb_reassembly_init(&r.ra, (uint8_t *)r.mem + 1,
-					    1000, 1, 100, TB_OVERSIZE_DROP),
-			 TB_EINVAL);
+					    sizeof(r.mem) - 1, 1, 100,
+					    TB_OVERSIZE_DROP), TB_EALIGN);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem, 10, 0, 100,
+					    TB_OVERSIZE_DROP), TB_EINVAL);
+	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem,
+					    tb_reassembly_size(1, 100), 1,
+					    100, TB_OVERSIZE_DROP), TB_OK);
 	ck_assert_int_eq(tb_reassembly_init(&r.ra, NULL, 1000, 1, 100,
 					    TB_OVERSIZE_DROP), TB_EINVAL);
 	ck_assert_int_eq(tb_reassembly_init(&r.ra, r.mem, sizeof(r.mem), 1,
@@ -4671,6 +5017,10 @@ static Suite *packet_suite(void)
 	tcase_add_test(tc, test_packet_after_ring_data_loss_carries_loss);
 	tcase_add_test(tc, test_packets_with_too_few_slots_lose_and_count);
 	tcase_add_test(tc, test_reassembly_init_rejects_bad_memory);
+	tcase_add_test(tc,
+		test_owed_loss_flag_survives_a_split_packet_taking_the_slot);
+	tcase_add_test(tc,
+		test_packet_evicted_from_its_slot_owes_the_loss_flag);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -4740,6 +5090,7 @@ static Suite *transition_suite(void)
 	tcase_add_test(tc,
 		test_reclaim_stamps_next_wrap_across_cursor_rollover);
 	tcase_add_test(tc, test_every_atomic_access_follows_the_ordering_table);
+	tcase_add_test(tc, test_every_store_load_handshake_has_its_fence);
 	tcase_add_test(tc, test_publication_comes_after_the_bytes_it_publishes);
 	tcase_add_test(tc, test_no_writer_transition_produces_a_free_word);
 	tcase_add_test(tc,
@@ -4810,6 +5161,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_reader_killed_in_a_pass_new_reader_continues);
 	tcase_add_test(tc,
 		test_reader_killed_before_its_read_pos_store_stops_the_next);
+	tcase_add_test(tc,
+		test_reader_restart_after_a_scrape_counts_no_pinned_hole);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -4846,6 +5199,8 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc,
 		test_handover_to_a_reader_that_is_not_asleep_makes_no_call);
 	tcase_add_test(tc, test_reuse_keeps_the_reader_asleep_release_wakes_it);
+	tcase_add_test(tc,
+		test_full_ring_of_kept_chunks_wakes_the_sleeping_reader);
 	tcase_add_test(tc, test_writer_stall_wakes_when_reader_drains);
 	tcase_add_test(tc, test_waiting_reader_spins_through_a_new_reservation);
 	tcase_add_test(tc, test_waiting_reader_does_not_spin_with_work_left);

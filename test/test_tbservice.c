@@ -1738,27 +1738,27 @@ START_TEST(test_service_idle_poll_sleeps_on_the_bell)
 	struct fx *f = fx_new(2, 1024, 16, 65536);
 	struct twriter a;
 	struct tb_span sp;
-	uint64_t t0, ms;
+	uint64_t sleeps;
 	int i;
 
 	fx_wait(f, 50);
-	t0 = now_ms();
+	sleeps = fx_stats(f).sleeps;
 	for (i = 0; i < 5; i++)
 		ck_assert(tb_service_poll(svc(f), now_ms()));
-	ms = now_ms() - t0;
-	ck_assert_msg(ms >= 100, "5 idle polls took %llu ms",
-		      (unsigned long long)ms);
+	ck_assert_msg(fx_stats(f).sleeps - sleeps == 5,
+		      "5 idle polls slept %llu times",
+		      (unsigned long long)(fx_stats(f).sleeps - sleeps));
 	/* a writer holding a chunk is no reason to spin either */
 	tw_new(&a, f, 1, 1, 0);
 	wpkt_ok(&a, 0, 100);
 	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
 	ck_assert(tb_service_poll(svc(f), now_ms()));
-	t0 = now_ms();
+	sleeps = fx_stats(f).sleeps;
 	for (i = 0; i < 5; i++)
 		ck_assert(tb_service_poll(svc(f), now_ms()));
-	ms = now_ms() - t0;
-	ck_assert_msg(ms >= 100, "5 polls past a held chunk took %llu ms",
-		      (unsigned long long)ms);
+	ck_assert_msg(fx_stats(f).sleeps - sleeps == 5,
+		      "5 polls past a held chunk slept %llu times",
+		      (unsigned long long)(fx_stats(f).sleeps - sleeps));
 	twriter_free(&a);
 	fx_free(f);
 }

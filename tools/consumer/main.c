@@ -21,7 +21,7 @@ static void on_packet(void *ctx, const struct tb_packet *p)
 
 int main(void)
 {
-	static uint32_t ram[1024];	/* the reassembly's memory */
+	static uint32_t ram[4096];	/* the reassembly's memory */
 	static uint8_t wscratch[256], rscratch[256];
 	size_t len = tb_ring_size(256, 4);
 	void *mem = calloc(1, len);
