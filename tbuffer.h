@@ -319,6 +319,9 @@ struct tb_buf {
 	uint32_t seq_shift;
 	uint32_t nempty;
 	uint64_t age;
+	/* The sequence the last patch found; NULL when the table moved. */
+	struct tb__buf_seq *pseq;
+	uint32_t pkey;
 	/* Slices of the packet being returned. */
 	struct tb_buf_slice *slices;
 	uint32_t slices_cap;
@@ -441,6 +444,7 @@ static inline int tb__buf_table_alloc(struct tb_buf *b, uint32_t cap)
 	b->seqs = t;
 	b->seq_cap = cap;
 	b->seq_shift = shift;
+	b->pseq = NULL;
 	return TB_OK;
 }
 
@@ -485,6 +489,7 @@ static inline void tb__buf_table_del(struct tb_buf *b, uint32_t i)
 		tb__buf_mem(b, s->ring, (size_t)s->cap * sizeof(*s->ring), 0);
 	TB_MEMSET(s, 0, sizeof(*s));
 	b->seq_n--;
+	b->pseq = NULL;			/* entries move back */
 	for (;;) {
 		uint32_t home;
 
@@ -591,12 +596,28 @@ static inline uint32_t tb__buf_ring_lower(const struct tb__buf_seq *s,
 	return lo;
 }
 
-/* Index of chunk @id in the sequence, or -1. */
+/*
+ * Index of chunk @id in the sequence, or -1.  A patch nearly always comes
+ * for one of a writer's newest chunks, most often the newest itself: that
+ * one is tried first, then the direct guess, then the search.
+ */
 static inline int64_t tb__buf_ring_find(const struct tb__buf_seq *s,
 					 uint32_t id)
 {
-	uint32_t i = tb__buf_ring_lower(s, id);
+	uint32_t last, rel, i;
 
+	if (!s->n)
+		return -1;
+	last = tb__buf_ref(s, s->n - 1)->id;
+	if (id == last)
+		return s->n - 1;
+	rel = id - tb__buf_ref(s, 0)->id;
+	/* Outside [first, last]: no such chunk (ids span < 2^31). */
+	if (rel & 0x80000000u || tb_buf_id_cmp(id, last) > 0)
+		return -1;
+	if (rel < s->n && tb__buf_ref(s, rel)->id == id)
+		return rel;
+	i = tb__buf_ring_lower(s, id);
 	if (i < s->n && tb__buf_ref(s, i)->id == id)
 		return i;
 	return -1;
@@ -1789,7 +1810,8 @@ static inline int tb__buf_may_write(struct tb_buf *b)
 		return TB_EBUSY;
 	if (b->read_only)
 		return TB_EROFS;
-	b->rd_valid = 0;
+	if (b->rd_valid)
+		b->rd_valid = 0;
 	return TB_OK;
 }
 
@@ -1868,6 +1890,22 @@ static inline int tb_buf_copy_frags(struct tb_buf *b,
 }
 
 /*
+ * The sequence @key for a patch.  Patches come in runs for one writer
+ * (its newest chunks, one commit after another): the sequence the last
+ * patch found is tried first.  The table only moves entries when it grows
+ * or deletes one, and both forget it.
+ */
+static inline struct tb__buf_seq *tb__buf_patch_seq(struct tb_buf *b,
+						     uint32_t key)
+{
+	if (!b->pseq || b->pkey != key) {
+		b->pseq = tb__buf_seq_find(b, key);
+		b->pkey = key;
+	}
+	return b->pseq;
+}
+
+/*
  * Applies @n 4-byte patches to chunk @chunk_id of {@producer, @writer}.
  * Offsets are relative to the chunk payload.  Fails (counted once) when
  * the chunk is not in the buffer (consumed, overwritten or never seen) or
@@ -1881,6 +1919,7 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 {
 	struct tb__buf_seq *s;
 	struct tb__buf_hdr *c;
+	uint8_t clear;
 	int64_t i;
 	size_t k;
 	int ret;
@@ -1891,7 +1930,7 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	ret = tb__buf_may_write(b);
 	if (ret != TB_OK)
 		return ret;
-	s = tb__buf_seq_find(b, tb__buf_key(producer, writer));
+	s = tb__buf_patch_seq(b, tb__buf_key(producer, writer));
 	i = s ? tb__buf_ring_find(s, chunk_id) : -1;
 	if (i < 0) {
 		b->stats.patches_failed++;
@@ -1910,9 +1949,14 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 		       patches[k].data, TB_BUF_PATCH_SIZE);
 	}
 	b->stats.patches_succeeded += n;
-	/* Its bytes may have changed: one update of the flags for both. */
-	c->flags &= (uint8_t)~(TB__BUF_PLAIN |
-			       (more_pending ? 0 : TB_BUF_NEEDS_PATCH));
+	/*
+	 * Its bytes may have changed: one update of the flags for both,
+	 * stored only when it changes them, so that patches in a row to one
+	 * chunk do not each wait on the store of the one before.
+	 */
+	clear = TB__BUF_PLAIN | (more_pending ? 0 : TB_BUF_NEEDS_PATCH);
+	if (c->flags & clear)
+		c->flags &= (uint8_t)~clear;
 	return TB_OK;
 }
 
