@@ -40,7 +40,7 @@ body && /^\}/ {
 		printf "%d\t%s:%d: %s: %d lines\n", n, FILENAME, start, name, n
 	body = 0; sig = ""
 }
-' "$@" | sort -k1,1nr -s | cut -f2- | {
+' "$@" | sort -k1,1nr | cut -f2- | {
 	found=0
 	while IFS= read -r line; do
 		echo "$line"
