@@ -18,6 +18,9 @@
 #                bare metal, nothing undefined beyond <string.h>
 #   make size    .text table of the writer fast path and the reader drain
 #                (x86-64, Cortex-M4, Cortex-M33, all -Os)
+#   make firmware-e2e  the firmware example under qemu-system-arm
+#                (mps2-an385, mps2-an505): streamed over the UART and
+#                dumped after a fault, checked; flash, RAM, instructions
 #   make help    this list
 #   build/tbtrace  stat FILE.pftrace | ring PATH | convert RING.bin OUT
 
@@ -46,7 +49,7 @@ RUN_CXX	?= $(CXX_TESTS)
 # Examples that check themselves and exit non-zero when they fail; each
 # gets build/NAME.pftrace as its argument, and a trace it writes there must
 # pass tbtrace stat (Perfetto's importer's rules).
-RUN_EXAMPLES ?= quickstart events
+RUN_EXAMPLES ?= quickstart events first_trace
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
@@ -359,6 +362,31 @@ firmware: deps-firmware
 
 size: deps-firmware
 	@sh tools/targets/size.sh $(TGT)/size
+
+# The firmware example (examples/firmware/) on emulated Cortex-M3 and
+# -M33 boards: built with no C library, run under qemu-system-arm, its
+# trace taken off over the UART and from a RAM dump after a fault (QEMU's
+# gdb stub), checked by fwcheck, the failure cases seen failing, then
+# flash, RAM and instructions per event.  Traces in build/firmware/.
+FW_E2E_TOOLS := arm-none-eabi-gcc qemu-system-arm gdb-multiarch timeout
+
+.PHONY: firmware-e2e have-firmware-e2e firmware-size
+have-firmware-e2e:
+	@m=""; for t in $(FW_E2E_TOOLS); do command -v $$t >/dev/null || m="$$m $$t"; done; \
+	[ -z "$$m" ] || { echo "firmware-e2e: missing:$$m.  On Debian:" \
+	"apt-get install --no-install-recommends gcc-arm-none-eabi qemu-system-arm gdb-multiarch" >&2; exit 1; }
+
+firmware-e2e: have-firmware-e2e build/tbtrace build/firmware/fwcheck
+	@s=$$(date +%s); sh examples/firmware/e2e.sh && \
+	sh examples/firmware/size.sh && \
+	echo "firmware-e2e: $$(( $$(date +%s) - s )) s"
+
+firmware-size: have-firmware-e2e
+	@sh examples/firmware/size.sh
+
+build/firmware/fwcheck: examples/firmware/fwcheck.c test/trace_decode.h
+	@mkdir -p build/firmware
+	$(CC) $(BASE) -Itest $(CFLAGS) $< -o $@
 
 # --- fuzzing ---------------------------------------------------------------
 build/fuzz/%: fuzz/%.c fuzz/fuzz_input.h $(HEADERS)

@@ -93,6 +93,11 @@ enum tb_result {
 	TB_ERANGE = -50,	/* patch: offset out of the payload */
 	TB_EBUSY = -51,		/* called from the overwrite callback */
 
+	/* an event writer's clock the importer could not place (tbevent.h) */
+	TB_ENOCLOCK = -60,	/* none given, and no CLOCK_BOOTTIME here */
+	TB_ECLOCKREF = -61,	/* not BOOTTIME, and no reference clock */
+	TB_ECLOCKFN = -62,	/* no function to read it or its reference */
+	TB_ECLOCKID = -63,	/* clock id 0, or above 127 */
 	/* a byte-link frame that cannot be used (tblink.h) */
 	TB_ECRC = -70,		/* its CRC-32 does not match */
 	TB_ELINK = -71,		/* it does not decode or parse */
@@ -141,6 +146,14 @@ static inline const char *tb_strerror(int result)
 	case TB_ENOENT: return "no such chunk to patch";
 	case TB_ERANGE: return "patch out of the chunk's payload";
 	case TB_EBUSY: return "called from the overwrite callback";
+	case TB_ENOCLOCK: return "no clock: CLOCK_BOOTTIME is not declared "
+				 "here (strict C99 needs _POSIX_C_SOURCE or "
+				 "_GNU_SOURCE); pass a struct tb_ev_clock";
+	case TB_ECLOCKREF: return "a clock other than BOOTTIME needs a "
+				  "reference clock (BOOTTIME) to snapshot";
+	case TB_ECLOCKFN: return "no function to read the clock or its "
+				 "reference";
+	case TB_ECLOCKID: return "clock id 0, or above 127";
 	case TB_ECRC: return "link frame: CRC mismatch";
 	case TB_ELINK: return "link frame malformed";
 	case TB_ELINKVER: return "link frame of another format version";

@@ -40,6 +40,14 @@
  *    never end.  Matching is done in file order, which is the importer's
  *    timestamp order as long as no time-backwards violation is reported
  *    on the track's sequence.
+ *  - Flows: ids are global to the trace.  flow_ids of an id not active
+ *    begins a flow, of an active one continues it (an arrow);
+ *    terminating_flow_ids of an active id draws the last arrow and ends
+ *    it, of one not active is dropped silently (a violation).  A flow
+ *    begun that nothing later continues or ends draws no arrow (a
+ *    violation).  An id on two sequences is joined, which is how a
+ *    cross-thread flow is written and how two writers' colliding ids
+ *    look: counted (stats.flows_shared), not a violation.
  *
  * Loss: a violation that follows from lost packets - an unresolved iid, a
  * skipped or ignored packet, a track with no descriptor, a clock with no
@@ -48,12 +56,20 @@
  * without BEGIN when a loss flag on its sequence, or a packet skipped for
  * want of state, came at or before the END (what was lost may have held
  * any number of BEGINs, so a loss anywhere before explains every END
- * that finds the stack empty later); a slice never ended when a
- * loss flag on its sequence fell after the BEGIN, or when the caller set
- * c->tail_lost: it knows data after the trace's end was lost with no
- * packet left to carry a flag (a central buffer in discard mode refused
- * chunks, writers died mid-packet).  Explained violations are counted
- * apart; tb_check_clean() is true when nothing unexplained is left.
+ * that finds the stack empty later), and so is a flow end whose flow was
+ * never begun; a slice never ended, or a flow begun that draws nothing,
+ * when a loss flag on its sequence fell after the BEGIN, or when the
+ * trace says data after its end was lost with no packet left to carry a
+ * flag: its TraceStats packet (trace_stats) counts chunks a buffer
+ * discarded, bytes it never completed, patches that failed, ABI
+ * violations, chunks refused before any buffer or invalid packets; or
+ * the service recorded that the sequence's producer died, or left with
+ * chunks held, or had writes refused
+ * (tbtrace.h's ring record: an instant on a service sequence, 2 to
+ * 65535, that no {producer, writer} gets); or the caller set
+ * c->tail_lost, knowing so from elsewhere.  Explained violations are
+ * counted apart; tb_check_clean() is true when nothing unexplained is
+ * left.
  *
  * Using it
  *   struct tb_check c;
@@ -120,6 +136,8 @@ enum tb_check_rule {
 	TB_CK_TIME_BACKWARDS,	/* event before its sequence's previous one */
 	TB_CK_END_WITHOUT_BEGIN, /* END on a track with no open slice */
 	TB_CK_SLICE_NOT_ENDED,	/* BEGIN never ended */
+	TB_CK_FLOW_END_WITHOUT_BEGIN, /* terminating flow id never begun */
+	TB_CK_FLOW_NOT_ENDED,	/* flow begun, never continued or ended */
 	TB_CK_LIMIT,		/* the checker's memory budget ran out */
 	TB_CK_MAX
 };
@@ -220,6 +238,30 @@ struct tb_check_stats {
 	uint64_t loss_bit_packets[TB_CHECK_LOSS_BITS];
 	uint64_t loss_bit_first[TB_CHECK_LOSS_BITS];	/* packet, or NONE */
 	uint64_t open_slices;		/* left open at the end */
+	/* flows (flow_ids / terminating_flow_ids, ids global) */
+	uint64_t flows_begun;		/* flow_ids of an id not active */
+	uint64_t flow_steps;		/* flow_ids of an active id */
+	uint64_t flows_ended;		/* terminating ids, active */
+	uint64_t flows_shared;		/* ids whose events are on two or
+					   more sequences (joined: meant
+					   for cross-thread flows, else a
+					   collision of ids) */
+	uint64_t flows_open;		/* active at the end */
+	/* TraceStats packets (the last one counts) */
+	uint64_t trace_stats;		/* packets that carried one */
+	uint64_t ts_buffers;		/* its BufferStats */
+	uint64_t ts_chunks_discarded;	/* by buffers in discard mode */
+	uint64_t ts_chunks_overwritten;
+	uint64_t ts_patches_failed;
+	uint64_t ts_abi_violations;
+	uint64_t ts_refused_chunks;	/* TraceStats.chunks_discarded */
+	uint64_t ts_invalid_packets;
+	uint64_t ts_unread_bytes;	/* in buffers, never completed */
+	/* the service's records of producers' ends (tbtrace.h) */
+	uint64_t producer_ends;
+	uint64_t producer_deaths;
+	uint64_t producers_lossy;	/* ended with held chunks or refused
+					   writes: their tails are lost */
 };
 
 /* Private: an open-addressing index of (k1, k2) to two values. */
@@ -243,6 +285,22 @@ struct tb__ck_open {
 	uint32_t seq;			/* index into seqs */
 	uint32_t next;			/* pool index + 1 below it, or 0 */
 };
+
+/* Private: a flow id's state, as the importer keeps it. */
+struct tb__ck_flow {
+	uint64_t id;
+	uint64_t packet;		/* where it was begun */
+	uint32_t seq;			/* seqs index of its begin */
+	uint32_t last_seq;		/* of its last event */
+	uint32_t steps;
+	uint8_t active;
+	uint8_t shared;
+};
+
+/* Private: a producer's end, as the service recorded it. */
+#define TB__CK_END_SEEN		1u
+#define TB__CK_END_DIED		2u
+#define TB__CK_END_LOSSY	4u	/* held chunks or refused writes */
 
 /* Private: a clock of the union-find over clock snapshots. */
 struct tb__ck_clock {
@@ -277,6 +335,11 @@ struct tb_check {
 	struct tb__ck_clock *clocks;
 	struct tb__ck_open *open;
 	struct tb__ck_index seq_ix, track_ix, iid_ix, clock_ix;
+	struct tb__ck_flow *flows;
+	uint32_t flows_cap, nflows;
+	struct tb__ck_index flow_ix;
+	uint8_t *ends;			/* by producer: TB__CK_END_* */
+	bool ts_tail_lost;		/* TraceStats says the tail is lost */
 };
 
 /* ------------------------------------------------------------------------
@@ -322,6 +385,23 @@ enum {
 	TB__CK_TE_DCOUNTER = 44,
 	TB__CK_TE_XD_UUIDS = 45,
 	TB__CK_TE_XD_VALUES = 46,
+	TB__CK_TE_FLOW_IDS = 47,
+	TB__CK_TE_TERMINATING_FLOW_IDS = 48,
+	TB__CK_TE_NAME = 23,
+	TB__CK_DA_UINT = 3,
+	TB__CK_DA_STRING = 6,
+	TB__CK_DA_NAME = 10,
+	TB__CK_TP_TRACE_STATS = 35,	/* TracePacket */
+	TB__CK_TS_BUFFER_STATS = 1,	/* TraceStats */
+	TB__CK_TS_CHUNKS_DISCARDED = 8,
+	TB__CK_TS_INVALID_PACKETS = 10,
+	TB__CK_BS_BYTES_WRITTEN = 1,	/* TraceStats.BufferStats */
+	TB__CK_BS_BYTES_OVERWRITTEN = 13,
+	TB__CK_BS_BYTES_READ = 14,
+	TB__CK_BS_CHUNKS_OVERWRITTEN = 3,
+	TB__CK_BS_PATCHES_FAILED = 6,
+	TB__CK_BS_ABI_VIOLATIONS = 9,
+	TB__CK_BS_CHUNKS_DISCARDED = 18,
 	TB__CK_LE_NAME_IID = 1,		/* TrackEvent.LegacyEvent */
 	TB__CK_LE_PHASE = 2,
 	TB__CK_DA_NAME_IID = 1,		/* DebugAnnotation */
@@ -354,7 +434,8 @@ static inline const char *tb_check_rule_name(int rule)
 		"descriptor-conflict", "track-unknown", "track-parent-loop",
 		"event-malformed", "event-no-timestamp", "event-no-type",
 		"counter-bad", "clock-unknown", "time-backwards",
-		"end-without-begin", "slice-not-ended", "checker-limit",
+		"end-without-begin", "slice-not-ended",
+		"flow-end-without-begin", "flow-not-ended", "checker-limit",
 	};
 
 	return rule >= 0 && rule < TB_CK_MAX ? name[rule] : "unknown";
@@ -408,6 +489,10 @@ static inline const char *tb_check_rule_text(int rule)
 		"sequence: slices reorder on import",
 		"slice END on a track with no open slice: ignored",
 		"slice BEGIN that never ends: shown unfinished",
+		"terminating_flow_ids of a flow no event began: the importer "
+		"drops it, no arrow is drawn",
+		"flow_ids of a flow that no later event continues or ends: "
+		"no arrow is drawn",
 		"the checker ran out of its memory budget: check incomplete",
 	};
 
@@ -423,6 +508,7 @@ static inline bool tb_check_explainable(int rule)
 	case TB_CK_IID_ANNOTATION: case TB_CK_IID_SOURCE:
 	case TB_CK_TRACK_UNKNOWN: case TB_CK_CLOCK_UNKNOWN:
 	case TB_CK_END_WITHOUT_BEGIN: case TB_CK_SLICE_NOT_ENDED:
+	case TB_CK_FLOW_END_WITHOUT_BEGIN: case TB_CK_FLOW_NOT_ENDED:
 		return true;
 	}
 	return false;
@@ -626,6 +712,12 @@ static inline void tb_check_destroy(struct tb_check *c)
 	tb__ck_index_free(c, &c->track_ix);
 	tb__ck_index_free(c, &c->iid_ix);
 	tb__ck_index_free(c, &c->clock_ix);
+	tb__ck_index_free(c, &c->flow_ix);
+	tb__ck_mem(c, c->flows, (size_t)c->flows_cap * sizeof(*c->flows), 0);
+	tb__ck_mem(c, c->ends, c->ends ? 65536 : 0, 0);
+	c->flows = NULL;
+	c->ends = NULL;
+	c->flows_cap = c->nflows = 0;
 	c->seqs = NULL;
 	c->tracks = NULL;
 	c->clocks = NULL;
@@ -1256,8 +1348,11 @@ static inline void tb__ck_event_iids(struct tb_check *c,
  */
 struct tb__ck_pkt {
 	const uint8_t *te, *td, *interned, *defaults, *snapshot, *thread;
+	const uint8_t *stats;
 	size_t te_n, td_n, interned_n, defaults_n, snapshot_n, thread_n;
+	size_t stats_n;
 	bool has_te, has_td, has_interned, has_defaults, has_snapshot;
+	bool has_stats;
 	bool has_ts, has_clock, has_thread, cleared;
 	uint64_t ts;
 	uint32_t clock;
@@ -1476,6 +1571,307 @@ static inline void tb__ck_slice(struct tb_check *c,
 	}
 }
 
+/* ------------------------------------------------------------------------
+ * Flows.  Ids are global to the trace.  The importer keeps the ids that
+ * are active: flow_ids of an inactive id begins a flow, of an active one
+ * continues it (an arrow from its last event); terminating_flow_ids of
+ * an active id draws the last arrow and ends it, of an inactive one is
+ * dropped without a word.  A flow begun that no later event continues or
+ * ends draws nothing.  (Not modelled: a flow on an event with no
+ * enclosing slice, and v1 flows.)
+ */
+
+/* The flow of @id, made (inactive) if new; NULL: the budget ran out. */
+static inline struct tb__ck_flow *tb__ck_flow(struct tb_check *c, uint64_t id)
+{
+	struct tb__ck_ent *e;
+	bool made;
+
+	e = tb__ck_get(c, &c->flow_ix, id, 0, &made);
+	if (!e)
+		return NULL;
+	if (!made)
+		return &c->flows[e->v1];
+	if (!tb__ck_grow(c, (void **)&c->flows, &c->flows_cap,
+			 sizeof(*c->flows), c->nflows + 1)) {
+		tb__ck_unmake(&c->flow_ix, e);
+		return NULL;
+	}
+	e->v1 = c->nflows;
+	TB_MEMSET(&c->flows[c->nflows], 0, sizeof(*c->flows));
+	c->flows[c->nflows].id = id;
+	return &c->flows[c->nflows++];
+}
+
+/* One id of an event's flow_ids (@end false) or terminating_flow_ids. */
+static inline void tb__ck_flow_id(struct tb_check *c,
+				  const struct tb__ck_at *at,
+				  struct tb_check_seq *s, uint64_t id,
+				  bool end)
+{
+	uint32_t si = (uint32_t)(s - c->seqs);
+	struct tb__ck_flow *f = tb__ck_flow(c, id);
+
+	if (!f)
+		return;
+	if (f->active && f->last_seq != si && !f->shared) {
+		f->shared = 1;
+		c->stats.flows_shared++;
+	}
+	if (!f->active && end) {
+		tb__ck_report(c, at, TB_CK_FLOW_END_WITHOUT_BEGIN,
+			      s->last_loss != TB_CHECK_NONE || s->skipped, id);
+		return;
+	}
+	if (!f->active) {
+		c->stats.flows_begun++;
+		f->active = 1;
+		f->packet = at->packet;
+		f->seq = si;
+		f->steps = 0;
+	} else if (end) {
+		c->stats.flows_ended++;
+		f->active = 0;
+	} else {
+		c->stats.flow_steps++;
+		f->steps++;
+	}
+	f->last_seq = si;
+}
+
+/* The fixed64 ids (packed or not) of @field of a placed TrackEvent. */
+static inline void tb__ck_flows(struct tb_check *c, const struct tb__ck_at *at,
+				struct tb_check_seq *s, const uint8_t *p,
+				size_t n, uint32_t field)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	uint64_t v;
+	size_t i;
+	unsigned k;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number != field)
+			continue;
+		if (f.type == TB_PB_FIXED64) {
+			tb__ck_flow_id(c, at, s, f.value, field ==
+				       TB__CK_TE_TERMINATING_FLOW_IDS);
+			continue;
+		}
+		if (f.type != TB_PB_LEN)
+			continue;
+		for (i = 0; i + 8 <= f.size; i += 8) {
+			for (v = 0, k = 0; k < 8; k++)
+				v |= (uint64_t)f.data[i + k] << (8 * k);
+			tb__ck_flow_id(c, at, s, v, field ==
+				       TB__CK_TE_TERMINATING_FLOW_IDS);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * What the service says (tbtrace.h): TraceStats, and producers' ends.
+ */
+
+/* Whether sequence @id is a service's: no {producer, writer} gets it. */
+static inline bool tb__ck_service_seq(uint32_t id)
+{
+	return id > 1 && id < 65536;
+}
+
+/* A string field's bytes equal @str. */
+static inline bool tb__ck_is(const uint8_t *p, size_t n, const char *str)
+{
+	size_t i;
+
+	for (i = 0; i < n && str[i]; i++)
+		if (p[i] != (uint8_t)str[i])
+			return false;
+	return i == n && !str[i];
+}
+
+/* A debug annotation's name and value, when plain (not interned). */
+struct tb__ck_arg {
+	const uint8_t *name, *str;
+	size_t name_n, str_n;
+	uint64_t u;
+	bool has_name, has_str, has_u;
+};
+
+static inline void tb__ck_arg_parse(const uint8_t *p, size_t n,
+				    struct tb__ck_arg *a)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+
+	TB_MEMSET(a, 0, sizeof(*a));
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number == TB__CK_DA_NAME && f.type == TB_PB_LEN) {
+			a->name = f.data;
+			a->name_n = f.size;
+			a->has_name = true;
+		} else if (f.number == TB__CK_DA_STRING &&
+			   f.type == TB_PB_LEN) {
+			a->str = f.data;
+			a->str_n = f.size;
+			a->has_str = true;
+		} else if (f.number == TB__CK_DA_UINT &&
+			   f.type == TB_PB_VARINT) {
+			a->u = f.value;
+			a->has_u = true;
+		}
+	}
+}
+
+/*
+ * An instant of a service's sequence with the annotations of a ring
+ * record (tb_trace_ring_record()): the producer's end, and whether its
+ * tail is lost (it died, its writers held chunks, or writes were refused
+ * that no later packet could flag).
+ */
+static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
+				      size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	struct tb__ck_arg a;
+	uint64_t producer = 0, lossy = 0, held = 0;
+	bool has_producer = false, died = false, has_end = false;
+	bool live = false;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number != TB__CK_TE_ANNOTATIONS || f.type != TB_PB_LEN)
+			continue;
+		tb__ck_arg_parse(f.data, f.size, &a);
+		if (!a.has_name)
+			continue;
+		if (a.has_u && tb__ck_is(a.name, a.name_n,
+					 TB_TRACE_ARG_PRODUCER)) {
+			producer = a.u;
+			has_producer = true;
+		} else if (a.has_str && tb__ck_is(a.name, a.name_n,
+						  TB_TRACE_ARG_END)) {
+			has_end = true;
+			died = tb__ck_is(a.str, a.str_n, "died");
+			live = tb__ck_is(a.str, a.str_n, "live");
+		} else if (a.has_u && tb__ck_is(a.name, a.name_n,
+						TB_TRACE_ARG_HELD)) {
+			held = a.u;
+		} else if (a.has_u && a.u &&
+			   (tb__ck_is(a.name, a.name_n, TB_TRACE_ARG_FULL) ||
+			    tb__ck_is(a.name, a.name_n,
+				      TB_TRACE_ARG_NO_CHUNK) ||
+			    tb__ck_is(a.name, a.name_n,
+				      TB_TRACE_ARG_DROPPED))) {
+			lossy = 1;
+		}
+	}
+	if (!has_producer || !has_end || !producer || producer > 65535)
+		return;
+	/* chunks held by a producer that left are packets it left open; a
+	 * live one's are the chunks its writers keep (a torn packet there
+	 * shows as bytes its buffer never completed, in TraceStats) */
+	if (held && !live)
+		lossy = 1;
+	if (!c->ends) {
+		c->ends = (uint8_t *)tb__ck_mem(c, NULL, 0, 65536);
+		if (!c->ends)
+			return;
+		TB_MEMSET(c->ends, 0, 65536);
+	}
+	c->stats.producer_ends++;
+	c->stats.producer_deaths += died;
+	c->stats.producers_lossy += lossy && !died;
+	c->ends[producer] |= (uint8_t)(TB__CK_END_SEEN |
+				       (died ? TB__CK_END_DIED : 0) |
+				       (lossy ? TB__CK_END_LOSSY : 0));
+}
+
+/* A varint field's sum over every instance (BufferStats are repeated). */
+static inline uint64_t tb__ck_sum(const uint8_t *p, size_t n, uint32_t field)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	uint64_t v = 0;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0)
+		if (f.number == field && f.type == TB_PB_VARINT)
+			v += f.value;
+	return v;
+}
+
+/*
+ * Bytes a buffer took and neither gave to the trace nor overwrote, by its
+ * BufferStats: at the end of a trace, packets never completed.
+ */
+static inline uint64_t tb__ck_unread(const uint8_t *p, size_t n)
+{
+	uint64_t in = tb__ck_sum(p, n, TB__CK_BS_BYTES_WRITTEN);
+	uint64_t out = tb__ck_sum(p, n, TB__CK_BS_BYTES_READ) +
+		       tb__ck_sum(p, n, TB__CK_BS_BYTES_OVERWRITTEN);
+
+	return in > out ? in - out : 0;
+}
+
+/*
+ * A TraceStats packet (the last one counts): buffers that discarded
+ * chunks, patches that failed, ABI violations and chunks refused before
+ * any buffer lost data after what the trace holds, with no packet left to
+ * carry a flag: slices and flows left open are explained by it.
+ */
+static inline void tb__ck_trace_stats(struct tb_check *c, const uint8_t *p,
+				      size_t n)
+{
+	struct tb_check_stats *st = &c->stats;
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+
+	st->trace_stats++;
+	st->ts_buffers = 0;
+	st->ts_chunks_discarded = st->ts_chunks_overwritten = 0;
+	st->ts_patches_failed = st->ts_abi_violations = 0;
+	st->ts_unread_bytes = 0;
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number != TB__CK_TS_BUFFER_STATS || f.type != TB_PB_LEN)
+			continue;
+		st->ts_buffers++;
+		st->ts_chunks_discarded +=
+			tb__ck_sum(f.data, f.size, TB__CK_BS_CHUNKS_DISCARDED);
+		st->ts_chunks_overwritten +=
+			tb__ck_sum(f.data, f.size,
+				   TB__CK_BS_CHUNKS_OVERWRITTEN);
+		st->ts_patches_failed +=
+			tb__ck_sum(f.data, f.size, TB__CK_BS_PATCHES_FAILED);
+		st->ts_abi_violations +=
+			tb__ck_sum(f.data, f.size, TB__CK_BS_ABI_VIOLATIONS);
+		st->ts_unread_bytes += tb__ck_unread(f.data, f.size);
+	}
+	tb__ck_uint(p, n, TB__CK_TS_CHUNKS_DISCARDED, &st->ts_refused_chunks);
+	tb__ck_uint(p, n, TB__CK_TS_INVALID_PACKETS, &st->ts_invalid_packets);
+	c->ts_tail_lost = st->ts_chunks_discarded || st->ts_patches_failed ||
+			  st->ts_unread_bytes ||
+			  st->ts_abi_violations || st->ts_refused_chunks ||
+			  st->ts_invalid_packets;
+}
+
+/* Whether what followed packet @packet on sequence @s may be lost. */
+static inline bool tb__ck_tail_lost(const struct tb_check *c,
+				    const struct tb_check_seq *s,
+				    uint64_t packet)
+{
+	uint32_t producer = s->seq_id >> 16;
+
+	return c->tail_lost || c->ts_tail_lost ||
+	       (s->last_loss != TB_CHECK_NONE && s->last_loss > packet) ||
+	       (c->ends && producer &&
+		(c->ends[producer] & (TB__CK_END_DIED | TB__CK_END_LOSSY)));
+}
+
 /* Timestamps of one sequence's events must not go back. */
 static inline void tb__ck_time(struct tb_check *c, const struct tb__ck_at *at,
 			       struct tb_check_seq *s,
@@ -1538,6 +1934,12 @@ static inline void tb__ck_event(struct tb_check *c, const struct tb__ck_at *at,
 	else
 		tb__ck_slice(c, at, s, t, ev.type);
 	t->last_event = at->packet;
+	tb__ck_flows(c, at, s, p->te, p->te_n, TB__CK_TE_FLOW_IDS);
+	tb__ck_flows(c, at, s, p->te, p->te_n,
+		     TB__CK_TE_TERMINATING_FLOW_IDS);
+	if (ev.has_type && ev.type == TB__CK_TYPE_INSTANT &&
+	    tb__ck_service_seq(s->seq_id))
+		tb__ck_ring_record(c, p->te, p->te_n);
 }
 
 /* ------------------------------------------------------------------------
@@ -1598,6 +2000,11 @@ static inline void tb__ck_pkt_parse(const uint8_t *d, size_t n,
 			p->has_snapshot = true;
 			p->snapshot = f.data;
 			p->snapshot_n = f.size;
+			break;
+		case TB__CK_TP_TRACE_STATS:
+			p->has_stats = true;
+			p->stats = f.data;
+			p->stats_n = f.size;
 			break;
 		case TB__CK_TP_THREAD_DESC:
 			p->has_thread = true;
@@ -1762,6 +2169,8 @@ static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
 				      s->lossy, 0);
 	}
 no_seq:
+	if (p.has_stats && c->pass == 2)
+		tb__ck_trace_stats(c, p.stats, p.stats_n);
 	if (p.has_snapshot) {
 		c->stats.clock_snapshots += c->pass == 2;
 		return;		/* the importer reads nothing else of it */
@@ -1875,11 +2284,24 @@ static inline void tb__ck_finish(struct tb_check *c)
 			at.seq_id = s->seq_id;
 			c->stats.open_slices++;
 			tb__ck_report(c, &at, TB_CK_SLICE_NOT_ENDED,
-				      c->tail_lost ||
-				      (s->last_loss != TB_CHECK_NONE &&
-				       s->last_loss > at.packet),
+				      tb__ck_tail_lost(c, s, at.packet),
 				      c->tracks[i].uuid);
 		}
+	}
+	for (i = 0; i < c->nflows; i++) {
+		const struct tb__ck_flow *f = &c->flows[i];
+
+		if (!f->active)
+			continue;
+		c->stats.flows_open++;
+		if (f->steps)
+			continue;	/* its arrows are drawn */
+		s = &c->seqs[f->seq];
+		at.packet = f->packet;
+		at.offset = TB_CHECK_NONE;
+		at.seq_id = s->seq_id;
+		tb__ck_report(c, &at, TB_CK_FLOW_NOT_ENDED,
+			      tb__ck_tail_lost(c, s, f->packet), f->id);
 	}
 }
 

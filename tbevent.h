@@ -61,14 +61,20 @@
  * Interning
  *   Event names, categories and annotation names are interned per
  *   sequence (InternedData, iids): the first use in a state emits the
- *   string in the packet's interned_data, later ones only its iid.  The
- *   table is keyed by the string's address, so interned strings must not
- *   change or go away while the writer lives: the macros accept only
- *   string literals ("" name), the functions take TB_EV_COPY_NAMES for
- *   names that are not static.  The table is fixed-size, inside the
- *   writer: TB_EV_INTERN_SLOTS (default 64, a power of two) slots, at
- *   most three quarters used (48 strings; the demo uses 18); a string
- *   that finds it full goes inline (counted in stats.inline_names), and
+ *   string in the packet's interned_data, later ones only its iid.  A
+ *   name a function is given (tb_ev_begin(), tb_ev_instant(), tb_arg_*(),
+ *   tb_ev_emit()) is interned by its bytes: hashed, compared with the
+ *   names of equal hash and length, and copied into the writer
+ *   (TB_EV_NAME_BYTES, default 1024, hold the copies; a name longer than
+ *   a quarter of that always goes inline), so a buffer may be reused for
+ *   the next name at once.  Only the macros' string literals ("" name),
+ *   and names flagged TB_EV_STATIC_NAME / TB_ARG_STATIC_NAME, are keyed
+ *   by address, with no hashing: those must never change while the
+ *   writer lives; category names too.  TB_EV_COPY_NAMES sends an event's
+ *   names inline.  The table is fixed-size, inside the writer:
+ *   TB_EV_INTERN_SLOTS (default 64, a power of two) slots, at most three
+ *   quarters used (48 strings; the demo uses 18); a string that finds it
+ *   (or the copies) full goes inline (counted in stats.inline_names), and
  *   the next fresh state then empties the table.  A string keeps its iid
  *   across states while it stays in the table; iids are never reused for
  *   another string (Perfetto forbids it within a session).
@@ -80,9 +86,10 @@
  *   the last event (one relaxed load per event: the service bumps it when
  *   its central buffer overwrote chunks or a long-trace period was written
  *   out).  A fresh state writes, in order: the defaults (TB_EV_DEFAULTS,
- *   below), a ClockSnapshot (a clock other than BOOTTIME given with a
- *   reference clock), then the TrackDescriptor of every track this writer used (its
- *   table of tracks, TB_EV_TRACKS, default 16, parents before children);
+ *   below), a ClockSnapshot (a clock other than BOOTTIME, with its
+ *   reference clock), then the TrackDescriptor of every track this writer
+ *   used (its table of tracks, TB_EV_TRACKS, default 16, parents before
+ *   children);
  *   the first of those packets carries SEQ_INCREMENTAL_STATE_CLEARED.
  *   Each event packet then carries the interned data it needs that this
  *   state has not seen, and SEQ_NEEDS_INCREMENTAL_STATE when it refers
@@ -122,15 +129,32 @@
  *   between a BEGIN and its END leaves the slice open; TB_TRACE_SCOPE
  *   remembers whether it began and always ends.
  *
+ * Flows under loss
+ *   The importer ignores a TB_FLOW_END whose flow has no start in the
+ *   trace, so the writer keeps the flows it started or continued
+ *   (TB_FLOW) and has not ended: TB_EV_FLOWS of them (default 16), each
+ *   with whether its event here was written.  The end of a flow whose
+ *   every event on this writer was lost is left out of its event
+ *   (stats.flow_ends_skipped).  Every other end goes out: a flow begun on
+ *   another writer (this one cannot know whether that start was written),
+ *   or one the table forgot.  A flow that ends on another writer stays in
+ *   this one's table until forgotten.  A full table forgets its oldest: a
+ *   lost one is counted (stats.flows_untracked: its end will go out), a
+ *   written one is kept in a 64-bit filter, and a lost flow event whose
+ *   id the filter may hold is counted too rather than taken for a lost
+ *   start; so an end whose start was written here is never left out.
+ *
  * Timestamps
  *   CLOCK_BOOTTIME (Perfetto's default trace clock) through
  *   clock_gettime() where <time.h> declares it (POSIX: _POSIX_C_SOURCE
  *   or _GNU_SOURCE under strict C99; TB_EV_HAVE_BOOTTIME says), else a
  *   clock of the caller's (struct tb_ev_clock: a function returning ns,
- *   a clock id, and a reference clock for the ClockSnapshot), which is
- *   what firmware has and must pass (TB_EV_NO_DEFAULT_CLOCK asks for that
- *   anywhere).  A clock other than BOOTTIME has its id on every
- *   timestamped packet (timestamp_clock_id), or once in the defaults.
+ *   a clock id, and BOOTTIME as the reference clock of its
+ *   ClockSnapshot), which is what firmware has and must pass
+ *   (TB_EV_NO_DEFAULT_CLOCK asks for that anywhere; without one,
+ *   tb_ev_writer_init() says TB_ENOCLOCK).  A clock other than BOOTTIME
+ *   has its id on every timestamped packet (timestamp_clock_id), or once
+ *   in the defaults.
  *
  * What it writes
  *   Each packet goes into the ring in place (tb_writer_open/_close): the
@@ -149,14 +173,16 @@
  *   - TB_EV_MAX_ARGS (16) items per event, else TB_EINVAL; strings up to
  *     2^30 bytes.  Slice stacks 64 deep per track; deeper slices are
  *     written as if their BEGIN always was.
- *   - TB_EV_INTERN_SLOTS, TB_EV_TRACKS, TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size
- *     struct tb_ev_writer and the encoder's stack frame: define them the
- *     same in every translation unit, before including this header.
+ *   - TB_EV_INTERN_SLOTS, TB_EV_NAME_BYTES, TB_EV_TRACKS, TB_EV_FLOWS,
+ *     TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size struct tb_ev_writer and the
+ *     encoder's stack frame: define them the same in every translation
+ *     unit, before including this header.
  *   - Tracks must outlive the writers that used them (or be dropped from
  *     them with tb_ev_forget_track()), and their names stay static.
  *
  * C99, no allocation; needs tbring.h and tbpb.h (and <time.h> on hosted
- * builds for the default clock).  Works with TB_NO_FUTEX and
+ * builds for the default clock); TB_MEMCMP (memcmp) may be replaced like
+ * tbbase.h's TB_MEMCPY.  Works with TB_NO_FUTEX and
  * TB_ATOMIC_BUILTINS=1, and as C++.
  */
 #ifndef TBEVENT_H
@@ -177,6 +203,12 @@
 #ifndef TB_EV_OWED_ENDS
 #define TB_EV_OWED_ENDS		8	/* ENDs kept to write late */
 #endif
+#ifndef TB_EV_NAME_BYTES
+#define TB_EV_NAME_BYTES	1024	/* copies of names, by content */
+#endif
+#ifndef TB_EV_FLOWS
+#define TB_EV_FLOWS		16	/* open flows a writer remembers */
+#endif
 
 typedef char tb__ev_slots_check[TB_EV_INTERN_SLOTS >= 4 &&
 				!(TB_EV_INTERN_SLOTS &
@@ -184,6 +216,9 @@ typedef char tb__ev_slots_check[TB_EV_INTERN_SLOTS >= 4 &&
 typedef char tb__ev_tracks_check[TB_EV_TRACKS >= 1 ? 1 : -1];
 typedef char tb__ev_ends_check[TB_EV_OWED_ENDS >= 1 &&
 			       TB_EV_OWED_ENDS <= 255 ? 1 : -1];
+typedef char tb__ev_names_check[TB_EV_NAME_BYTES >= 16 &&
+				TB_EV_NAME_BYTES <= 65535 ? 1 : -1];
+typedef char tb__ev_flows_check[TB_EV_FLOWS >= 1 ? 1 : -1];
 
 /* The default clock: CLOCK_BOOTTIME where the platform declares it. */
 #if !defined(TB_EV_HAVE_BOOTTIME)
@@ -196,6 +231,10 @@ typedef char tb__ev_ends_check[TB_EV_OWED_ENDS >= 1 &&
 #else
 #define TB_EV_HAVE_BOOTTIME	0
 #endif
+#endif
+
+#ifndef TB_MEMCMP
+#define TB_MEMCMP(a, b, n)	memcmp((a), (b), (n))
 #endif
 
 #ifndef TB_STRLEN
@@ -419,17 +458,17 @@ static inline void tb_track_counter(struct tb_track *t, uint64_t uuid,
 }
 
 /* ------------------------------------------------------------------------
- * Clocks.  NULL means the default (CLOCK_BOOTTIME, where there is one).
- * A caller's clock: @now returns nanoseconds on clock @id.  Unless @id
- * is TB_CLOCK_BOOTTIME (the trace's clock), the importer places an event
- * in time only through a ClockSnapshot relating @id to it: with @ref_id,
- * every fresh state writes one that reads @now and, right after it, the
- * reference clock @ref_id (@ref_now, or the default clock when @ref_now is
- * NULL and @ref_id is TB_CLOCK_BOOTTIME).  @ref_id 0 writes none: right
- * only for a builtin @id (1..63) that another sequence snapshots (as
- * Perfetto's own service does; tbservice.h does not); for a
- * sequence-scoped id (64..127), never.  TB_CLOCK_BOOTTIME needs no clock
- * id on the packets either.
+ * Clocks.  NULL means the default (CLOCK_BOOTTIME, where there is one:
+ * else tb_ev_writer_init() says TB_ENOCLOCK).  A caller's clock: @now
+ * returns nanoseconds on clock @id (1..127; 64 and up are scoped to the
+ * sequence).  Unless @id is TB_CLOCK_BOOTTIME (the trace's clock), the
+ * importer places an event in time only through a ClockSnapshot relating
+ * @id to BOOTTIME, and drops every packet of a writer it cannot place:
+ * so @ref_id must be TB_CLOCK_BOOTTIME (else TB_ECLOCKREF; nothing in
+ * tbring writes snapshots of other clocks), and every fresh state writes
+ * a snapshot that reads @now and, right after it, @ref_now (NULL: the
+ * default clock; where there is none, TB_ECLOCKFN).  TB_CLOCK_BOOTTIME
+ * needs no snapshot, and no clock id on the packets either.
  */
 struct tb_ev_clock {
 	uint64_t (*now)(void *ctx);
@@ -471,8 +510,9 @@ enum tb_arg_type {
 };
 
 struct tb_arg {
-	const char *name;	/* annotations: interned by address */
-	uint32_t type;		/* enum tb_arg_type */
+	const char *name;	/* annotations: interned by content */
+	uint16_t type;		/* enum tb_arg_type */
+	uint16_t flags;		/* TB_ARG_STATIC_NAME */
 	uint32_t len;		/* TB_ARG_T_STRING: bytes */
 	union {
 		uint64_t u;
@@ -483,12 +523,21 @@ struct tb_arg {
 	} v;
 };
 
+/*
+ * struct tb_arg.flags: @name never changes while the writer lives (a
+ * string literal): interned by its address, no hashing.  The TB_ARG_*
+ * macros set it; the tb_arg_* functions do not, so a name in a buffer
+ * that is reused is interned by what it says.
+ */
+#define TB_ARG_STATIC_NAME	1u
+
 static inline struct tb_arg tb__arg(const char *name, unsigned type)
 {
 	struct tb_arg a;
 
 	a.name = name;
-	a.type = type;
+	a.type = (uint16_t)type;
+	a.flags = 0;
 	a.len = 0;
 	a.v.u = 0;
 	return a;
@@ -600,13 +649,24 @@ static inline struct tb_arg tb_arg_time(uint64_t ts)
 	return a;
 }
 
-#define TB_ARG_BOOL(name, v)		tb_arg_bool("" name, (v))
-#define TB_ARG_UINT(name, v)		tb_arg_uint("" name, (uint64_t)(v))
-#define TB_ARG_INT(name, v)		tb_arg_int("" name, (int64_t)(v))
-#define TB_ARG_DOUBLE(name, v)	tb_arg_double("" name, (double)(v))
-#define TB_ARG_STR(name, s)		tb_arg_str("" name, (s))
-#define TB_ARG_STRN(name, s, len)	tb_arg_strn("" name, (s), (len))
-#define TB_ARG_PTR(name, p)		tb_arg_ptr("" name, (p))
+/* A literal's annotation: its name is interned by address. */
+static inline struct tb_arg tb__arg_static(struct tb_arg a)
+{
+	a.flags |= TB_ARG_STATIC_NAME;
+	return a;
+}
+
+#define TB_ARG_BOOL(name, v)	tb__arg_static(tb_arg_bool("" name, (v)))
+#define TB_ARG_UINT(name, v)						\
+	tb__arg_static(tb_arg_uint("" name, (uint64_t)(v)))
+#define TB_ARG_INT(name, v)						\
+	tb__arg_static(tb_arg_int("" name, (int64_t)(v)))
+#define TB_ARG_DOUBLE(name, v)						\
+	tb__arg_static(tb_arg_double("" name, (double)(v)))
+#define TB_ARG_STR(name, s)	tb__arg_static(tb_arg_str("" name, (s)))
+#define TB_ARG_STRN(name, s, len)					\
+	tb__arg_static(tb_arg_strn("" name, (s), (len)))
+#define TB_ARG_PTR(name, p)	tb__arg_static(tb_arg_ptr("" name, (p)))
 #define TB_FLOW(id)			tb_arg_flow(id)
 #define TB_FLOW_END(id)			tb_arg_flow_end(id)
 #define TB_ON_TRACK(t)			tb_arg_track(t)
@@ -623,12 +683,13 @@ enum tb_event_type {		/* TrackEvent.Type */
 };
 
 /* struct tb_event.flags */
-#define TB_EV_COPY_NAMES	1u	/* the names are not static: inline */
+#define TB_EV_COPY_NAMES	1u	/* every name inline, none interned */
 #define TB_EV_DOUBLE		2u	/* counters: value.d, not .i */
+#define TB_EV_STATIC_NAME	4u	/* @name never changes: by address */
 
 struct tb_event {
 	uint8_t type;			/* enum tb_event_type */
-	uint8_t flags;			/* TB_EV_COPY_NAMES, _DOUBLE */
+	uint8_t flags;		/* TB_EV_COPY_NAMES, _DOUBLE, _STATIC_NAME */
 	const struct tb_category *cat;	/* NULL: none, always enabled */
 	const char *name;		/* slices and instants */
 	const struct tb_track *track;	/* NULL: the writer's track */
@@ -660,12 +721,22 @@ struct tb_ev_stats {
 	uint32_t inline_names;	/* names inline: interning table full */
 	uint32_t ends_skipped;	/* ENDs not written: BEGIN was lost */
 	uint32_t ends_late;	/* owed ENDs written later, at their time */
+	uint32_t flow_ends_skipped; /* flow ends not written: start lost */
+	uint32_t flows_untracked; /* lost flow starts the table forgot */
 };
 
 struct tb__ev_intern {
-	const char *str;	/* the key, with the kind */
-	uint32_t iid;		/* bits 31..30 the kind, 29..0 the iid */
+	const char *str;	/* by address: the string; NULL: a copy */
+	uint32_t iid;		/* 31..30 the kind, 29..0 the iid; 0: free */
 	uint32_t epoch;		/* emitted in this state */
+	uint32_t hash;		/* a copy: the hash of its bytes */
+	uint16_t off;		/* a copy: its bytes, in names[] */
+	uint16_t len;
+};
+
+struct tb__ev_flow {		/* a flow this writer started or continued */
+	uint64_t id;
+	uint32_t lost;		/* its event here was not written */
 };
 
 struct tb__ev_end {		/* an END owed */
@@ -698,11 +769,16 @@ struct tb_ev_writer {
 	uint8_t overflow;	/* the interning table filled since emptied */
 	uint8_t owed;		/* a write failed, none succeeded since */
 	uint8_t nends;		/* ENDs owed, oldest first in ends[] */
+	uint32_t nbytes;	/* of names[], in use */
+	uint32_t nflows;	/* open flows in flows[], oldest first */
+	uint64_t forgot;	/* hash bits of written flows forgotten */
 	uint64_t stamp;		/* descriptors' timestamp; 0: now */
 	struct tb_ev_stats stats;
 	struct tb__ev_end ends[TB_EV_OWED_ENDS];
 	struct tb__ev_track tracks[TB_EV_TRACKS];
+	struct tb__ev_flow flows[TB_EV_FLOWS];
 	struct tb__ev_intern intern[TB_EV_INTERN_SLOTS];
+	char names[TB_EV_NAME_BYTES];
 };
 
 #define TB__EV_MAX_INTERN	(TB_EV_INTERN_SLOTS / 4 * 3)
@@ -900,6 +976,8 @@ static inline void tb__ev_put_raw(struct tb__ev_out *o, const uint8_t *s,
 {
 	uint32_t i;
 
+	if (!n)
+		return;
 	if ((size_t)(o->end - o->p) < n) {
 		tb__ev_put(o, s, n);
 		return;
@@ -939,13 +1017,18 @@ static inline void tb__ev_put_hdr(struct tb__ev_out *o, uint32_t field,
 	tb__ev_put(o, t, (uint32_t)(tb__ev_len_at(t, field, len) - t));
 }
 
+/*
+ * After a failed open or next, o->p is NULL: nothing may be added to it,
+ * not even 0 (an empty string), so the copies test the length first.
+ */
 static inline void tb__ev_put_bytes(struct tb__ev_out *o, uint32_t field,
 				    const void *s, uint32_t len)
 {
 	tb__ev_put_hdr(o, field, len);
+	if (!len)
+		return;
 	if (len <= (size_t)(o->end - o->p)) {
-		if (len)
-			TB_MEMCPY(o->p, s, len);
+		TB_MEMCPY(o->p, s, len);
 		o->p += len;
 		return;
 	}
@@ -984,51 +1067,135 @@ static inline int tb__ev_out_close(struct tb__ev_out *o)
 }
 
 /* ------------------------------------------------------------------------
- * Interning: open addressing on the string's address and kind.
+ * Interning: open addressing on (string, kind).  A static name (a
+ * literal: the macros) is keyed by its address; any other by its bytes,
+ * hashed, compared, and copied into the writer's names[] (no pointer to
+ * the caller's buffer is kept).
  */
-static inline uint32_t tb__ev_slot(const char *s, unsigned kind)
+static inline uint32_t tb__ev_mix(uint64_t x)
 {
-	uint64_t x = ((uint64_t)(uintptr_t)s * 4 + kind) *
-		     0x9e3779b97f4a7c15ull;
-
+	x *= 0x9e3779b97f4a7c15ull;
 	return (uint32_t)(x >> 40) & (TB_EV_INTERN_SLOTS - 1);
 }
 
-/*
- * The iid of (@s, @kind), interned now if it is new and there is room,
- * or 0: send it inline.  *@emit says whether this state has not seen it
- * yet (it goes in this packet's interned_data); the entry is marked seen.
- */
-static inline uint32_t tb__ev_intern(struct tb_ev_writer *ew, const char *s,
-				     unsigned kind, uint8_t *emit)
+static inline uint32_t tb__ev_hash_step(uint32_t h, uint32_t w)
 {
-	uint32_t i = tb__ev_slot(s, kind), n;
-	struct tb__ev_intern *e;
+	h = (h ^ w) * 0x9e3779b1u;
+	return h ^ h >> 15;
+}
 
-	for (n = 0; n < TB_EV_INTERN_SLOTS; n++) {
-		e = &ew->intern[i];
-		if (!e->str)
-			break;
-		if (e->str == s && e->iid >> 30 == kind) {
-			*emit = e->epoch != ew->epoch;
-			e->epoch = ew->epoch;
-			return e->iid & TB__EV_IID_MAX;
-		}
-		i = (i + 1) & (TB_EV_INTERN_SLOTS - 1);
+/* The hash of @n bytes at @s, four at a time (the order is the host's). */
+static inline uint32_t tb__ev_hash(const char *s, uint32_t n)
+{
+	uint32_t h = n * 0x85ebca6bu, w, i;
+
+	for (i = 0; i + 4 <= n; i += 4) {
+		TB_MEMCPY(&w, s + i, 4);
+		h = tb__ev_hash_step(h, w);
 	}
-	if (ew->nintern >= TB__EV_MAX_INTERN ||
-	    ew->next_iid > TB__EV_IID_MAX) {
-		ew->overflow = 1;
-		ew->stats.inline_names++;
-		return 0;
-	}
-	e = &ew->intern[i];
-	e->str = s;
+	for (w = 0; i < n; i++)
+		w = w << 8 | (uint8_t)s[i];
+	return tb__ev_hash_step(h, w);
+}
+
+/* A free slot of @ew's table was found at @e: the entry for a new iid. */
+static inline uint32_t tb__ev_new_iid(struct tb_ev_writer *ew,
+				      struct tb__ev_intern *e, unsigned kind,
+				      uint8_t *emit)
+{
 	e->iid = (uint32_t)kind << 30 | ew->next_iid;
 	e->epoch = ew->epoch;
 	ew->nintern++;
 	*emit = 1;
 	return ew->next_iid++;
+}
+
+/* Whether the table takes one more string; else it is sent inline. */
+static inline bool tb__ev_room(struct tb_ev_writer *ew)
+{
+	if (ew->nintern < TB__EV_MAX_INTERN && ew->next_iid <= TB__EV_IID_MAX)
+		return true;
+	ew->overflow = 1;
+	ew->stats.inline_names++;
+	return false;
+}
+
+/* The iid of an entry found; marks it emitted in this state. */
+static inline uint32_t tb__ev_hit(const struct tb_ev_writer *ew,
+				  struct tb__ev_intern *e, uint8_t *emit)
+{
+	*emit = e->epoch != ew->epoch;
+	e->epoch = ew->epoch;
+	return e->iid & TB__EV_IID_MAX;
+}
+
+/* A static string, by address. */
+static inline uint32_t tb__ev_intern_static(struct tb_ev_writer *ew,
+					    const char *s, unsigned kind,
+					    uint8_t *emit)
+{
+	uint32_t i = tb__ev_mix((uint64_t)(uintptr_t)s * 4 + kind), n;
+	struct tb__ev_intern *e;
+
+	for (n = 0; n < TB_EV_INTERN_SLOTS; n++) {
+		e = &ew->intern[i];
+		if (!e->iid)
+			break;
+		if (e->str == s && e->iid >> 30 == kind)
+			return tb__ev_hit(ew, e, emit);
+		i = (i + 1) & (TB_EV_INTERN_SLOTS - 1);
+	}
+	if (!tb__ev_room(ew))
+		return 0;
+	e->str = s;
+	return tb__ev_new_iid(ew, e, kind, emit);
+}
+
+/*
+ * Any other string, by content: measured, hashed, compared with the
+ * copies whose hash and length match (memcmp), and copied into
+ * names[] when new.  A name longer than a quarter of names[] is always
+ * sent inline; one that finds names[] full too (the next fresh state
+ * empties the table).
+ */
+TB__EV_SLOW uint32_t tb__ev_intern_copy(struct tb_ev_writer *ew,
+					const char *s, unsigned kind,
+					uint32_t *len, uint8_t *emit)
+{
+	uint32_t n = (uint32_t)TB_STRLEN(s), h = tb__ev_hash(s, n), i, k;
+	struct tb__ev_intern *e;
+
+	*len = n;
+	i = tb__ev_mix((uint64_t)h << 2 | kind);
+	for (k = 0; k < TB_EV_INTERN_SLOTS; k++) {
+		e = &ew->intern[i];
+		if (!e->iid)
+			break;
+		if (!e->str && e->hash == h && e->len == n &&
+		    e->iid >> 30 == kind &&
+		    !TB_MEMCMP(ew->names + e->off, s, n))
+			return tb__ev_hit(ew, e, emit);
+		i = (i + 1) & (TB_EV_INTERN_SLOTS - 1);
+	}
+	if (n > TB_EV_NAME_BYTES / 4) {
+		ew->stats.inline_names++;
+		return 0;
+	}
+	if (n > TB_EV_NAME_BYTES - ew->nbytes) {
+		ew->overflow = 1;
+		ew->stats.inline_names++;
+		return 0;
+	}
+	if (!tb__ev_room(ew))
+		return 0;
+	e->str = NULL;
+	e->hash = h;
+	e->off = (uint16_t)ew->nbytes;
+	e->len = (uint16_t)n;
+	if (n)
+		TB_MEMCPY(ew->names + ew->nbytes, s, n);
+	ew->nbytes += n;
+	return tb__ev_new_iid(ew, e, kind, emit);
 }
 
 /* A string field as planned: by iid (and new in this state) or inline. */
@@ -1040,19 +1207,31 @@ struct tb__ev_str {
 	uint8_t emit;		/* goes in this packet's interned_data */
 };
 
-/* Plans @st; returns its field's bytes in the referring message. */
+/*
+ * Plans @st (@copy: inline; @fixed: @s never changes, interned by its
+ * address; else by its bytes); returns its field's bytes in the
+ * referring message.
+ */
 static inline uint32_t tb__ev_str_plan(struct tb_ev_writer *ew,
 				       struct tb__ev_str *st, const char *s,
-				       unsigned kind, bool copy,
+				       unsigned kind, bool copy, bool fixed,
 				       uint32_t iid_field, uint32_t name_field)
 {
 	st->s = s;
 	st->kind = (uint8_t)kind;
 	st->emit = 0;
 	st->iid = 0;
-	if (!copy && !(ew->flags & TB_EV_NO_INTERN))
-		st->iid = tb__ev_intern(ew, s, kind, &st->emit);
-	st->len = st->iid && !st->emit ? 0 : (uint32_t)TB_STRLEN(s);
+	if (copy || (ew->flags & TB_EV_NO_INTERN)) {
+		st->len = (uint32_t)TB_STRLEN(s);
+		return tb__ev_lsize(name_field, st->len);
+	}
+	if (fixed) {
+		st->iid = tb__ev_intern_static(ew, s, kind, &st->emit);
+		st->len = st->iid && !st->emit ? 0 : (uint32_t)TB_STRLEN(s);
+	} else {
+		st->iid = tb__ev_intern_copy(ew, s, kind, &st->len,
+					     &st->emit);
+	}
 	if (st->iid)
 		return tb__ev_vsize(iid_field, st->iid);
 	return tb__ev_lsize(name_field, st->len);
@@ -1448,6 +1627,7 @@ TB__EV_SLOW int tb__ev_restart(struct tb_ev_writer *ew)
 	if (ew->overflow) {		/* room for the strings in use now */
 		TB_MEMSET(ew->intern, 0, sizeof(ew->intern));
 		ew->nintern = 0;
+		ew->nbytes = 0;
 		ew->overflow = 0;
 	}
 	if (ew->flags & TB_EV_DEFAULTS) {
@@ -1508,6 +1688,110 @@ static inline bool tb__ev_pop(struct tb__ev_track *s)
 }
 
 /* ------------------------------------------------------------------------
+ * Flows under loss: the flows this writer started or continued (flow_ids)
+ * and not yet ended here, each with whether its event here was written.
+ * An end (terminating_flow_ids) of a flow whose every event here was lost
+ * is left out: the importer ignores an end with no start.
+ */
+static inline struct tb__ev_flow *tb__ev_flow_find(struct tb_ev_writer *ew,
+						   uint64_t id)
+{
+	uint32_t i;
+
+	for (i = 0; i < ew->nflows; i++)
+		if (ew->flows[i].id == id)
+			return &ew->flows[i];
+	return NULL;
+}
+
+static inline bool tb__ev_flow_lost(struct tb_ev_writer *ew, uint64_t id)
+{
+	const struct tb__ev_flow *f = ew->nflows ? tb__ev_flow_find(ew, id) :
+				      NULL;
+
+	return f && f->lost;
+}
+
+/* One bit of @id in the filter of written flows the table forgot. */
+static inline uint64_t tb__ev_flow_bit(uint64_t id)
+{
+	return (uint64_t)1 << ((id * 0x9e3779b97f4a7c15ull) >> 58);
+}
+
+static inline void tb__ev_flow_drop(struct tb_ev_writer *ew,
+				    struct tb__ev_flow *f)
+{
+	uint32_t i = (uint32_t)(f - ew->flows);
+
+	for (; i + 1 < ew->nflows; i++)
+		ew->flows[i] = ew->flows[i + 1];
+	ew->nflows--;
+}
+
+/*
+ * Remembers flow @id; a full table forgets its oldest: a lost one then
+ * has its end sent (counted: flows_untracked), a written one goes into
+ * the filter, so that a lost step of it is never taken for a lost start.
+ */
+static inline void tb__ev_flow_add(struct tb_ev_writer *ew, uint64_t id,
+				   bool lost)
+{
+	if (ew->nflows == TB_EV_FLOWS) {
+		if (ew->flows[0].lost)
+			ew->stats.flows_untracked++;
+		else
+			ew->forgot |= tb__ev_flow_bit(ew->flows[0].id);
+		tb__ev_flow_drop(ew, &ew->flows[0]);
+	}
+	ew->flows[ew->nflows].id = id;
+	ew->flows[ew->nflows].lost = lost;
+	ew->nflows++;
+}
+
+/* After @ev was written (@ok) or not: its flows start, go on or end. */
+TB__EV_SLOW void tb__ev_flows_after(struct tb_ev_writer *ew,
+				    const struct tb_event *ev, bool ok)
+{
+	struct tb__ev_flow *f;
+	uint32_t i;
+
+	for (i = 0; i < ev->nargs; i++) {
+		const struct tb_arg *a = &ev->args[i];
+
+		if (a->type == TB_ARG_T_FLOW_END) {
+			f = tb__ev_flow_find(ew, a->v.u);
+			if (f && f->lost && ok)
+				ew->stats.flow_ends_skipped++;
+			if (f)
+				tb__ev_flow_drop(ew, f);
+			continue;
+		}
+		if (a->type != TB_ARG_T_FLOW)
+			continue;
+		f = tb__ev_flow_find(ew, a->v.u);
+		if (f)
+			f->lost &= !ok;		/* written once: stays so */
+		else if (ok)
+			tb__ev_flow_add(ew, a->v.u, false);
+		else if (ew->forgot & tb__ev_flow_bit(a->v.u))
+			ew->stats.flows_untracked++;	/* maybe a step */
+		else
+			tb__ev_flow_add(ew, a->v.u, true);
+	}
+}
+
+static inline bool tb__ev_has_flows(const struct tb_event *ev)
+{
+	uint32_t i;
+
+	for (i = 0; i < ev->nargs; i++)
+		if (ev->args[i].type == TB_ARG_T_FLOW ||
+		    ev->args[i].type == TB_ARG_T_FLOW_END)
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------------------
  * One TrackEvent packet: planned (sizes, iids), then written in place.
  */
 struct tb__ev_plan {
@@ -1522,7 +1806,8 @@ struct tb__ev_plan {
 	bool has_cat, has_name;
 	struct tb__ev_str cat, name;
 	struct tb__ev_str an[TB_EV_MAX_ARGS];
-	uint32_t al[TB_EV_MAX_ARGS];	/* DebugAnnotation bytes */
+	uint32_t al[TB_EV_MAX_ARGS];	/* DebugAnnotation bytes; flow ends:
+					   1 written, 0 left out */
 };
 
 /*
@@ -1619,14 +1904,15 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 	pl->has_name = ev->name && ev->type != TB_EV_COUNTER;
 	if (pl->has_cat) {
 		te += tb__ev_str_plan(ew, &pl->cat, ev->cat->name,
-				      TB__EV_K_CAT, false,
+				      TB__EV_K_CAT, false, true,
 				      TB__TE_CATEGORY_IIDS, TB__TE_CATEGORIES);
 		id += tb__ev_entry_size(&pl->cat);
 		iids |= pl->cat.iid != 0;
 	}
 	if (pl->has_name) {
 		te += tb__ev_str_plan(ew, &pl->name, ev->name, TB__EV_K_NAME,
-				      copy, TB__TE_NAME_IID, TB__TE_NAME);
+				      copy, ev->flags & TB_EV_STATIC_NAME,
+				      TB__TE_NAME_IID, TB__TE_NAME);
 		id += tb__ev_entry_size(&pl->name);
 		iids |= pl->name.iid != 0;
 	}
@@ -1642,13 +1928,15 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 
 		if (a->type == TB_ARG_T_FLOW)
 			te += tb__ev_tag(TB__TE_FLOW_IDS) + 8;
-		else if (a->type == TB_ARG_T_FLOW_END)
+		else if (a->type == TB_ARG_T_FLOW_END &&
+			 (pl->al[i] = !tb__ev_flow_lost(ew, a->v.u)))
 			te += tb__ev_tag(TB__TE_TERMINATING_FLOW_IDS) + 8;
 		if (!tb__ev_is_annotation(a->type))
 			continue;
 		pl->al[i] = tb__ev_str_plan(ew, &pl->an[i],
 					    a->name ? a->name : "",
 					    TB__EV_K_ANN, copy || !a->name,
+					    a->flags & TB_ARG_STATIC_NAME,
 					    TB__DA_NAME_IID, TB__DA_NAME) +
 			    tb__ev_value_size(a);
 		te += tb__ev_lsize(TB__TE_DEBUG_ANNOTATIONS, pl->al[i]);
@@ -1701,7 +1989,7 @@ static inline void tb__ev_body_put(struct tb__ev_out *o,
 
 		if (a->type == TB_ARG_T_FLOW)
 			tb__ev_put_fixed64(o, TB__TE_FLOW_IDS, a->v.u);
-		else if (a->type == TB_ARG_T_FLOW_END)
+		else if (a->type == TB_ARG_T_FLOW_END && pl->al[i])
 			tb__ev_put_fixed64(o, TB__TE_TERMINATING_FLOW_IDS,
 					   a->v.u);
 		if (!tb__ev_is_annotation(a->type))
@@ -1838,11 +2126,15 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	t = tb__ev_items(ew, ev, &pl.ts);
 	if (ev->type == TB_EV_SLICE_END && !tb__ev_pop(tb__ev_slot_of(ew, t))) {
 		ew->stats.ends_skipped++;
+		if (ev->nargs && tb__ev_has_flows(ev))
+			tb__ev_flows_after(ew, ev, false);
 		return TB_OK;		/* its BEGIN is not in the trace */
 	}
 	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;
 	if (!ret)
 		ret = tb__ev_write(ew, ev, t, &pl, &slot);
+	if (ev->nargs && tb__ev_has_flows(ev))
+		tb__ev_flows_after(ew, ev, ret == TB_OK);
 	if (ret) {
 		ew->stats.not_written++;
 		if (ev->type == TB_EV_SLICE_END)
@@ -1861,12 +2153,35 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
  */
 
 /*
+ * Whether the importer can place @clock's timestamps (see struct
+ * tb_ev_clock): it drops every packet of a writer whose clock has no
+ * path to the trace's clock, descriptors included.
+ */
+static inline int tb__ev_clock_check(const struct tb_ev_clock *c)
+{
+	if (!c)
+		return TB_EV_HAVE_BOOTTIME ? TB_OK : TB_ENOCLOCK;
+	if (!c->id || c->id > TB_CLOCK_USER_MAX)
+		return TB_ECLOCKID;
+	if (!c->now)
+		return TB_ECLOCKFN;
+	if (c->id == TB_CLOCK_BOOTTIME)
+		return TB_OK;
+	if (c->ref_id != TB_CLOCK_BOOTTIME)
+		return TB_ECLOCKREF;
+	return c->ref_now || TB_EV_HAVE_BOOTTIME ? TB_OK : TB_ECLOCKFN;
+}
+
+/*
  * Sets up @ew over @w (which it uses, and does not own): events go on
  * @track by default (NULL: the trace-global track), timestamped by
- * @clock (NULL: CLOCK_BOOTTIME; required where TB_EV_HAVE_BOOTTIME is 0).
- * @flags: TB_EV_NO_INTERN, TB_EV_DEFAULTS.  @track (and its parents) and
- * @clock are kept, not copied: they must outlive @ew.  Nothing is
- * written before the first event.
+ * @clock (NULL: CLOCK_BOOTTIME).  @flags: TB_EV_NO_INTERN,
+ * TB_EV_DEFAULTS.  @track (and its parents) and @clock are kept, not
+ * copied: they must outlive @ew.  Nothing is written before the first
+ * event.  TB_EINVAL; TB_ENOCLOCK: @clock NULL where <time.h> declares no
+ * CLOCK_BOOTTIME (strict C99 without _POSIX_C_SOURCE or _GNU_SOURCE,
+ * freestanding); TB_ECLOCKID, TB_ECLOCKFN, TB_ECLOCKREF: a clock the
+ * importer could not place (struct tb_ev_clock).
  */
 static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 				    struct tb_writer *w,
@@ -1874,16 +2189,13 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 				    const struct tb_ev_clock *clock,
 				    unsigned flags)
 {
+	int ret;
+
 	if (!ew || !w || (flags & ~(TB_EV_NO_INTERN | TB_EV_DEFAULTS)))
 		return TB_EINVAL;
-	if (!clock && !TB_EV_HAVE_BOOTTIME)
-		return TB_EINVAL;
-	if (clock && (!clock->now || !clock->id ||
-		      clock->id > TB_CLOCK_USER_MAX ||
-		      (clock->id != TB_CLOCK_BOOTTIME && clock->ref_id &&
-		       !clock->ref_now && (!TB_EV_HAVE_BOOTTIME ||
-			clock->ref_id != TB_CLOCK_BOOTTIME))))
-		return TB_EINVAL;
+	ret = tb__ev_clock_check(clock);
+	if (ret)
+		return ret;
 	TB_MEMSET(ew, 0, sizeof(*ew));
 	ew->w = w;
 	ew->track = track;
@@ -1932,15 +2244,19 @@ static inline void tb__ev_fill(struct tb_event *ev, unsigned type,
 	ev->value.i = 0;
 }
 
-/* What the macros call, the category already checked. */
+/*
+ * What the macros call (@flags TB_EV_STATIC_NAME: a literal) and the
+ * functions (0: @name interned by content), the category checked.
+ */
 static inline int tb__ev_event(struct tb_ev_writer *ew, unsigned type,
-			       const struct tb_category *cat,
+			       unsigned flags, const struct tb_category *cat,
 			       const char *name, const struct tb_arg *args,
 			       uint32_t nargs)
 {
 	struct tb_event ev;
 
 	tb__ev_fill(&ev, type, cat, name, NULL, args, nargs);
+	ev.flags = (uint8_t)flags;
 	return tb__ev_emit(ew, &ev);
 }
 
@@ -1974,7 +2290,8 @@ static inline int tb_ev_begin(struct tb_ev_writer *ew,
 		return TB_EINVAL;
 	if (cat && !tb_category_enabled(cat))
 		return TB_OK;
-	return tb__ev_event(ew, TB_EV_SLICE_BEGIN, cat, name, args, nargs);
+	return tb__ev_event(ew, TB_EV_SLICE_BEGIN, 0, cat, name, args,
+			    nargs);
 }
 
 static inline int tb_ev_end(struct tb_ev_writer *ew,
@@ -1985,7 +2302,7 @@ static inline int tb_ev_end(struct tb_ev_writer *ew,
 		return TB_EINVAL;
 	if (cat && !tb_category_enabled(cat))
 		return TB_OK;
-	return tb__ev_event(ew, TB_EV_SLICE_END, cat, NULL, args, nargs);
+	return tb__ev_event(ew, TB_EV_SLICE_END, 0, cat, NULL, args, nargs);
 }
 
 static inline int tb_ev_instant(struct tb_ev_writer *ew,
@@ -1997,7 +2314,7 @@ static inline int tb_ev_instant(struct tb_ev_writer *ew,
 		return TB_EINVAL;
 	if (cat && !tb_category_enabled(cat))
 		return TB_OK;
-	return tb__ev_event(ew, TB_EV_INSTANT, cat, name, args, nargs);
+	return tb__ev_event(ew, TB_EV_INSTANT, 0, cat, name, args, nargs);
 }
 
 /* A new value on counter track @track. */
@@ -2115,8 +2432,9 @@ static inline struct tb_ev_scope tb__ev_scope_init(
 	return s;
 }
 
-static inline int tb_ev_scope_begin(struct tb_ev_scope *s, const char *name,
-				    const struct tb_arg *args, uint32_t nargs)
+static inline int tb__ev_scope_begin(struct tb_ev_scope *s, unsigned flags,
+				     const char *name,
+				     const struct tb_arg *args, uint32_t nargs)
 {
 	struct tb_event ev;
 	uint64_t ts;
@@ -2124,8 +2442,15 @@ static inline int tb_ev_scope_begin(struct tb_ev_scope *s, const char *name,
 	if (!s->w)
 		return TB_OK;
 	tb__ev_fill(&ev, TB_EV_SLICE_BEGIN, s->cat, name, NULL, args, nargs);
+	ev.flags = (uint8_t)flags;
 	s->track = tb__ev_items(s->w, &ev, &ts);	/* the END's track */
 	return tb__ev_emit(s->w, &ev);
+}
+
+static inline int tb_ev_scope_begin(struct tb_ev_scope *s, const char *name,
+				    const struct tb_arg *args, uint32_t nargs)
+{
+	return tb__ev_scope_begin(s, 0, name, args, nargs);
 }
 
 static inline void tb_ev_scope_end(struct tb_ev_scope *s)
@@ -2175,9 +2500,9 @@ static inline void tb_ev_set_current(struct tb_ev_writer *ew)
 #endif
 
 /* ------------------------------------------------------------------------
- * The macros.  Names must be string literals (interned by address); the
- * items after them are optional.  Nothing but the category is evaluated
- * when it is disabled.
+ * The macros.  Names must be string literals (interned by address: a
+ * name in a buffer goes to the functions); the items after them are
+ * optional.  Nothing but the category is evaluated when it is disabled.
  */
 #define TB__EV_CAT2(a, b)	a##b
 #define TB__EV_CAT(a, b)	TB__EV_CAT2(a, b)
@@ -2192,7 +2517,8 @@ static inline void tb_ev_set_current(struct tb_ev_writer *ew)
 			if (tb__w) {					\
 				const struct tb_arg tb__a[] = {		\
 					__VA_ARGS__ };			\
-				tb__ev_event(tb__w, (type), tb__c,	\
+				tb__ev_event(tb__w, (type),		\
+					     TB_EV_STATIC_NAME, tb__c,	\
 					     (name), tb__a,		\
 					     TB__EV_NARGS(tb__a));	\
 			}						\
@@ -2279,7 +2605,8 @@ private:
 	if (TB__EV_UNIQ(tb__scope_).w) {				\
 		const struct tb_arg TB__EV_UNIQ(tb__scope_args_)[] = {	\
 			__VA_ARGS__ };					\
-		tb_ev_scope_begin(&TB__EV_UNIQ(tb__scope_), "" name,	\
+		tb__ev_scope_begin(&TB__EV_UNIQ(tb__scope_),		\
+			TB_EV_STATIC_NAME, "" name,			\
 			TB__EV_UNIQ(tb__scope_args_),			\
 			TB__EV_NARGS(TB__EV_UNIQ(tb__scope_args_)));	\
 	}

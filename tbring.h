@@ -27,6 +27,10 @@
  *     names a chunk's writer by id alone, so two live writers with one id
  *     could each take the other's Complete chunk for its own and reuse it
  *     (the ids are Perfetto's WriterIDs, unique per producer).
+ *   - An interrupt handler may write, with a writer of its own (its own
+ *     id): it preempts other writers anywhere, as another thread would.
+ *     It never waits: under TB_STALL it gets TB_FULL at once on a full
+ *     ring (TB_IN_INTERRUPT(), by tb__writer_stall()).
  *   - Exactly one reader per ring (struct tb_reader), one thread.
  *   - The mapping holds only offsets and sizes, never pointers: every
  *     process may map it at a different address.  struct tb_ring is each
@@ -403,6 +407,33 @@ static inline size_t tb_ring_size(uint32_t chunk_size, uint32_t num_chunks)
 		return 0;
 	return TB_RING_HDR_SIZE + (size_t)chunk_size * num_chunks;
 }
+
+/*
+ * tb_ring_size() as a constant expression, for memory declared static
+ * (firmware): static uint8_t mem[TB_RING_SIZE(512, 8)] TB_RING_ALIGNED;
+ * Constant arguments only (each is used more than once).  An illegal
+ * geometry, or one too large for a size_t, fails the build (a negative
+ * array size) where tb_ring_size() would give 0.
+ */
+#define TB__RING_GEOMETRY_OK(cs, n)					\
+	((cs) >= TB_CHUNK_MIN && (cs) <= TB_CHUNK_MAX &&		\
+	 !((cs) & ((cs) - 1)) && (n) >= 2 &&				\
+	 (n) <= (1u << TB_COUNT_MAX_LOG2) && !((n) & ((n) - 1)) &&	\
+	 (size_t)(n) <= (SIZE_MAX - TB_RING_HDR_SIZE) / (size_t)(cs))
+#define TB_RING_SIZE(cs, n)						\
+	(sizeof(char[TB__RING_GEOMETRY_OK(cs, n) ? 1 : -1]) *		\
+	 ((size_t)TB_RING_HDR_SIZE + (size_t)(cs) * (size_t)(n)))
+
+/*
+ * The alignment for such an array: the header's 64-byte lines, where the
+ * compiler can say it.  Without it, declare uint32_t words instead (the
+ * size is a multiple of 4): tb_ring_init() needs 4-byte alignment.
+ */
+#if defined(__GNUC__)
+#define TB_RING_ALIGNED		__attribute__((aligned(64)))
+#else
+#define TB_RING_ALIGNED
+#endif
 
 static inline uint8_t *tb__ring_chunk(const struct tb_ring *r, uint32_t pos)
 {
@@ -974,10 +1005,35 @@ static inline void tb_writer_record_loss(struct tb_writer *w)
 }
 
 /*
+ * An interrupt handler never waits: the reader it would wait for cannot
+ * run until the handler returns.  TB_IN_INTERRUPT() says whether the
+ * caller is one; a TB_STALL writer in one does not spin or sleep on a
+ * full ring but gets TB_FULL at once (counted TB_WS_FULL, as a TB_DROP
+ * writer's).  The default reads IPSR on Cortex-M (nonzero in handler
+ * mode) and is 0 elsewhere; a vendor may define it (an RTOS's "in ISR"
+ * call, a signal handler's flag) before including this header.
+ */
+#ifndef TB_IN_INTERRUPT
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+static inline uint32_t tb__ipsr(void)
+{
+	uint32_t v;
+
+	__asm__ __volatile__("mrs %0, ipsr" : "=r"(v));
+	return v;
+}
+#define TB_IN_INTERRUPT()	(tb__ipsr() != 0)
+#else
+#define TB_IN_INTERRUPT()	0
+#endif
+#endif
+
+/*
  * Waits for read_pos to leave @sample: true if it may have moved, false
- * after stall_ms without a change or where futexes are unavailable.  It
- * spins first (tbsync.h), then sleeps on wake_seq until the reader wakes
- * it (tb__ring_wake_writers()).
+ * after stall_ms without a change, where futexes are unavailable, or in
+ * an interrupt handler (TB_IN_INTERRUPT()).  It spins first (tbsync.h),
+ * then sleeps on wake_seq until the reader wakes it
+ * (tb__ring_wake_writers()).
  */
 static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 {
@@ -985,7 +1041,7 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	uint32_t i, ticket;
 	int ret;
 
-	if (!TB_HAVE_WAIT)
+	if (!TB_HAVE_WAIT || TB_IN_INTERRUPT())
 		return false;
 	tb__wstat(w, TB_WS_STALLS, 1);
 	if (tb_bell_ring(w->ring->bell))	/* the reader may be asleep */

@@ -23,6 +23,15 @@
  * a period's data is a staging area, not a flight recorder, and should
  * not overwrite what the file could still take.
  *
+ * The trace tells what was lost (tbtrace.h's service packets): with a
+ * clock in the configuration, each write of the buffers samples every
+ * ring's "events lost" counter track where it changed, a producer's end
+ * is an instant the caller writes (tb_service_record_ring()), and the end
+ * of the trace (at stop) records each ring still served and writes the
+ * TraceStats packet of the central buffers; without a clock, only the
+ * TraceStats packet.  None of it is on the path of an event: a write of
+ * the buffers reads three counters per ring.
+ *
  * A shared doorbell is writable by every producer that rings it: a
  * hostile one can wake the service thread needlessly, or hide others'
  * rings until its wait times out, but never make it lose data or block.
@@ -63,6 +72,17 @@ struct tb_service_config {
 	/* a ring was retired (TB_EPROTO or TB_EPINNED); @ring is its handle */
 	void (*on_ring_error)(void *ctx, unsigned ring, int err);
 	void *ctx;
+	/*
+	 * The service's own packets (tbtrace.h): its trusted identity, and
+	 * the trace clock (CLOCK_BOOTTIME ns, as the event layer's).  With a
+	 * clock and @lost (@max_rings entries, the caller's), each write of
+	 * the buffers samples every ring's "events lost" counter track when
+	 * it changed, and the end of the trace says what each ring counted;
+	 * without a clock, only the TraceStats packet that ends the trace.
+	 */
+	struct tb_buf_ident ident;
+	uint64_t (*clock_ns)(void *ctx);
+	uint64_t *lost;			/* by handle: last value + 1 */
 };
 
 #define TB_SERVICE_BATCH	256u	/* default positions per ring per pass */
@@ -83,6 +103,9 @@ struct tb_service_stats {
 	uint64_t early_writes;		/* long trace: passes that wrote them
 					   before the period, half full */
 	uint64_t generations;		/* fresh incremental states asked */
+	uint64_t rings_seen;		/* ever added */
+	uint64_t refused_chunks;	/* by bridges, of rings removed */
+	uint64_t loss_samples;		/* "events lost" values written */
 };
 
 /* Internal state: read it through the functions below, never write it. */
@@ -101,6 +124,8 @@ struct tb_service {
 	uint64_t swept_ms;		/* now_ms of the last sweep */
 	unsigned active;		/* active list: first handle + 1, 0 */
 	int sweep;			/* the next pass sweeps every ring */
+	int service_track;		/* its descriptor was written */
+	int finished;			/* TraceStats was written */
 	struct tb_service_stats stats;
 };
 
@@ -153,9 +178,12 @@ static inline int tb_service_add(struct tb_service *s, struct tb_bridge *br,
 	if (h == s->cfg.max_rings)
 		return TB_ELIMIT;
 	s->cfg.slots[h] = br;
+	if (s->cfg.lost)
+		s->cfg.lost[h] = 0;
 	if (h >= s->top)
 		s->top = h + 1;
 	s->stats.rings++;
+	s->stats.rings_seen++;
 	s->sweep = 1;
 	*handle = h;
 	return TB_OK;
@@ -248,6 +276,148 @@ static inline void tb__service_flush_one(struct tb_service *s, unsigned h)
 		left -= left < done ? left : done;
 }
 
+/* ------------------------------------------------------------------------
+ * The service's own packets: what was lost, where people can see it.
+ */
+
+/* What ring @br's writers could not write: refused writes, all causes. */
+static inline uint64_t tb__service_ring_lost(const struct tb_bridge *br)
+{
+	const uint32_t *w = br->reader.ring->hdr->wstat;
+
+	/* relaxed: statistics the writers keep, read untrusted */
+	return (uint64_t)tb_atomic_load(&w[TB_WS_FULL], TB_RLX) +
+	       tb_atomic_load(&w[TB_WS_NO_CHUNK], TB_RLX) +
+	       tb_atomic_load(&w[TB_WS_DROPPED_FRAGS], TB_RLX);
+}
+
+/*
+ * Chunks ring @br's bridge refused before any buffer took them (a buffer
+ * full in discard mode counts in its own chunks_discarded instead).
+ */
+static inline uint64_t tb__service_refused(const struct tb_bridge *br)
+{
+	return br->stat[TB_BS_REJECTED] - br->stat[TB_BS_REJ_FULL] +
+	       br->stat[TB_BS_BAD_TARGET];
+}
+
+/* Whether the service writes packets of its own with timestamps. */
+static inline bool tb__service_timed(const struct tb_service *s)
+{
+	return s->cfg.out && s->cfg.clock_ns;
+}
+
+/* Ring @h's "events lost" value now, if it changed since the last one. */
+static inline void tb__service_loss_sample(struct tb_service *s, unsigned h,
+					   uint64_t ts)
+{
+	struct tb_bridge *br = s->cfg.slots[h];
+	uint64_t lost = tb__service_ring_lost(br);
+
+	if (s->cfg.lost[h] == lost + 1)
+		return;
+	if (!s->cfg.lost[h])
+		tb_trace_loss_track(s->cfg.out, s->cfg.ident, br->producer_id,
+				    br->ident.pid);
+	tb_trace_loss_count(s->cfg.out, s->cfg.ident, ts, br->producer_id,
+			    lost);
+	s->cfg.lost[h] = lost + 1;
+	s->stats.loss_samples++;
+}
+
+/* Every ring's "events lost" value, where it changed (at each write). */
+static inline void tb__service_loss(struct tb_service *s)
+{
+	uint64_t ts;
+	unsigned h;
+
+	if (!tb__service_timed(s) || !s->cfg.lost)
+		return;
+	ts = s->cfg.clock_ns(s->cfg.ctx);
+	for (h = 0; h < s->top; h++)
+		if (s->cfg.slots[h])
+			tb__service_loss_sample(s, h, ts);
+}
+
+/*
+ * Writes into the trace what the ring of bridge @br counted and how its
+ * producer ended (@end; @held: chunks its writers still held, as the
+ * caller counted them): an instant on the service's track
+ * (tb_trace_ring_record()).  Call it when a producer left, after
+ * tb_service_remove() took what it published; the end of the trace
+ * writes one (TB_TRACE_END_LIVE) for each ring still served.  Nothing
+ * without a clock.
+ */
+static inline void tb_service_record_ring(struct tb_service *s,
+					  const struct tb_bridge *br,
+					  enum tb_trace_end end, uint32_t held)
+{
+	struct tb_trace_ring_record r;
+	const uint32_t *w, *rs;
+
+	if (!br || !tb__service_timed(s))
+		return;
+	if (!s->service_track) {
+		tb_trace_service_track(s->cfg.out, s->cfg.ident);
+		s->service_track = 1;
+	}
+	w = br->reader.ring->hdr->wstat;
+	rs = br->reader.ring->hdr->rstat;
+	TB_MEMSET(&r, 0, sizeof(r));
+	r.producer = br->producer_id;
+	r.pid = br->ident.pid;
+	r.end = end;
+	r.held = held;
+	/* relaxed: statistics, read untrusted */
+	r.full = tb_atomic_load(&w[TB_WS_FULL], TB_RLX);
+	r.no_chunk = tb_atomic_load(&w[TB_WS_NO_CHUNK], TB_RLX);
+	r.dropped_frags = tb_atomic_load(&w[TB_WS_DROPPED_FRAGS], TB_RLX);
+	r.holes = tb_atomic_load(&rs[TB_RS_HOLES], TB_RLX);
+	r.scrapes = tb_atomic_load(&rs[TB_RS_SCRAPES], TB_RLX);
+	r.malformed = tb_atomic_load(&rs[TB_RS_MALFORMED], TB_RLX);
+	tb_trace_ring_record(s->cfg.out, s->cfg.ident,
+			     s->cfg.clock_ns(s->cfg.ctx), &r);
+}
+
+/*
+ * Ends the trace: a record of each ring still served, then the TraceStats
+ * packet (tb_trace_write_stats(): the statistics of each central buffer,
+ * the first 16, the chunks the bridges refused, the invalid packets
+ * replaced, the rings served and seen).  Once; tb_service_poll() calls it at stop, after the
+ * final flush and write.
+ */
+static inline void tb_service_finish(struct tb_service *s)
+{
+	const struct tb_buf_stats *bs[16];
+	struct tb_trace_stats_extra x;
+	struct tb_ring_stats rs;
+	unsigned h, i, n;
+
+	if (!s->cfg.out || s->finished)
+		return;
+	s->finished = 1;
+	TB_MEMSET(&x, 0, sizeof(x));
+	x.chunks_discarded = s->stats.refused_chunks;
+	for (h = 0; h < s->top; h++) {
+		if (!s->cfg.slots[h])
+			continue;
+		tb_ring_stats(s->cfg.slots[h]->reader.ring, &rs);
+		tb_service_record_ring(s, s->cfg.slots[h], TB_TRACE_END_LIVE,
+				       rs.states[TB_ACQUIRED] +
+				       rs.states[TB_REWRITE]);
+		x.chunks_discarded += tb__service_refused(s->cfg.slots[h]);
+	}
+	x.producers_connected = s->stats.rings;
+	x.producers_seen = s->stats.rings_seen;
+	x.flushes = s->stats.flushes;
+	n = s->cfg.nbufs < 16 ? s->cfg.nbufs : 16;
+	for (i = 0; i < n; i++)
+		bs[i] = s->cfg.bufs[i] ? tb_buf_stats(s->cfg.bufs[i]) : NULL;
+	tb_trace_write_stats(s->cfg.out, s->cfg.ident,
+			     s->cfg.clock_ns ? s->cfg.clock_ns(s->cfg.ctx) : 0,
+			     bs, n, &x);
+}
+
 /*
  * Stops serving ring @handle: first takes everything its writers
  * published (a scrape to the end of what they reserved), then forgets
@@ -259,6 +429,10 @@ static inline int tb_service_remove(struct tb_service *s, unsigned handle)
 	if (!s || !tb_service_bridge(s, handle))
 		return TB_EINVAL;
 	tb__service_flush_one(s, handle);
+	if (s->cfg.lost && tb__service_timed(s))
+		tb__service_loss_sample(s, handle,
+					s->cfg.clock_ns(s->cfg.ctx));
+	s->stats.refused_chunks += tb__service_refused(s->cfg.slots[handle]);
 	s->cfg.slots[handle] = NULL;
 	while (s->top && !s->cfg.slots[s->top - 1])
 		s->top--;
@@ -371,6 +545,7 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 			s->stats.writes++;
 		}
 	s->written = tb__service_sums(s, &ow, &min);
+	tb__service_loss(s);
 	if (s->cfg.out && s->cfg.nbufs)
 		tb__service_new_generation(s);
 }
@@ -555,6 +730,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 	if (tb_service_stopping(s)) {
 		tb_service_flush(s);
 		tb_service_write_buffers(s);
+		tb_service_finish(s);
 		return false;
 	}
 	s->stats.passes++;

@@ -31,7 +31,9 @@
  *    order, consuming first whatever of their sequences comes before them.
  *    Nothing stalls a deletion: a packet that cannot be completed is lost
  *    (OVERWRITE) together with every fragment gathered for it, in later
- *    chunks too, and is never handed out.  Complete packets are
+ *    chunks too, and is never handed out.  As in V2, nothing is gathered
+ *    after a Begin whose chunk still waits for patches: the packet's later
+ *    fragments stay, and are read (or erased) as orphans.  Complete packets are
  *    reconstructed in order for an optional callback; without one only the
  *    accounting is done.
  *  - A chunk counts as read, or as overwritten, when its last unread
@@ -838,8 +840,10 @@ enum {
  * slices when @want).  When more data may still come (a chunk of the chain
  * is missing or waits for patches) reading consumes nothing and waits,
  * but erasing cannot wait: the packet is lost to the overwrite, and every
- * fragment collected for it goes with the chunk being erased, so none is
- * left behind to be read later as an orphan.
+ * fragment collected for it goes with the chunk being erased.  A Begin
+ * whose own chunk waits for patches is not read ahead of at all, as in
+ * TraceBufferV2: erasing takes the Begin alone, and the fragments after
+ * it are read later as orphans (ORPHAN_CONTINUATION).
  */
 static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 				      struct tb__buf_hdr *c,
@@ -850,9 +854,7 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 	bool unpatched = c->flags & TB_BUF_NEEDS_PATCH;
 	int res = TB__BUF_RA_WAIT;
 
-	if (unpatched && !erase)
-		return TB__BUF_RA_WAIT;
-	for (i = 1; i < s->n; i++) {
+	for (i = 1; !unpatched && i < s->n; i++) {
 		struct tb__buf_hdr *n = tb__buf_chunk(b, s, i);
 		struct tb__buf_frag nf;
 		int r;
@@ -888,8 +890,6 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 	}
 	/* Collected: chunks 1..end (the End's chunk, no other that stopped). */
 	end = res == TB__BUF_RA_OK ? i : i - 1;
-	if (res == TB__BUF_RA_OK && unpatched)
-		res = TB__BUF_RA_WAIT;	/* its bytes are not final */
 	if (res == TB__BUF_RA_WAIT) {
 		if (!erase)
 			return res;
@@ -1203,28 +1203,35 @@ static inline void tb__buf_make_room(struct tb_buf *b, uint32_t n)
 
 /*
  * Creates a buffer of @size bytes (rounded up to 4096) using @alloc (NULL:
- * the C library's realloc/free).  Returns NULL when @size is too large or
- * memory runs out.
+ * the C library's realloc/free) and stores it in *@out, or NULL there when
+ * it fails, with the cause: TB_ELIMIT when @size is over TB_BUF_MAX_SIZE,
+ * TB_EINVAL for an unknown @policy, a NULL @out or no allocator at all
+ * (a NULL @alloc under TB_BUF_NO_DEFAULT_ALLOC), TB_ENOMEM when the
+ * allocator fails (nothing is left allocated).
  */
-static inline struct tb_buf *tb_buf_create_with(size_t size,
-						enum tb_buf_policy policy,
-						tb_buf_alloc_fn alloc,
-						void *alloc_ctx)
+static inline int tb_buf_new(struct tb_buf **out, size_t size,
+			     enum tb_buf_policy policy, tb_buf_alloc_fn alloc,
+			     void *alloc_ctx)
 {
 	struct tb_buf *b;
 
+	if (!out)
+		return TB_EINVAL;
+	*out = NULL;
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
 	if (!alloc)
 		alloc = tb_buf_default_alloc;
 #endif
-	if (!alloc || size > TB_BUF_MAX_SIZE ||
+	if (!alloc ||
 	    (policy != TB_BUF_RING_BUFFER && policy != TB_BUF_DISCARD))
-		return NULL;
+		return TB_EINVAL;
+	if (size > TB_BUF_MAX_SIZE)
+		return TB_ELIMIT;
 	size = size ? (size + TB_BUF_PAGE - 1) & ~(size_t)(TB_BUF_PAGE - 1)
 		    : TB_BUF_PAGE;
 	b = (struct tb_buf *)alloc(alloc_ctx, NULL, 0, sizeof(*b));
 	if (!b)
-		return NULL;
+		return TB_ENOMEM;
 	TB_MEMSET(b, 0, sizeof(*b));
 	b->alloc = alloc;
 	b->alloc_ctx = alloc_ctx;
@@ -1243,8 +1250,21 @@ static inline struct tb_buf *tb_buf_create_with(size_t size,
 			alloc(alloc_ctx, b->slices, (size_t)b->slices_cap *
 			      sizeof(*b->slices), 0);
 		alloc(alloc_ctx, b, sizeof(*b), 0);
-		return NULL;
+		return TB_ENOMEM;
 	}
+	*out = b;
+	return TB_OK;
+}
+
+/* tb_buf_new() returning the buffer: NULL for any of its causes. */
+static inline struct tb_buf *tb_buf_create_with(size_t size,
+						enum tb_buf_policy policy,
+						tb_buf_alloc_fn alloc,
+						void *alloc_ctx)
+{
+	struct tb_buf *b;
+
+	tb_buf_new(&b, size, policy, alloc, alloc_ctx);
 	return b;
 }
 

@@ -20,6 +20,12 @@
  *   slice-args: BEGIN with two annotations (uint, string), END with one
  *   slice-own-clock: the caller's clock (a counter): the encoder alone
  *   slice-defaults: TB_EV_DEFAULTS (no track_uuid on the writer's track)
+ *   instant / instant-dynamic: one INSTANT named by a literal (the
+ *       macro: interned by address) and by a buffer (tb_ev_instant():
+ *       interned by content, hashed and compared on every event); the
+ *       line after the table gives their ratio
+ *   slice-args-dyn: slice-args through the functions, every name
+ *       (event and annotations) in a buffer
  *   slice-copy: the same events encoded into a buffer first, then
  *       tb_writer_write_packet() (what the layer would cost if it did not
  *       encode in place; private helpers of tbevent.h, bench only, and
@@ -65,6 +71,9 @@ TB_CATEGORY_DEFINE(cat_off, "bench_off", 0);
 enum op {
 	OP_SLICE,
 	OP_SLICE_ARGS,
+	OP_SLICE_ARGS_DYN,
+	OP_INSTANT,
+	OP_INSTANT_DYN,
 	OP_COUNTER,
 	OP_COUNTER_DOUBLE,
 	OP_SLICE_OWN_CLOCK,
@@ -82,9 +91,14 @@ struct row {
 	const char *what;
 };
 
+/* In the order of enum op: rows[op] is op's row. */
 static const struct row rows[] = {
 	{ "slice", OP_SLICE, 1, "BEGIN + END" },
 	{ "slice-args", OP_SLICE_ARGS, 1, "BEGIN(2 args) + END(1 arg)" },
+	{ "slice-args-dyn", OP_SLICE_ARGS_DYN, 1,
+	  "slice-args, names in buffers" },
+	{ "instant", OP_INSTANT, 1, "INSTANT, literal name" },
+	{ "instant-dynamic", OP_INSTANT_DYN, 1, "INSTANT, name in a buffer" },
 	{ "counter", OP_COUNTER, 1, "int64 value" },
 	{ "counter-double", OP_COUNTER_DOUBLE, 1, "double value" },
 	{ "slice-own-clock", OP_SLICE_OWN_CLOCK, 1, "BEGIN + END, no clock" },
@@ -118,6 +132,12 @@ struct bench {
 };
 
 static volatile uint64_t sink;
+
+/* Names in buffers, as a caller that formats them has them. */
+static char dyn_name[32], dyn_seq[16], dyn_table[16], dyn_end[16];
+
+/* The layer's median ns/op per row, for the ratios after the table. */
+static double median_of[32];
 
 static uint64_t own_clock(void *ctx)
 {
@@ -262,6 +282,22 @@ static inline void run_op(struct bench *b, enum op op, uint32_t i)
 				 TB_ARG_STR("table", "users"));
 		TB_TRACE_END_W(ew, &cat_on, TB_ARG_UINT("end_seq", i));
 		break;
+	case OP_SLICE_ARGS_DYN: {
+		struct tb_arg a[2];
+
+		a[0] = tb_arg_uint(dyn_seq, i);
+		a[1] = tb_arg_str(dyn_table, "users");
+		tb_ev_begin(ew, &cat_on, dyn_name, a, 2);
+		a[0] = tb_arg_uint(dyn_end, i);
+		tb_ev_end(ew, &cat_on, a, 1);
+		break;
+	}
+	case OP_INSTANT:
+		TB_TRACE_INSTANT_W(ew, &cat_on, "QueryDatabase");
+		break;
+	case OP_INSTANT_DYN:
+		tb_ev_instant(ew, &cat_on, dyn_name, NULL, 0);
+		break;
 	case OP_COUNTER:
 		TB_TRACE_COUNTER_W(ew, &cat_on, &b->ctr, i & 1023);
 		break;
@@ -368,6 +404,7 @@ static int run_row(const struct row *rw, unsigned runs)
 		raw[r] = rw->baseline ? time_raw(b) : 0;
 	}
 	ok = !lost(b);
+	median_of[rw - rows] = bench_median(layer, runs);
 	if (rw->baseline)
 		printf("%-16s %-28s %7.1f %7.1f %6.2f %5.1f%% %4u B\n",
 		       rw->name, rw->what, bench_median(layer, runs),
@@ -543,6 +580,10 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < NROWS; i++)
 		names[i] = rows[i].name;
+	snprintf(dyn_name, sizeof(dyn_name), "%s", "QueryDatabase");
+	snprintf(dyn_seq, sizeof(dyn_seq), "%s", "seq");
+	snprintf(dyn_table, sizeof(dyn_table), "%s", "table");
+	snprintf(dyn_end, sizeof(dyn_end), "%s", "end_seq");
 	names[NROWS] = "bytes";
 	bench_select(argc, argv, names, NROWS + 1, sel);
 	printf("tbevent bench: one writer, %u chunks of %u B, TB_DROP; %u "
@@ -555,6 +596,16 @@ int main(int argc, char **argv)
 	for (i = 0; i < NROWS; i++)
 		if (sel[i])
 			failed += !run_row(&rows[i], runs);
+	if (sel[OP_INSTANT] && sel[OP_INSTANT_DYN])
+		printf("\nnames by content: instant-dynamic / instant = %.2f "
+		       "(%+.1f ns per event)\n",
+		       median_of[OP_INSTANT_DYN] / median_of[OP_INSTANT],
+		       median_of[OP_INSTANT_DYN] - median_of[OP_INSTANT]);
+	if (sel[OP_SLICE_ARGS] && sel[OP_SLICE_ARGS_DYN])
+		printf("names by content: slice-args-dyn / slice-args = "
+		       "%.2f (%+.1f ns per slice, 4 names)\n",
+		       median_of[OP_SLICE_ARGS_DYN] / median_of[OP_SLICE_ARGS],
+		       median_of[OP_SLICE_ARGS_DYN] - median_of[OP_SLICE_ARGS]);
 	if (sel[NROWS])
 		bytes_per_event();
 	printf("\nns/op: the layer, per operation (a slice is BEGIN + END); "

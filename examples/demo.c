@@ -147,6 +147,7 @@ struct demo {
 	struct tb_buf *buf;
 	struct tb_bridge bridge;
 	struct tb_bridge *slots[1];
+	uint64_t lost[1];	/* the service's "events lost" samples */
 	struct tb_service svc;
 	struct tb_trace_out out;
 	FILE *file;
@@ -356,6 +357,16 @@ static void *writer_main(void *arg)
  * The service thread: tb_service_poll() does it all; this loop only
  * publishes counters for the progress lines.
  */
+/* The trace clock: CLOCK_BOOTTIME, as the event layer's default. */
+static uint64_t trace_clock_ns(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t now_ms(void)
 {
 	return (uint64_t)(now() * 1000);
@@ -519,6 +530,7 @@ struct check {
 	struct seen w[MAX_WRITERS + 1];		/* by writer id */
 	uint64_t foreign;	/* wrong trusted fields or unknown writer */
 	uint64_t malformed;	/* not protobuf */
+	uint64_t service;	/* the service's own packets */
 	struct tb_check rules;	/* Perfetto's importer's rules */
 	int rules_ret;
 };
@@ -529,6 +541,11 @@ static void on_packet(struct check *c, const struct tb_trace_packet *tp)
 	struct seen *s;
 	uint64_t seq = 0;
 
+	if (tp->trusted_seq_id == TB_TRACE_SERVICE_SEQ &&
+	    tp->trusted_pid == (uint64_t)c->d->pid) {
+		c->service++;	/* loss counters, records, TraceStats */
+		return;
+	}
 	if ((tp->has & (TB_TRACE_HAS_SEQ_ID | TB_TRACE_HAS_UID |
 			TB_TRACE_HAS_PID)) != (TB_TRACE_HAS_SEQ_ID |
 					       TB_TRACE_HAS_UID |
@@ -583,9 +600,9 @@ static long read_trace(struct demo *d, struct check *c, uint64_t *size)
 		return -1;
 	}
 	*size = (uint64_t)st.st_size;
+	/* a buffer that discarded the end of the run says so in the
+	 * trace's TraceStats, which the checker reads */
 	tb_check_init(&c->rules, NULL, NULL, 0);
-	/* discard policy: the buffer refused the end of the run */
-	c->rules.tail_lost = d->opt.fill == TB_BUF_DISCARD;
 	if (!st.st_size) {
 		close(fd);
 		return 0;
@@ -676,7 +693,9 @@ static int verify(struct demo *d, struct check *c, long decoded)
 		printf("the checker could not read the trace: %s\n",
 		       tb_strerror(c->rules_ret));
 	else if (rules_all_hold(c))
-		printf("every rule of Perfetto's importer holds\n");
+		printf("every rule of Perfetto's importer holds (%llu flows "
+		       "drawn)\n",
+		       (unsigned long long)c->rules.stats.flows_ended);
 	else if (tb_check_clean(&c->rules))
 		printf("rules broken only where the trace flags a loss:\n");
 	else
@@ -776,9 +795,11 @@ static void summary(struct demo *d, double secs, struct check *c,
 	       (unsigned long long)ev.ends_late,
 	       (unsigned long long)ev.ends_skipped);
 	printf("  trace       %llu packets; %llu of the %llu tagged events "
-	       "written (%.2f%%);\n              %s is %.1f MB\n",
+	       "the ring took\n              (%.2f%%; it refused %.2f%% of "
+	       "the %llu tried);\n              %s is %.1f MB\n",
 	       (unsigned long long)packets, (unsigned long long)in_trace,
 	       (unsigned long long)written, pct(in_trace, written),
+	       pct(seq - written, seq), (unsigned long long)seq,
 	       d->opt.output, (double)file_size / 1e6);
 	printf("  lost        in the ring: %llu of %llu tagged events tried; "
 	       "writes refused:\n              full %u, no chunk %u, "
@@ -916,6 +937,7 @@ static void setup(struct demo *d)
 	struct tb_service_config sc;
 	struct tb_buf_ident ident;
 	unsigned i, handle;
+	int ret;
 
 	d->pid = (int)getpid();
 	d->uid = (unsigned)getuid();
@@ -933,10 +955,11 @@ static void setup(struct demo *d)
 		exit(2);
 	}
 	/* the central buffer, and a bridge from the ring into it */
-	d->buf = tb_buf_create(d->opt.buffer_size, d->opt.fill);
-	if (!d->buf) {
-		fprintf(stderr, "demo: cannot allocate a %zu-byte buffer\n",
-			d->opt.buffer_size);
+	ret = tb_buf_new(&d->buf, d->opt.buffer_size, d->opt.fill, NULL,
+			 NULL);
+	if (ret) {
+		fprintf(stderr, "demo: cannot create a %zu-byte buffer: %s\n",
+			d->opt.buffer_size, tb_strerror(ret));
 		exit(2);
 	}
 	tb_buf_on_overwrite(d->buf, on_overwrite, d);
@@ -968,6 +991,10 @@ static void setup(struct demo *d)
 	sc.period_ms = d->opt.period_ms;
 	sc.on_ring_error = on_ring_error;
 	sc.ctx = d;
+	/* the service's own packets: "events lost", TraceStats */
+	sc.ident = ident;
+	sc.clock_ns = trace_clock_ns;
+	sc.lost = d->lost;
 	if (tb_service_init(&d->svc, &sc) ||
 	    tb_service_add(&d->svc, &d->bridge, &handle)) {
 		fprintf(stderr, "demo: cannot set up the service\n");

@@ -74,11 +74,15 @@ int main(int argc, char **argv)
 	tb_writer_release(&w);		/* publishes the last chunk */
 
 	/* the service side: ring -> central buffer -> trace file */
-	buf = tb_buf_create(1 << 20, TB_BUF_RING_BUFFER);
+	ret = tb_buf_new(&buf, 1 << 20, TB_BUF_RING_BUFFER, NULL, NULL);
+	if (ret) {
+		fprintf(stderr, "no central buffer: %s\n", tb_strerror(ret));
+		return 1;
+	}
 	ident.uid = (uint32_t)getuid();	/* the producer's, as a service */
 	ident.pid = pid;		/* learns them from the kernel */
-	if (!buf || tb_bridge_init(&br, &ring, rscratch, 1, ident, &buf, 1,
-				   NULL, NULL))
+	if (tb_bridge_init(&br, &ring, rscratch, 1, ident, &buf, 1, NULL,
+			   NULL))
 		return 1;
 	do
 		ret = tb_bridge_drain(&br, 64, TB_READ_SCRAPE, NULL);

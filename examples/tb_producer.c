@@ -146,6 +146,7 @@ struct prod {
 	struct tbw_msg cfg;
 	void *map;
 	size_t len;
+	int ring_fd;		/* kept open: tbtrace ring /proc/PID/fd/N */
 	struct tb_bell *bell;
 	size_t bell_len;
 	struct tb_ring ring;
@@ -695,10 +696,13 @@ static int attach(struct prod *pr)
 		goto out;
 	}
 	tb_ring_set_bell(&pr->ring, pr->bell);
+	pr->ring_fd = fds[0];	/* open: /proc/PID/fd/N names the ring */
+	fds[0] = -1;
 	ret = 0;
 out:
 	for (i = 0; i < nfds; i++)
-		close(fds[i]);	/* the mappings stay */
+		if (fds[i] >= 0)
+			close(fds[i]);	/* the mappings stay */
 	return ret;
 }
 
@@ -717,6 +721,8 @@ static void detach(struct prod *pr)
 		munmap(pr->bell, pr->bell_len);
 	if (pr->sock >= 0)
 		close(pr->sock);
+	if (pr->ring_fd >= 0)
+		close(pr->ring_fd);
 }
 
 /* Waits for the writers, watching the socket: EOF means quit. */
@@ -836,16 +842,17 @@ int main(int argc, char **argv)
 	if (pr.opt.command)
 		return run_command(&pr.opt);
 	pr.sock = -1;
+	pr.ring_fd = -1;
 	if (attach(&pr)) {
 		detach(&pr);
 		return 1;
 	}
 	pr.pid = (int32_t)getpid();
 	printf("producer pid=%d id=%u addr=%p service_addr=%#llx "
-	       "chunk_size=%u num_chunks=%u\n", (int)pr.pid,
+	       "chunk_size=%u num_chunks=%u ring_fd=%d\n", (int)pr.pid,
 	       pr.cfg.producer_id, pr.map,
 	       (unsigned long long)pr.cfg.service_addr, pr.ring.chunk_size,
-	       pr.ring.num_chunks);
+	       pr.ring.num_chunks, pr.ring_fd);
 	snprintf(pr.name, sizeof(pr.name), "tb_producer %u",
 		 pr.cfg.producer_id);
 	tb_track_process(&pr.process_track, tb_ev_uuid((uint64_t)pr.pid, 0),

@@ -77,6 +77,7 @@ struct producer {
 	/* the mapping and its reader, the service thread's once adopted */
 	void *map;
 	size_t len;
+	int ring_fd;		/* kept open: tbtrace ring /proc/PID/fd/N */
 	struct tb_ring ring;
 	uint8_t *scratch;
 	struct tb_bridge br;
@@ -127,6 +128,7 @@ struct svc {
 	/* the service thread's: the rings it serves, by service handle */
 	struct tb_bridge **slots;	/* the service's slot table */
 	struct producer **live;
+	uint64_t *lost;		/* the service's "events lost" samples */
 	uint64_t undecodable;	/* trace packets that are not protobuf */
 	/* the main thread's */
 	struct conn *conns;
@@ -169,6 +171,9 @@ static void release(struct producer *p)
 	tb_bridge_destroy(&p->br);
 	munmap(p->map, p->len);
 	p->map = NULL;
+	if (p->ring_fd >= 0)
+		close(p->ring_fd);
+	p->ring_fd = -1;
 	free(p->scratch);
 	p->scratch = NULL;
 }
@@ -205,6 +210,11 @@ static void retire(struct svc *v, struct producer *p)
 		p->scanned = 1;
 	}
 	memcpy(p->stat, p->br.stat, sizeof(p->stat));
+	/* the trace says how it ended: the checker explains its open
+	 * slices by a death, and the UI shows it on the service's track */
+	tb_service_record_ring(&v->s, &p->br, p->said_bye ?
+			       TB_TRACE_END_CLEAN : TB_TRACE_END_DIED,
+			       p->held);
 	release(p);
 	if (v->opt.verbose)
 		printf("tb_service: producer %u (pid %d) left: %s, %u chunks "
@@ -243,18 +253,34 @@ static void sync_registry(struct svc *v)
 	}
 }
 
+/*
+ * Polls until stop.  Late arrivals and departures are taken before the
+ * last pass, which flushes, writes the buffers and ends the trace with
+ * the rings' records and the TraceStats packet.
+ */
 static void *service_main(void *arg)
 {
 	struct svc *v = arg;
 
-	while (tb_service_poll(&v->s, now_ms()))
+	for (;;) {
+		if (tb_service_stopping(&v->s))
+			__atomic_store_n(&v->changes, 1, __ATOMIC_RELEASE);
+		/* sync_registry()'s registry only: no ring data */
 		sync_registry(v);
-	/* late arrivals and departures, then the final flush and write */
-	__atomic_store_n(&v->changes, 1, __ATOMIC_RELEASE);
-	sync_registry(v);
-	tb_service_flush(&v->s);
-	tb_service_write_buffers(&v->s);
+		if (!tb_service_poll(&v->s, now_ms()))
+			break;
+	}
 	return NULL;
+}
+
+/* The trace clock: CLOCK_BOOTTIME, as the event layer's default. */
+static uint64_t boottime_ns(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* ------------------------------------------------------------------------
@@ -337,6 +363,7 @@ static struct producer *producer_new(struct svc *v, int fd)
 		return NULL;
 	p->pid = cred.pid;
 	p->uid = cred.uid;
+	p->ring_fd = -1;
 	p->len = tb_ring_size(o->chunk_size, o->num_chunks);
 	p->scratch = malloc(o->chunk_size);
 	rfd = make_memfd("tb_ring", p->len);
@@ -373,7 +400,7 @@ static struct producer *producer_new(struct svc *v, int fd)
 	fds[1] = v->bell_fd;
 	if (send_msg(fd, &m, fds, 2))
 		goto fail;
-	close(rfd);
+	p->ring_fd = rfd;	/* open for tbtrace ring /proc/PID/fd/N */
 	v->next_id++;
 	pthread_mutex_lock(&v->lock);
 	if (v->nall == v->capall) {
@@ -387,8 +414,9 @@ static struct producer *producer_new(struct svc *v, int fd)
 	tb_bell_ring(v->bell);
 	if (v->opt.verbose)
 		printf("tb_service: producer %u: pid %d uid %u, ring of %u x "
-		       "%u at %p\n", p->id, (int)p->pid, (unsigned)p->uid,
-		       o->num_chunks, o->chunk_size, p->map);
+		       "%u at %p, ring_fd=%d (tbtrace ring /proc/%d/fd/%d)\n",
+		       p->id, (int)p->pid, (unsigned)p->uid, o->num_chunks,
+		       o->chunk_size, p->map, rfd, (int)getpid(), rfd);
 	return p;
 fail:
 	fprintf(stderr, "tb_service: cannot set up a ring for pid %d: %s\n",
@@ -722,7 +750,8 @@ static void usage(void)
 		"  -p  long-trace mode: write the buffer every period_ms "
 		"(250); 0: at the end\n"
 		"  -W  longest sleep on the doorbell (100 ms)\n"
-		"  -v  say when producers come and go\n"
+		"  -v  say when producers come and go (and each ring's fd, "
+		"for tbtrace ring)\n"
 		"Stops on SIGTERM, SIGINT or 'tb_producer -C stop SOCKET'.\n");
 	exit(2);
 }
@@ -802,6 +831,7 @@ static int setup(struct svc *v)
 	const struct options *o = &v->opt;
 	struct tb_service_config sc;
 	sigset_t set;
+	int ret;
 
 	v->lfd = v->sfd = v->bell_fd = -1;
 	v->next_id = 1;
@@ -829,10 +859,10 @@ static int setup(struct svc *v)
 		perror("tb_service: doorbell mmap");
 		return -1;
 	}
-	v->buf = tb_buf_create(o->buf_size, o->policy);
-	if (!v->buf) {
+	ret = tb_buf_new(&v->buf, o->buf_size, o->policy, NULL, NULL);
+	if (ret) {
 		fprintf(stderr, "tb_service: cannot create a %zu-byte "
-			"buffer\n", o->buf_size);
+			"buffer: %s\n", o->buf_size, tb_strerror(ret));
 		return -1;
 	}
 	v->bufs[0] = v->buf;
@@ -846,7 +876,8 @@ static int setup(struct svc *v)
 	v->out.ctx = v->trace;
 	v->slots = calloc(MAX_LIVE, sizeof(*v->slots));
 	v->live = calloc(MAX_LIVE, sizeof(*v->live));
-	if (!v->slots || !v->live)
+	v->lost = calloc(MAX_LIVE, sizeof(*v->lost));
+	if (!v->slots || !v->live || !v->lost)
 		return -1;
 	memset(&sc, 0, sizeof(sc));
 	sc.bell = v->bell;
@@ -859,6 +890,10 @@ static int setup(struct svc *v)
 	sc.period_ms = o->period_ms;
 	sc.on_ring_error = on_ring_error;
 	sc.ctx = v;
+	sc.ident.uid = (uint32_t)getuid();
+	sc.ident.pid = (int32_t)getpid();
+	sc.clock_ns = boottime_ns;
+	sc.lost = v->lost;
 	if (tb_service_init(&v->s, &sc))
 		return -1;
 	v->lfd = listen_on(o->sock_path);
@@ -886,6 +921,7 @@ static void teardown(struct svc *v)
 	free(v->all);
 	free(v->slots);
 	free(v->live);
+	free(v->lost);
 	if (v->lfd >= 0) {
 		close(v->lfd);
 		unlink(v->opt.sock_path);

@@ -33,20 +33,23 @@
 struct option_set {
 	const char *name;
 	const char *args;	/* after -d 1 -o FILE */
-	bool discard;		/* the buffer refuses the run's end */
+	bool discard;		/* the buffer refuses the run's end: the
+				   trace's TraceStats must say so */
+	bool flows_lost;	/* so many writes refused that flows lose
+				   their ends: the checker must see it */
 };
 
 /* The README's option sets, and the corners between them. */
 static const struct option_set sets[] = {
-	{ "default", "", false },
-	{ "stall", "-s", false },
-	{ "squeeze", "-c 256 -n 4 -b 256k -l 0", false },
-	{ "tiny_buffer", "-b 64k", false },
-	{ "large_buffer_once", "-b 64m -l 0", false },
-	{ "flat_out_8", "-r 0 -w 8", false },
-	{ "flat_out_8_stall", "-r 0 -w 8 -s", false },
-	{ "discard", "-p discard -b 256k", true },
-	{ "writers_outnumber_chunks", "-c 256 -n 2 -w 16 -r 0", false },
+	{ "default", "", false, false },
+	{ "stall", "-s", false, false },
+	{ "squeeze", "-c 256 -n 4 -b 256k -l 0", false, false },
+	{ "tiny_buffer", "-b 64k", false, false },
+	{ "large_buffer_once", "-b 64m -l 0", false, false },
+	{ "flat_out_8", "-r 0 -w 8", false, false },
+	{ "flat_out_8_stall", "-r 0 -w 8 -s", false, false },
+	{ "discard", "-p discard -b 256k", true, false },
+	{ "writers_outnumber_chunks", "-c 256 -n 2 -w 16 -r 0", false, true },
 };
 
 #define NSETS	(sizeof(sets) / sizeof(sets[0]))
@@ -103,6 +106,60 @@ static bool log_has(const char *s)
 	return found;
 }
 
+/*
+ * The line that contains @s into @l1, and the one after it into @l2 (when
+ * not NULL); false when there is none.
+ */
+static bool log_lines(const char *s, char *l1, char *l2, size_t n)
+{
+	bool found = false;
+	FILE *f = fopen(log_path, "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(l1, (int)n, f))
+		found = strstr(l1, s) != NULL;
+	if (found && l2 && !fgets(l2, (int)n, f))
+		found = false;
+	fclose(f);
+	return found;
+}
+
+static bool near(double a, double b)
+{
+	return a - b < 0.006 && b - a < 0.006;
+}
+
+/*
+ * The summary says what each share is of: the tagged events in the trace
+ * of those the ring took, and the share of the tries the ring refused,
+ * the same counts as its "lost in the ring" line.
+ */
+static void check_shares(void)
+{
+	unsigned long long in, took, tried, lost, tried2;
+	char l1[512], l2[512];
+	double share, refused;
+
+	ck_assert(log_lines("  lost        in the ring: ", l1, NULL,
+			    sizeof(l1)));
+	ck_assert_int_eq(sscanf(l1, " lost in the ring: %llu of %llu tagged "
+				"events tried", &lost, &tried2), 2);
+	ck_assert(log_lines("  trace       ", l1, l2, sizeof(l1)));
+	ck_assert_msg(sscanf(l1, " trace %*u packets; %llu of the %llu "
+			     "tagged events", &in, &took) == 2 &&
+		      strstr(l1, "tagged events the ring took"),
+		      "trace line: %s", l1);
+	ck_assert_msg(sscanf(l2, " (%lf%%; it refused %lf%% of the %llu "
+			     "tried", &share, &refused, &tried) == 3,
+		      "trace line: %s%s", l1, l2);
+	ck_assert_uint_eq(tried, tried2);
+	ck_assert_uint_eq(took, tried - lost);
+	ck_assert(took > 0);
+	ck_assert(near(share, 100.0 * (double)in / (double)took));
+	ck_assert(near(refused, 100.0 * (double)lost / (double)tried));
+}
+
 /* tbcheck over the demo's file, into @c. */
 static void check_file(struct tb_check *c, bool tail_lost)
 {
@@ -138,7 +195,20 @@ START_TEST(test_demo_option_set)
 		show_log();
 	ck_assert_msg(ret == 0, "demo %s exited %d", set->args, ret);
 	ck_assert(log_has("verify      ok"));
-	check_file(&c, set->discard);
+	check_shares();
+	/* the trace alone says what was lost: never tail_lost */
+	check_file(&c, false);
+	ck_assert_uint_eq(c.stats.trace_stats, 1);
+	ck_assert_uint_eq(c.stats.ts_buffers, 1);
+	ck_assert(!set->discard || c.stats.ts_chunks_discarded > 0);
+	ck_assert_uint_eq(c.stats.producer_ends, 1);	/* the ring's record */
+	/* arrows lost with the events the ring refused are counted (and
+	 * explained), and the demo says so instead of "every rule holds" */
+	ck_assert(!set->flows_lost ||
+		  c.rule[TB_CK_FLOW_END_WITHOUT_BEGIN].explained +
+		  c.rule[TB_CK_FLOW_NOT_ENDED].explained > 0);
+	ck_assert(!set->flows_lost ||
+		  !log_has("every rule of Perfetto's importer holds"));
 	for (k = 0; k < TB_CK_MAX; k++)
 		ck_assert_msg(!c.rule[k].count, "%s: %llu unexplained",
 			      tb_check_rule_name((int)k),

@@ -150,6 +150,7 @@ struct e2e {
 	uint64_t tagged;
 	uint64_t undecodable;	/* not a valid TracePacket */
 	uint64_t foreign;	/* a pid no producer of ours had */
+	uint64_t service;	/* the service's own packets */
 	struct e2e_seq *seqs;
 	unsigned nseqs, capseqs;
 	/* the checker's verdict, sorted by whose sequence broke a rule */
@@ -159,6 +160,7 @@ struct e2e {
 	char ck_first[160];	/* the first of those */
 	unsigned thread_tracks;	/* with slices */
 	unsigned counter_tracks;	/* with values */
+	unsigned loss_tracks;	/* the service's "events lost", with values */
 	/* from the service's summary */
 	unsigned long long overwritten;
 };
@@ -761,6 +763,11 @@ static void e2e_packet(struct e2e *e, const struct trace_packet *tp)
 	struct e2e_seq *s;
 
 	e->packets++;
+	if (tp->has_seq_id && tp->trusted_seq_id == TB_TRACE_SERVICE_SEQ &&
+	    tp->has_pid && (pid_t)tp->trusted_pid == e->svc) {
+		e->service++;	/* its loss counters, records, TraceStats */
+		return;
+	}
 	if (!p) {
 		e->foreign++;
 		return;
@@ -842,6 +849,9 @@ static void e2e_check_trace(struct e2e *e, const uint8_t *t, size_t len,
 
 		if (k->kind == TB_CHECK_TRACK_THREAD && k->slices)
 			e->thread_tracks++;
+		else if (k->kind == TB_CHECK_TRACK_COUNTER && k->events &&
+			 (k->uuid & ~0xffffull) == TB_TRACE_LOSS_UUID)
+			e->loss_tracks++;	/* the service's */
 		else if (k->kind == TB_CHECK_TRACK_COUNTER && k->events)
 			e->counter_tracks++;
 		if (k->kind != TB_CHECK_TRACK_THREAD || !p)
@@ -1111,6 +1121,8 @@ START_TEST(test_e2e_producers)
 	/* what the UI shows: a thread track with slices, a counter, each */
 	ck_assert_uint_eq(e.thread_tracks, 4 * 3);
 	ck_assert_uint_eq(e.counter_tracks, 4 * 3);
+	/* and the service's "events lost" track of each ring */
+	ck_assert_uint_eq(e.loss_tracks, 4);
 	printf("e2e producers: %u processes x 3 writers: %llu tagged events "
 	       "(%u snapshots checked) in %llu packets, %llu bytes of trace, "
 	       "all in order; checker clean\n", e.np,
@@ -1158,8 +1170,12 @@ START_TEST(test_e2e_kill_mid_packet)
 	for (i = 0; i < 2; i++)
 		e2e_reap_producer(&e.p[i]);
 	e2e_stop_service(&e, 0);
-	/* the victims' ends are lost with nothing after them to say so */
-	e2e_finish(&e, 1);
+	/*
+	 * The victims' ends are lost with nothing after them to say so
+	 * but the service's record of their deaths: the trace alone
+	 * explains their open slices (no tail_lost).
+	 */
+	e2e_finish(&e, 0);
 	ck_assert_msg(e.undecodable == 0, "%llu undecodable packets",
 		      (unsigned long long)e.undecodable);
 	for (i = 0; i < e.np; i++) {
@@ -1173,12 +1189,136 @@ START_TEST(test_e2e_kill_mid_packet)
 		published += e.p[i].packets_in_trace;
 	}
 	e2e_check_clean(&e);
+	ck_assert_uint_eq(e.ck.stats.producer_deaths, victims);
+	ck_assert_uint_eq(e.ck.stats.trace_stats, 1);
 	printf("e2e kill: %u victims killed -9 with %u packets open (all "
 	       "counted lost, none in the trace) and slices open, %u packets "
 	       "they published all there; %llu packets in all, none of the "
 	       "others lost; checker clean but for the victims' open "
 	       "slices\n", victims, open, published,
 	       (unsigned long long)e.packets);
+	e2e_cleanup(&e);
+}
+END_TEST
+
+/* Runs build/tbtrace with @args; its exit status, its output in @out. */
+static int e2e_tbtrace(struct e2e *e, const char **args, char *out,
+		       size_t n)
+{
+	int status, reaped = 0;
+	pid_t pid;
+
+	snprintf(out, n, "%s/tbtrace.out", e->dir);
+	pid = spawn_to("tbtrace", out, args);
+	ck_assert_int_eq(e2e_reap(pid, &reaped, &status, 20000), 0);
+	ck_assert_msg(WIFEXITED(status), "tbtrace died: %#x", status);
+	return WEXITSTATUS(status);
+}
+
+/* The number after @key in file @path's text, or -1. */
+static long e2e_number_after(const char *path, const char *key)
+{
+	char *s = spawn_slurp(path, NULL), *at = s ? strstr(s, key) : NULL;
+	long v = at ? strtol(at + strlen(key), NULL, 10) : -1;
+
+	free(s);
+	return v;
+}
+
+/*
+ * @in without the service's instants (the records of producers' ends):
+ * written to @path.
+ */
+static void e2e_strip_records(const char *in, const char *path)
+{
+	size_t len;
+	uint8_t *t = (uint8_t *)spawn_slurp(in, &len);
+	struct tb_pb_reader r;
+	struct tb_trace_packet tp;
+	const uint8_t *start;
+	FILE *f = fopen(path, "wb");
+	unsigned dropped = 0;
+
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(f);
+	tb_pb_reader_init(&r, t, len);
+	for (start = t; tb_trace_next(&r, &tp) > 0; start = r.p) {
+		const uint8_t *te;
+		size_t n;
+		uint64_t type;
+
+		if (tp.trusted_seq_id == TB_TRACE_SERVICE_SEQ &&
+		    tb__ck_msg(tp.data, tp.size, TB__CK_TP_TRACK_EVENT, &te,
+			       &n) &&
+		    tb__ck_uint(te, n, TB__CK_TE_TYPE, &type) && type == 3) {
+			dropped++;
+			continue;
+		}
+		ck_assert_uint_eq(fwrite(start, 1, (size_t)(r.p - start), f),
+				  (size_t)(r.p - start));
+	}
+	ck_assert_uint_ge(dropped, 1);
+	ck_assert_int_eq(fclose(f), 0);
+	free(t);
+}
+
+/*
+ * A producer killed -9 inside its slices: tbtrace stat says the trace is
+ * lossy with every open slice explained by the death the service wrote
+ * into it (status 3), and unexplained (status 1) once that record is cut
+ * out.  While it lived, its ring was there to look at through the
+ * descriptors both ends kept open: tbtrace ring /proc/PID/fd/N.
+ */
+START_TEST(test_e2e_death_in_the_trace_and_rings_in_proc)
+{
+	static const char *const spin[] = { "-d", "spin", NULL };
+	char out[240], proc[64], stripped[240];
+	const char *stat[] = { "stat", NULL, NULL };
+	const char *ring[] = { "ring", proc, NULL };
+	struct e2e_proc *v;
+	struct e2e e;
+	long fd;
+	char *txt;
+
+	e2e_init(&e, "death");
+	e2e_start_service(&e);
+	v = e2e_start(&e, E2E_VICTIM, 2, 30, 51, spin);
+	e2e_wait_line(v, "ready");
+	/* the producer's descriptor of its ring */
+	fd = e2e_number_after(v->out, "ring_fd=");
+	ck_assert_int_ge(fd, 0);
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%ld", (int)v->pid, fd);
+	ck_assert_int_eq(e2e_tbtrace(&e, ring, out, sizeof(out)), 0);
+	txt = spawn_slurp(out, NULL);
+	ck_assert_ptr_nonnull(strstr(txt, "x 1024 B chunks"));
+	ck_assert_ptr_nonnull(strstr(txt, "futex-waits"));
+	ck_assert_ptr_null(strstr(txt, "writers["));	/* all named */
+	free(txt);
+	/* the service's, as its -v output says */
+	fd = e2e_number_after(e.svc_out, "ring_fd=");
+	ck_assert_int_ge(fd, 0);
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%ld", (int)e.svc, fd);
+	ck_assert_int_eq(e2e_tbtrace(&e, ring, out, sizeof(out)), 0);
+	e2e_kill(v);
+	e2e_stop_service(&e, 0);
+	stat[1] = e.trace;
+	ck_assert_int_eq(e2e_tbtrace(&e, stat, out, sizeof(out)), 3);
+	txt = spawn_slurp(out, NULL);
+	ck_assert_msg(strstr(txt, "producers 1 rings recorded by the "
+			     "service: 1 died") != NULL, "%s", txt);
+	ck_assert_ptr_nonnull(strstr(txt, "check     lossy"));
+	ck_assert_ptr_nonnull(strstr(txt, "slice-not-ended"));
+	free(txt);
+	/* without the record of its death, nothing explains them */
+	snprintf(stripped, sizeof(stripped), "%s/stripped.pftrace", e.dir);
+	e2e_strip_records(e.trace, stripped);
+	stat[1] = stripped;
+	ck_assert_int_eq(e2e_tbtrace(&e, stat, out, sizeof(out)), 1);
+	txt = spawn_slurp(out, NULL);
+	ck_assert_ptr_nonnull(strstr(txt, "violations nothing explains"));
+	free(txt);
+	unlink(out);
+	unlink(stripped);
 	e2e_cleanup(&e);
 }
 END_TEST
@@ -1274,6 +1414,7 @@ static Suite *e2e_suite(void)
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	tcase_add_test(tc, test_e2e_producers);
 	tcase_add_test(tc, test_e2e_kill_mid_packet);
+	tcase_add_test(tc, test_e2e_death_in_the_trace_and_rings_in_proc);
 	tcase_add_test(tc, test_e2e_scribble);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1425,6 +1425,266 @@ START_TEST(test_empty_image_is_an_empty_trace)
 END_TEST
 
 /* ------------------------------------------------------------------------
+ * Flows (flow_ids 47, terminating_flow_ids 48: fixed64, ids global).
+ */
+#define TE_FLOW_IDS		47
+#define TE_TERMINATING_FLOW_IDS	48
+
+/* An event of @type on @track that begins or continues flow @flow (0:
+ * none) and terminates flow @term (0: none). */
+static void t_flow(struct trace *t, uint32_t seq, uint64_t ts, unsigned type,
+		   uint64_t track, uint64_t flow, uint64_t term, uint32_t loss)
+{
+	struct msg ev;
+
+	ev_init(&ev, type, track);
+	if (type != END)
+		m_str(&ev, TE_NAME, "event");
+	if (flow) {
+		ck_assert_uint_lt(ev.n + 20, sizeof(ev.b));
+		ev.n += tb_pb_fixed64(ev.b + ev.n, TE_FLOW_IDS, flow);
+	}
+	if (term)
+		ev.n += tb_pb_fixed64(ev.b + ev.n, TE_TERMINATING_FLOW_IDS,
+				      term);
+	t_pkt(t, seq, ts, 0, &ev, NULL, NULL, loss);
+}
+
+START_TEST(test_flow_begun_and_ended_draws_its_arrow)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_start(&t, 6);
+	t_flow(&t, 5, 100, INSTANT, 5, 7, 0, 0);	/* begins 7 */
+	t_flow(&t, 5, 110, INSTANT, 5, 7, 0, 0);	/* continues it */
+	t_flow(&t, 6, 120, INSTANT, 6, 0, 7, 0);	/* ends it elsewhere */
+	t_flow(&t, 6, 130, INSTANT, 6, 8, 0, 0);	/* 8: begun, and */
+	t_flow(&t, 6, 140, INSTANT, 6, 8, 0, 0);	/* continued: drawn */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	ck_assert_uint_eq(ck.stats.flows_begun, 2);
+	ck_assert_uint_eq(ck.stats.flow_steps, 2);
+	ck_assert_uint_eq(ck.stats.flows_ended, 1);
+	ck_assert_uint_eq(ck.stats.flows_open, 1);	/* 8 */
+	ck_assert_uint_eq(ck.stats.flows_shared, 1);	/* 7: seqs 5, 6 */
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_flow_end_never_begun_is_dropped)
+{
+	struct trace t = { 0 };
+
+	/* the importer ignores terminating_flow_ids of a flow not begun */
+	t_start(&t, 5);
+	t_flow(&t, 5, 100, INSTANT, 5, 0, 9, 0);
+	/* a flow ended twice: the second end finds it inactive */
+	t_flow(&t, 5, 110, INSTANT, 5, 10, 0, 0);
+	t_flow(&t, 5, 120, INSTANT, 5, 0, 10, 0);
+	t_flow(&t, 5, 130, INSTANT, 5, 0, 10, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_FLOW_END_WITHOUT_BEGIN, 2, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_FLOW_END_WITHOUT_BEGIN].first, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_FLOW_END_WITHOUT_BEGIN].first_detail,
+			  9);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_flow_end_whose_begin_was_lost_is_explained)
+{
+	struct trace t = { 0 };
+
+	/* the event that began flow 9 was refused: the writer's next
+	 * packet carries the flag, then the end comes */
+	t_start(&t, 5);
+	t_bare(&t, 5, 90, LOSS);
+	t_flow(&t, 5, 100, INSTANT, 5, 0, 9, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_FLOW_END_WITHOUT_BEGIN, 0, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_flow_begun_never_continued_draws_nothing)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_start(&t, 6);
+	t_flow(&t, 5, 100, INSTANT, 5, 11, 0, 0);	/* never ended */
+	t_flow(&t, 6, 100, INSTANT, 6, 12, 0, 0);	/* its end was lost, */
+	t_event(&t, 6, 120, INSTANT, 6, LOSS);		/* flagged after */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_FLOW_NOT_ENDED, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_FLOW_NOT_ENDED].first_seq, 5);
+	ck_assert_uint_eq(ck.rule[TB_CK_FLOW_NOT_ENDED].first_detail, 11);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * What the service says: TraceStats, producers' ends (tbtrace.h).
+ */
+static int t_out_write(void *ctx, const void *d, size_t n)
+{
+	t_put((struct trace *)ctx, d, n);
+	return 0;
+}
+
+static void t_service_out(struct trace *t, struct tb_trace_out *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->write = t_out_write;
+	o->ctx = t;
+}
+
+/* A producer's sequence @seq with a slice open at its end. */
+static void t_open_slice(struct trace *t, uint32_t seq)
+{
+	t_start(t, seq);
+	t_event(t, seq, 100, BEGIN, seq, 0);
+}
+
+START_TEST(test_trace_stats_of_a_discarding_buffer_explain_open_slices)
+{
+	struct tb_buf_stats bs;
+	const struct tb_buf_stats *p = &bs;
+	struct tb_buf_ident id = { UID, PID };
+	struct tb_trace_out o;
+	struct trace t = { 0 };
+
+	t_open_slice(&t, 0x10001);
+	t_service_out(&t, &o);
+	memset(&bs, 0, sizeof(bs));
+	bs.chunks_written = 10;
+	ck_assert_int_eq(tb_trace_write_stats(&o, id, 200, &p, 1, NULL), 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	/* nothing discarded: the open slice is a violation */
+	expect_only(TB_CK_SLICE_NOT_ENDED, 1, 0);
+	ck_assert_uint_eq(ck.stats.trace_stats, 1);
+	ck_assert_uint_eq(ck.stats.ts_buffers, 1);
+	done();
+	t_free(&t);
+	/* a buffer in discard mode refused chunks: the tail is lost */
+	t_open_slice(&t, 0x10001);
+	t_service_out(&t, &o);
+	bs.chunks_discarded = 3;
+	ck_assert_int_eq(tb_trace_write_stats(&o, id, 200, &p, 1, NULL), 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 1);
+	ck_assert_uint_eq(ck.stats.ts_chunks_discarded, 3);
+	done();
+	t_free(&t);
+	/* bytes the buffer took and never gave out: packets never
+	 * completed at the end */
+	t_open_slice(&t, 0x10001);
+	t_service_out(&t, &o);
+	bs.chunks_discarded = 0;
+	bs.bytes_written = 1000;
+	bs.bytes_read = 600;
+	bs.bytes_overwritten = 300;
+	ck_assert_int_eq(tb_trace_write_stats(&o, id, 200, &p, 1, NULL), 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 1);
+	ck_assert_uint_eq(ck.stats.ts_unread_bytes, 100);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_producer_death_explains_its_open_slices_only)
+{
+	struct tb_buf_ident id = { UID, PID };
+	struct tb_trace_ring_record r;
+	struct tb_trace_out o;
+	struct trace t = { 0 };
+
+	t_open_slice(&t, 0x10001);	/* producer 1: died */
+	t_open_slice(&t, 0x20001);	/* producer 2: ended cleanly */
+	t_service_out(&t, &o);
+	ck_assert_int_eq(tb_trace_service_track(&o, id), 0);
+	memset(&r, 0, sizeof(r));
+	r.producer = 1;
+	r.pid = 77;
+	r.end = TB_TRACE_END_DIED;
+	ck_assert_int_eq(tb_trace_ring_record(&o, id, 150, &r), 0);
+	r.producer = 2;
+	r.end = TB_TRACE_END_CLEAN;
+	ck_assert_int_eq(tb_trace_ring_record(&o, id, 160, &r), 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_SLICE_NOT_ENDED].first_seq, 0x20001);
+	ck_assert_uint_eq(ck.rule[TB_CK_SLICE_NOT_ENDED].first_explained_seq,
+			  0x10001);
+	ck_assert_uint_eq(ck.stats.producer_ends, 2);
+	ck_assert_uint_eq(ck.stats.producer_deaths, 1);
+	done();
+	t_free(&t);
+	/* a live ring's held chunks are its writers' own: no loss */
+	t_open_slice(&t, 0x20001);
+	t_service_out(&t, &o);
+	ck_assert_int_eq(tb_trace_service_track(&o, id), 0);
+	r.end = TB_TRACE_END_LIVE;
+	r.held = 3;
+	ck_assert_int_eq(tb_trace_ring_record(&o, id, 160, &r), 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 1, 0);
+	done();
+	t_free(&t);
+	/* a clean end whose ring refused writes: its tail is lost too */
+	r.end = TB_TRACE_END_CLEAN;
+	r.held = 0;
+	t_open_slice(&t, 0x20001);
+	t_service_out(&t, &o);
+	ck_assert_int_eq(tb_trace_service_track(&o, id), 0);
+	r.full = 5;
+	ck_assert_int_eq(tb_trace_ring_record(&o, id, 160, &r), 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 1);
+	ck_assert_uint_eq(ck.stats.producers_lossy, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+START_TEST(test_service_packets_pass_every_rule)
+{
+	const struct tb_buf_stats *none = NULL;
+	struct tb_buf_ident id = { UID, PID };
+	struct tb_trace_ring_record r;
+	struct tb_trace_out o;
+	struct trace t = { 0 };
+
+	t_service_out(&t, &o);
+	ck_assert_int_eq(tb_trace_loss_track(&o, id, 3, -1), 0);
+	ck_assert_int_eq(tb_trace_loss_count(&o, id, 100, 3, 0), 0);
+	ck_assert_int_eq(tb_trace_loss_count(&o, id, 200, 3, 12), 0);
+	ck_assert_int_eq(tb_trace_service_track(&o, id), 0);
+	memset(&r, 0, sizeof(r));
+	r.producer = 3;
+	ck_assert_int_eq(tb_trace_ring_record(&o, id, 300, &r), 0);
+	ck_assert_int_eq(tb_trace_write_stats(&o, id, 0, &none, 1, NULL), 0);
+	ck_assert_uint_eq(o.packets, 6);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	ck_assert_uint_eq(ck.stats.counters, 2);
+	ck_assert_uint_eq(ck.stats.instants, 1);
+	ck_assert_uint_eq(ck.nseqs, 1);
+	ck_assert_uint_eq(ck.seqs[0].seq_id, TB_TRACE_SERVICE_SEQ);
+	ck_assert_uint_eq(ck.stats.producer_ends, 1);
+	ck_assert_uint_eq(ck.stats.producer_deaths, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
  * Suite
  */
 static Suite *check_suite(void)
@@ -1476,6 +1736,14 @@ static Suite *check_suite(void)
 	tcase_add_test(t, test_allocator_failure_at_any_point_is_an_error);
 	tcase_add_test(t, test_hostile_images_never_crash_and_free_everything);
 	tcase_add_test(t, test_empty_image_is_an_empty_trace);
+	tcase_add_test(t, test_flow_begun_and_ended_draws_its_arrow);
+	tcase_add_test(t, test_flow_end_never_begun_is_dropped);
+	tcase_add_test(t, test_flow_end_whose_begin_was_lost_is_explained);
+	tcase_add_test(t, test_flow_begun_never_continued_draws_nothing);
+	tcase_add_test(t,
+		test_trace_stats_of_a_discarding_buffer_explain_open_slices);
+	tcase_add_test(t, test_producer_death_explains_its_open_slices_only);
+	tcase_add_test(t, test_service_packets_pass_every_rule);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tbcheck.h"
 #include "tbservice.h"
 #include "ring_helpers.h"
 #include "trace_decode.h"
@@ -251,8 +252,23 @@ struct tcol {
 	struct tpkt *v;
 	size_t n, cap;
 	unsigned foreign;	/* packets not made by mkpkt() */
+	unsigned service;	/* the service's own (TraceStats, ...) */
+	int stats_last;		/* the last packet is a TraceStats */
 	unsigned bad_trailer;	/* trailer not 3, 10, 79 [, 42] */
 };
+
+/* Whether a TracePacket holds trace_stats (35). */
+static int has_trace_stats(const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0)
+		if (f.number == TB_PB_TRACE_STATS && f.type == TB_PB_LEN)
+			return 1;
+	return 0;
+}
 
 static void tcol_fn(void *ctx, const struct trace_packet *tp)
 {
@@ -265,6 +281,12 @@ static void tcol_fn(void *ctx, const struct trace_packet *tp)
 		c->v = (struct tpkt *)realloc(c->v, c->cap * sizeof(*c->v));
 		if (!c->v)
 			abort();
+	}
+	c->stats_last = 0;
+	if (tp->trusted_seq_id == TB_TRACE_SERVICE_SEQ) {
+		c->service++;
+		c->stats_last = has_trace_stats(tp->data, tp->size);
+		return;
 	}
 	x = &c->v[c->n];
 	memset(x, 0, sizeof(*x));
@@ -299,7 +321,7 @@ static void decode(const struct mem_out *m, struct tcol *c)
 	memset(c, 0, sizeof(*c));
 	n = trace_for_each(m->p, m->len, tcol_fn, c);
 	ck_assert_msg(n >= 0, "the output is not a valid Trace");
-	ck_assert_uint_eq((size_t)n, c->n + c->foreign);
+	ck_assert_uint_eq((size_t)n, c->n + c->foreign + c->service);
 	ck_assert_uint_eq(c->foreign, 0);
 	ck_assert_uint_eq(c->bad_trailer, 0);
 }
@@ -2042,7 +2064,127 @@ START_TEST(test_service_ring_loss_reaches_the_trace)
 	ck_assert(tc.v[4].has_dropped);
 	ck_assert_uint_eq(tc.v[4].dropped, PRESENT | SMB_FULL);
 	ck_assert_uint_eq(f->out.lossy_packets, 1);
+	/* no clock: of the service's own packets only TraceStats, last */
+	ck_assert_uint_eq(tc.service, 1);
+	ck_assert(tc.stats_last);
 	tcol_free(&tc);
+	twriter_free(&a);
+	fx_free(f);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * The service's own packets: "events lost" per ring, the rings' records,
+ * TraceStats at the end.
+ */
+static uint64_t fx_ns;
+
+static uint64_t fx_clock(void *ctx)
+{
+	(void)ctx;
+	return fx_ns += 1000;
+}
+
+/* What the service wrote on its own sequence. */
+struct svc_seen {
+	unsigned packets, descriptors, counters, instants, stats;
+	int64_t last_count;
+	int stats_last;
+	uint64_t chunks_written;	/* BufferStats[0] */
+};
+
+static void svc_scan(const struct mem_out *m, struct svc_seen *v)
+{
+	struct tb_trace_packet tp;
+	struct tb_pb_reader r, br;
+	struct tb_pb_field f;
+	const uint8_t *te, *ts, *bs;
+	size_t n, tn, bn;
+	uint64_t type, val;
+
+	memset(v, 0, sizeof(*v));
+	tb_pb_reader_init(&r, m->p, m->len);
+	while (tb_trace_next(&r, &tp) > 0) {
+		v->stats_last = 0;
+		if (tp.trusted_seq_id != TB_TRACE_SERVICE_SEQ)
+			continue;
+		ck_assert_uint_eq(tp.has & 7u, 7u);
+		v->packets++;
+		if (tb__ck_msg(tp.data, tp.size, TB__CK_TP_TRACK_DESC, &te, &n))
+			v->descriptors++;
+		if (tb__ck_msg(tp.data, tp.size, TB__CK_TP_TRACE_STATS, &ts,
+			       &tn)) {
+			v->stats++;
+			v->stats_last = 1;
+			/* the first BufferStats: buffer 0's */
+			tb_pb_reader_init(&br, ts, tn);
+			while (tb_pb_next(&br, &f) > 0)
+				if (f.number == 1 && f.type == TB_PB_LEN)
+					break;
+			bs = f.data;
+			bn = f.size;
+			if (bs && tb__ck_uint(bs, bn, 2, &val))
+				v->chunks_written = val;
+		}
+		if (!tb__ck_msg(tp.data, tp.size, TB__CK_TP_TRACK_EVENT, &te,
+				&n) || !tb__ck_uint(te, n, TB__CK_TE_TYPE, &type))
+			continue;
+		if (type == 4 && tb__ck_uint(te, n, TB__CK_TE_COUNTER, &val)) {
+			v->counters++;
+			v->last_count = (int64_t)val;
+		} else if (type == 3) {
+			v->instants++;
+		}
+	}
+}
+
+START_TEST(test_service_trace_shows_what_each_ring_lost)
+{
+	struct fx *f = fx_new(1, 256, 4, 65536);
+	uint32_t max = tb_frag_max_size(256);
+	uint64_t lost[NRING];
+	struct svc_seen v;
+	struct twriter a;
+	struct tb_check c;
+	int i;
+
+	memset(lost, 0, sizeof(lost));
+	f->cfg.clock_ns = fx_clock;
+	f->cfg.lost = lost;
+	f->cfg.ident = fx_ident(9);
+	twriter_new(&a, &f->t[0], 1, 0, TB_DROP);
+	tb_service_write_buffers(svc(f));	/* the track, at 0 lost */
+	for (i = 0; i < 4; i++)
+		wpkt_ok(&a, (uint32_t)i, max);
+	ck_assert_int_eq(wpkt(&a, 4, max), TB_FULL);
+	ck_assert_int_eq(wpkt(&a, 4, max), TB_FULL);
+	ck_assert(tb_service_poll(svc(f), 0));
+	tb_service_write_buffers(svc(f));	/* 2 lost: a sample */
+	tb_service_write_buffers(svc(f));	/* no change: none */
+	wpkt_rel(&a, 5, 50);
+	tb_service_stop(svc(f));
+	ck_assert(!tb_service_poll(svc(f), 0));
+	svc_scan(&f->mo, &v);
+	/* the counter track, its values 0 and 2, the service's track,
+	 * the ring's record at the end, TraceStats last */
+	ck_assert_uint_eq(v.descriptors, 2);
+	ck_assert_uint_eq(v.counters, 2);
+	ck_assert_int_eq(v.last_count, 2);
+	ck_assert_uint_eq(v.instants, 1);
+	ck_assert_uint_eq(v.stats, 1);
+	ck_assert(v.stats_last);
+	ck_assert_uint_eq(v.chunks_written,
+			  tb_buf_stats(f->buf[0])->chunks_written);
+	ck_assert_uint_eq(fx_stats(f).loss_samples, 2);
+	/* every packet passes the importer's rules, and the checker reads
+	 * the record: this ring lost writes at its end */
+	ck_assert_int_eq(tb_check_init(&c, NULL, NULL, 0), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&c, f->mo.p, f->mo.len), TB_OK);
+	ck_assert(tb_check_clean(&c));
+	ck_assert_uint_eq(c.stats.trace_stats, 1);
+	ck_assert_uint_eq(c.stats.producer_ends, 1);
+	ck_assert_uint_eq(c.stats.producers_lossy, 1);
+	tb_check_destroy(&c);
 	twriter_free(&a);
 	fx_free(f);
 }
@@ -2772,6 +2914,7 @@ static Suite *service_suite(void)
 	tcase_add_test(t, test_service_stop_flushes_and_writes_every_buffer);
 	tcase_add_test(t, test_service_stop_flushes_a_full_ring_of_any_size);
 	tcase_add_test(t, test_service_ring_loss_reaches_the_trace);
+	tcase_add_test(t, test_service_trace_shows_what_each_ring_lost);
 	tcase_add_test(t, test_service_long_trace_outlives_a_small_buffer);
 	tcase_add_test(t,
 		test_service_long_trace_writes_when_the_period_is_due);

@@ -221,6 +221,8 @@ static unsigned write_run(struct twriter *tw, uint16_t w, unsigned pairs)
 struct back {
 	uint64_t packets;
 	uint64_t per_writer[8];
+	uint64_t service;		/* the service's own packets */
+	int stats_last;			/* the last is a TraceStats */
 	uint64_t lossy;
 	int ret;			/* tb_check_trace() */
 	bool clean;
@@ -228,6 +230,19 @@ struct back {
 	uint64_t rule[TB_CK_MAX];
 	uint32_t pid, uid, producer;
 };
+
+/* Whether a TracePacket holds trace_stats (35). */
+static int has_trace_stats(const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0)
+		if (f.number == TB_PB_TRACE_STATS && f.type == TB_PB_LEN)
+			return 1;
+	return 0;
+}
 
 static void read_back(const char *path, struct back *b)
 {
@@ -243,8 +258,15 @@ static void read_back(const char *path, struct back *b)
 	memset(b, 0, sizeof(*b));
 	tb_pb_reader_init(&r, img, len);
 	while ((ret = tb_trace_next(&r, &tp)) > 0) {
-		b->packets++;
 		ck_assert_uint_eq(tp.has & 7u, 7u);
+		b->stats_last = 0;
+		if (tp.trusted_seq_id == TB_TRACE_SERVICE_SEQ) {
+			/* the tail convert writes as a service would */
+			b->service++;
+			b->stats_last = has_trace_stats(tp.data, tp.size);
+			continue;
+		}
+		b->packets++;
 		b->producer = (uint32_t)tp.trusted_seq_id >> 16;
 		b->pid = (uint32_t)tp.trusted_pid;
 		b->uid = (uint32_t)tp.trusted_uid;
@@ -312,9 +334,13 @@ START_TEST(test_convert_clean_ring_keeps_every_packet)
 	ck_assert_uint_eq(b.lossy, 0);
 	/* stat reads it back: sequences with producer and writer */
 	ck_assert_int_eq(tbtrace(stat), 0);
-	ck_assert_out("sequences 3");
+	/* and the tail convert writes: the ring's record, TraceStats */
+	ck_assert_uint_eq(b.service, 3);
+	ck_assert(b.stats_last);
+	ck_assert_out("sequences 4");
 	ck_assert_out("0x00070001     7      1     1234     1000");
-	ck_assert_out("tracks    3: 3 thread");
+	ck_assert_out("tracks    4: 3 thread, 0 process, 0 counter, 1 child");
+	ck_assert_out("stats     TraceStats: 1 buffers; chunks discarded 0");
 	ck_assert_out("36 slice begins, 36 ends");
 	ck_assert_out("check     clean");
 	for (w = 0; w < 3; w++)
@@ -368,12 +394,16 @@ START_TEST(test_convert_torn_ring_gives_what_was_published)
 	ck_assert_uint_eq(b.per_writer[2], 2);
 	ck_assert_uint_eq(b.per_writer[3], 9);
 	/* the two BEGINs whose ENDs were never written: no packet after
-	 * them carries a flag, but convert knows the writers died */
-	ck_assert_uint_eq(b.rule[TB_CK_SLICE_NOT_ENDED], 2);
-	ck_assert_uint_eq(b.unexplained, 2);
-	ck_assert_out("check     clean: nothing Perfetto's importer would "
-		      "drop or misplace that no loss flag explains");
-	ck_assert_out("slice-not-ended                  0         2");
+	 * them carries a flag, but the trace's tail says the ring's
+	 * writers held chunks when it was imaged: explained, by the trace
+	 * alone (no -t) */
+	ck_assert_uint_eq(b.rule[TB_CK_SLICE_NOT_ENDED], 0);
+	ck_assert_uint_eq(b.unexplained, 0);
+	ck_assert_uint_ge(b.explained, 2);
+	ck_assert(b.stats_last);
+	ck_assert_out("check     lossy: data was lost; 2 violations it "
+		      "caused, every one explained");
+	ck_assert_out("slice-not-ended                    0         2");
 	for (w = 0; w < 3; w++)
 		twriter_free(&tw[w]);
 	tring_free(&t);
@@ -483,9 +513,9 @@ START_TEST(test_convert_unreadable_chunk_flags_its_writers_loss)
 	ck_assert_uint_ge(b.lossy, 1);
 	/* what the lost chunk orphaned is explained by that flag */
 	ck_assert(b.clean);
-	ck_assert_out("check     clean");
-	/* stat -v says where the flag fell, and why */
-	ck_assert_int_eq(tbtrace(statv), 0);
+	ck_assert_out("check     lossy");
+	/* stat -v says where the flag fell, and why; lossy: status 3 */
+	ck_assert_int_eq(tbtrace(statv), 3);
 	ck_assert_out("0x100 SMB_FULL                         1 packets");
 	/* the lost chunk's id is skipped (tbbridge.h): a gap, not a chain
 	 * broken by whatever came next */
@@ -592,6 +622,10 @@ START_TEST(test_ring_shows_a_live_ring_read_only)
 	ck_assert_out("magic TBR1, ABI version 2, header 512 B");
 	ck_assert_out("write_pos 3, read_pos 2: distance 1 of 16 chunks");
 	ck_assert_out("scrapes 1");
+	/* every counter by its name, none by an index */
+	ck_assert_out("futex-waits 0 futex-wakes");
+	ck_assert_not_out("writers[");
+	ck_assert_not_out("reader[");
 	ck_assert_out("held      1 chunk: 2 (writer 2, 0 published)");
 	ck_assert_out("pinned    1 chunk: 1 (writer 3, 0 published)");
 	ck_assert_out("  rewrite              1  ##");
@@ -685,15 +719,15 @@ START_TEST(test_stat_exit_status_follows_the_verdict)
 	ck_assert_int_eq(tbtrace(conv), 1);
 	ck_assert_str_eq(out, "");			/* -q */
 	ck_assert_int_eq(tbtrace(stat), 1);
-	ck_assert_out("check     2 violations no loss flag explains");
+	ck_assert_out("check     2 violations nothing explains");
 	ck_assert_out("end-without-begin");
 	ck_assert_out("slice-not-ended");
 	ck_assert_int_eq(tbtrace(statv), 1);
 	ck_assert_out("  packet 1        seq 0x00010001  end-without-begin");
 	/* a lost tail explains the open slice, not the END */
 	ck_assert_int_eq(tbtrace(statt), 1);
-	ck_assert_out("check     1 violations no loss flag explains");
-	ck_assert_out("slice-not-ended                  0         1");
+	ck_assert_out("check     1 violations nothing explains");
+	ck_assert_out("slice-not-ended                    0         1");
 	/* cut inside its last packet */
 	body = spawn_slurp(trace, &len);
 	tmp_path(cut, sizeof(cut), "cut.pftrace");
@@ -715,6 +749,7 @@ START_TEST(test_usage_errors_exit_2)
 	const char *none[] = { NULL };
 	const char *bogus[] = { "frobnicate", NULL };
 	const char *help[] = { "help", NULL };
+	const char *version[] = { "--version", NULL };
 	const char *two[] = { "stat", "a", "b", NULL };
 	const char *prod[] = { "convert", "-P", "0", "a", "b", NULL };
 	const char *iters[] = { "ring", "-n", "x", "a", NULL };
@@ -725,6 +760,11 @@ START_TEST(test_usage_errors_exit_2)
 	ck_assert_out("unknown command 'frobnicate'");
 	ck_assert_int_eq(tbtrace(help), 0);
 	ck_assert_out("tbtrace convert");
+	/* the exit statuses of stat, as the tests above see them */
+	ck_assert_out("3 lossy: data");
+	ck_assert_out("1 violations of");
+	ck_assert_int_eq(tbtrace(version), 0);
+	ck_assert_out("tbtrace " TB_VERSION_STRING " (tbring, ring ABI ");
 	ck_assert_int_eq(tbtrace(two), 2);
 	ck_assert_int_eq(tbtrace(prod), 2);
 	ck_assert_out("a producer id is 1 to 65535");

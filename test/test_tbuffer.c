@@ -1572,17 +1572,25 @@ END_TEST
 /*
  * Chunk 1 of sequence 1 ends in a Begin (@f1), chunk 2 carries its next
  * fragment (@f2), and the chunk after that has not arrived when making
- * room evicts chunk 1 and nothing else.  Everything collected for the
+ * room evicts chunk 1 and nothing else.  Chunk 3, committed afterwards,
+ * starts a new packet.  Layout: chunk 1 [0, 64), filler, chunk 2 at 2096
+ * (32), filler to the end; a 32-byte write at 0 evicts chunk 1 and leaves
+ * 32 bytes of padding where chunk 3 goes.
+ *
+ * When chunk 1 is patched (@orphan false), everything collected for the
  * packet goes with it, counted as overwritten: chunk 2 is never read and
- * its fragment is no orphan.  Chunk 3, committed afterwards, starts a new
- * packet.  Layout: chunk 1 [0, 64), filler, chunk 2 at 2096 (32), filler
- * to the end; a 32-byte write at 0 evicts chunk 1 and leaves 32 bytes of
- * padding where chunk 3 goes.
+ * its fragment is no orphan.  When chunk 1 still waits for patches
+ * (@orphan true), TraceBufferV2 does not read ahead of its Begin: the
+ * eviction takes the Begin alone, chunk 2's fragment is read later as an
+ * orphan (ORPHAN_CONTINUATION on the next packet) and chunk 2 counts as
+ * read, not overwritten.
  */
-static void overwrite_open_packet(uint8_t f1, uint8_t f2, const char *frag2)
+static void overwrite_open_packet(uint8_t f1, uint8_t f2, const char *frag2,
+				  bool orphan)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
 	const struct tb_buf_stats *st = tb_buf_stats(b);
+	uint64_t overwritten = orphan ? 1 : 2, read = orphan ? 5 : 4;
 	struct seen v;
 	struct chunk c;
 
@@ -1601,8 +1609,8 @@ static void overwrite_open_packet(uint8_t f1, uint8_t f2, const char *frag2)
 	put(b, 2, 1, 2, 0, &c);
 	put_s(b, 3, 1, 1, "x");		/* wraps: evicts chunk 1 only */
 	ck_assert_uint_eq(st->write_wrap_count, 1);
-	ck_assert_uint_eq(st->chunks_overwritten, 2);
-	ck_assert_uint_eq(st->bytes_overwritten, 64 + 32);
+	ck_assert_uint_eq(st->chunks_overwritten, overwritten);
+	ck_assert_uint_eq(st->bytes_overwritten, orphan ? 64 : 64 + 32);
 	ck_assert_uint_eq(st->readaheads_failed, 1);
 	ck_assert_uint_eq(st->readaheads_succeeded, 0);
 	/* Only the whole packet was destroyed; the open one is no packet. */
@@ -1616,36 +1624,38 @@ static void overwrite_open_packet(uint8_t f1, uint8_t f2, const char *frag2)
 	ck_assert_int_eq(pk[2].str[0], 'x');
 	ck_assert_uint_eq(pk[0].loss | pk[1].loss | pk[2].loss, 0);
 	ck_assert_str_eq(pk[3].str, "next");
-	ck_assert_uint_eq(pk[3].loss, PRESENT | TB_BUF_LOSS_OVERWRITE);
-	/* Read: the two fillers, chunk 3 and "x"; chunk 2 was overwritten. */
-	ck_assert_uint_eq(st->chunks_read, 4);
-	ck_assert_uint_eq(st->bytes_read, 2032 + 1968 + 32 + 32);
-	ck_assert_uint_eq(st->chunks_overwritten, 2);
+	ck_assert_uint_eq(pk[3].loss, PRESENT | TB_BUF_LOSS_OVERWRITE |
+			  (orphan ? TB_BUF_LOSS_ORPHAN_CONTINUATION : 0));
+	/* Read: the two fillers, chunk 3 and "x" (and chunk 2's orphan). */
+	ck_assert_uint_eq(st->chunks_read, read);
+	ck_assert_uint_eq(st->bytes_read, 2032 + 1968 + 32 + 32 +
+			  (orphan ? 32 : 0));
+	ck_assert_uint_eq(st->chunks_overwritten, overwritten);
 	ck_assert_uint_eq(st->readaheads_failed, 1);
 	tb_buf_destroy(b);
 }
 
 START_TEST(test_overwrite_of_open_packet_takes_its_continuation_too)
 {
-	overwrite_open_packet(L, F | L, "mid-");
+	overwrite_open_packet(L, F | L, "mid-", false);
 }
 END_TEST
 
-START_TEST(test_overwrite_of_unpatched_begin_takes_its_continuation_too)
+START_TEST(test_overwrite_of_unpatched_begin_leaves_its_continuation)
 {
-	/* The Begin chunk waits for a patch: the chain is collected anyway. */
-	overwrite_open_packet(L | NP, F | L, "mid-");
+	/* The Begin chunk waits for a patch: no read-ahead, as in V2. */
+	overwrite_open_packet(L | NP, F | L, "mid-", true);
 }
 END_TEST
 
-START_TEST(test_overwrite_of_unpatched_packet_takes_its_end_too)
+START_TEST(test_overwrite_of_unpatched_begin_leaves_its_end)
 {
 	/*
 	 * The whole chain is there but the Begin chunk is unpatched: the
 	 * packet cannot be completed (a failed readahead, never handed to
-	 * the callback) and its End goes with it.
+	 * the callback), and its End is left to be read as an orphan.
 	 */
-	overwrite_open_packet(L | NP, F, "end");
+	overwrite_open_packet(L | NP, F, "end", true);
 }
 END_TEST
 
@@ -2646,6 +2656,52 @@ START_TEST(test_allocation_failure_is_an_error_not_a_crash)
 }
 END_TEST
 
+/*
+ * tb_buf_new() names each cause of a failed creation, and leaves no
+ * buffer (and no memory) behind: a size over the limit, an unknown
+ * policy or no place to put the buffer, and the allocator failing at each
+ * of its four allocations (buffer, data, slices, sequence table).
+ */
+START_TEST(test_create_says_why_it_failed)
+{
+	struct acct a = { 0, 0, -1 };
+	struct tb_buf *b, *junk = (struct tb_buf *)&a;
+	int i;
+
+	b = junk;
+	ck_assert_int_eq(tb_buf_new(&b, (size_t)TB_BUF_MAX_SIZE + 1,
+				    TB_BUF_RING_BUFFER, counting_alloc, &a),
+			 TB_ELIMIT);
+	ck_assert_ptr_null(b);
+	b = junk;
+	ck_assert_int_eq(tb_buf_new(&b, 8192, (enum tb_buf_policy)2,
+				    counting_alloc, &a), TB_EINVAL);
+	ck_assert_ptr_null(b);
+	ck_assert_int_eq(tb_buf_new(NULL, 8192, TB_BUF_DISCARD,
+				    counting_alloc, &a), TB_EINVAL);
+	ck_assert_int_eq(a.live, 0);
+	for (i = 0; i < 4; i++) {
+		a.fail_after = i;
+		b = junk;
+		ck_assert_int_eq(tb_buf_new(&b, 8192, TB_BUF_RING_BUFFER,
+					    counting_alloc, &a), TB_ENOMEM);
+		ck_assert_ptr_null(b);
+		ck_assert_int_eq(a.live, 0);
+	}
+	a.fail_after = -1;
+	ck_assert_int_eq(tb_buf_new(&b, 8192, TB_BUF_DISCARD, counting_alloc,
+				    &a), TB_OK);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(tb_buf_stats(b)->buffer_size, 8192);
+	tb_buf_destroy(b);
+	ck_assert_int_eq(a.live, 0);
+	/* The wrappers give NULL for every cause. */
+	ck_assert_ptr_null(tb_buf_create((size_t)TB_BUF_MAX_SIZE + 1,
+					 TB_BUF_RING_BUFFER));
+	ck_assert_ptr_null(tb_buf_create(8192, (enum tb_buf_policy)2));
+}
+END_TEST
+
 START_TEST(test_packet_without_memory_for_its_slices_is_dropped_as_loss)
 {
 	struct acct a = { 0, 0, -1 };
@@ -2751,6 +2807,7 @@ static Suite *storage_suite(void)
 	tcase_add_test(t, test_write_ends_the_read_batch);
 	tcase_add_test(t, test_all_memory_goes_through_the_allocator_hook);
 	tcase_add_test(t, test_allocation_failure_is_an_error_not_a_crash);
+	tcase_add_test(t, test_create_says_why_it_failed);
 	tcase_add_test(t,
 	    test_packet_without_memory_for_its_slices_is_dropped_as_loss);
 	suite_add_tcase(s, t);
@@ -2883,8 +2940,8 @@ static Suite *overwrite_suite(void)
 	tcase_add_test(t,
 		test_overwrite_of_open_packet_takes_its_continuation_too);
 	tcase_add_test(t,
-		test_overwrite_of_unpatched_begin_takes_its_continuation_too);
-	tcase_add_test(t, test_overwrite_of_unpatched_packet_takes_its_end_too);
+		test_overwrite_of_unpatched_begin_leaves_its_continuation);
+	tcase_add_test(t, test_overwrite_of_unpatched_begin_leaves_its_end);
 	tcase_add_test(t,
 	    test_overwritten_chunk_whose_tail_does_not_tokenize_is_not_counted);
 	tcase_add_test(t, test_partial_overwrite_leaves_a_padding_record);

@@ -19,10 +19,16 @@
  *	gives its complete chunks
  *   tbtrace stream [-P ID] [-p PID] [-u UID] [-b SIZE] [-q] IN|- OUT
  *	a target's tblink.h byte stream (tools/tbt_stream.c) into a trace
+ *   tbtrace --version
  *
- * Exit status: 0 fine; 1 the input has problems (unexplained violations,
- * lost data) that the report names; 2 the input could not be read at all
- * (not a trace, not a ring, I/O) or the command line is wrong.
+ * Exit status of stat (TBT_EXIT_*): 0 clean, nothing lost; 1 violations
+ * of the importer's rules that no loss explains; 2 the command line is
+ * wrong, or the input could not be read or checked (not a trace, I/O,
+ * the checker's budget); 3 data was lost (loss flags, buffers that
+ * discarded or overwrote chunks, producers that died or were refused
+ * writes), and every violation it caused is explained.  ring: 0, or 2.
+ * convert: 0 nothing lost, 1 something lost or a violation (the report
+ * names it), 2 refused.
  *
  * Every input is untrusted.  A trace is read whole and checked within a
  * memory budget; a ring image is copied into private memory, and what the
@@ -55,6 +61,12 @@
 #define TBT_LIST	16		/* chunks listed per kind */
 #define TBT_ROWS	64		/* table rows shown without -v */
 #define TBT_VIOLATIONS	1000		/* violations listed with -v */
+
+/* stat's exit status */
+#define TBT_EXIT_CLEAN		0
+#define TBT_EXIT_VIOLATIONS	1
+#define TBT_EXIT_ERROR		2
+#define TBT_EXIT_LOSSY		3
 
 /* ------------------------------------------------------------------------
  * Output: a report stream that may be NULL (say nothing).
@@ -259,9 +271,12 @@ static void tbt_stat_seqs(FILE *f, const struct tb_check *c, int verbose)
 	say(f, "sequences %u\n", c->nseqs);
 	if (!c->nseqs)
 		return;
-	say(f, "  %-10s %5s %6s %8s %8s %9s %9s %6s %5s %6s %6s %11s %11s\n",
+	say(f, "  (packets: count, and the index in the file of the first "
+	    "and last that carry a loss flag)\n");
+	say(f, "  %-10s %5s %6s %8s %8s %9s %9s %6s %7s %6s %9s %10s %10s\n",
 	    "seq id", "prod", "writer", "pid", "uid", "packets", "events",
-	    "clears", "skip", "lossy", "bits", "first loss", "last loss");
+	    "clears", "skipped", "lossy", "loss bits", "1st lossy",
+	    "last lossy");
 	for (i = 0; i < c->nseqs; i++) {
 		const struct tb_check_seq *s = &c->seqs[i];
 		char pid[16], uid[16];
@@ -278,8 +293,8 @@ static void tbt_stat_seqs(FILE *f, const struct tb_check *c, int verbose)
 			snprintf(uid, sizeof(uid), "%u", s->uid);
 		else
 			snprintf(uid, sizeof(uid), "-");
-		say(f, "  0x%08x %5u %6u %8s %8s %9llu %9llu %6llu %5llu "
-		    "%6llu %#6x %11s %11s\n", s->seq_id, s->seq_id >> 16,
+		say(f, "  0x%08x %5u %6u %8s %8s %9llu %9llu %6llu %7llu "
+		    "%6llu %#9x %10s %10s\n", s->seq_id, s->seq_id >> 16,
 		    s->seq_id & 0xffffu, pid, uid, ull(s->packets),
 		    ull(s->events), ull(s->clears), ull(s->skipped),
 		    ull(s->lossy_packets), s->loss_bits,
@@ -302,8 +317,10 @@ static void tbt_stat_tracks(FILE *f, const struct tb_check *c, int verbose)
 	    ull(kinds[4]), ull(kinds[5] + kinds[6]), ull(kinds[0]));
 	if (!c->ntracks)
 		return;
+	say(f, "  (descr. at: the index in the file of the packet that "
+	    "defines the track)\n");
 	say(f, "  %-18s %-10s %8s %8s %18s %9s %8s %11s\n", "uuid", "kind",
-	    "pid", "tid", "parent", "events", "slices", "descriptor");
+	    "pid", "tid", "parent", "events", "slices", "descr. at");
 	for (i = 0; i < c->ntracks; i++) {
 		const struct tb_check_track *t = &c->tracks[i];
 
@@ -359,7 +376,48 @@ static void tbt_stat_lossy(FILE *f, const uint8_t *img, size_t len)
 		say(f, "  ... %llu more\n", ull(shown - TBT_VIOLATIONS));
 }
 
-/* The verdict; returns 0 clean, 1 violations, 2 not checked. */
+/* Flows, the TraceStats packet and the producers' ends the trace holds. */
+static void tbt_stat_service(FILE *f, const struct tb_check *c)
+{
+	const struct tb_check_stats *st = &c->stats;
+
+	say(f, "flows     %llu begun, %llu continued, %llu ended, %llu "
+	    "still open at the end; %llu ids on more than one sequence "
+	    "(joined by the importer)\n", ull(st->flows_begun),
+	    ull(st->flow_steps), ull(st->flows_ended), ull(st->flows_open),
+	    ull(st->flows_shared));
+	if (st->trace_stats)
+		say(f, "stats     TraceStats: %llu buffers; chunks discarded "
+		    "%llu, overwritten %llu; bytes never completed %llu; "
+		    "patches failed %llu; ABI violations %llu; chunks "
+		    "refused before a buffer %llu; invalid packets %llu\n",
+		    ull(st->ts_buffers), ull(st->ts_chunks_discarded),
+		    ull(st->ts_chunks_overwritten), ull(st->ts_unread_bytes),
+		    ull(st->ts_patches_failed), ull(st->ts_abi_violations),
+		    ull(st->ts_refused_chunks), ull(st->ts_invalid_packets));
+	else
+		say(f, "stats     no TraceStats packet\n");
+	if (st->producer_ends)
+		say(f, "producers %llu rings recorded by the service: %llu "
+		    "died, %llu more lost data at their end (chunks held, "
+		    "writes refused)\n", ull(st->producer_ends),
+		    ull(st->producer_deaths), ull(st->producers_lossy));
+}
+
+/* Whether the trace says data was lost (explained or not). */
+static bool tbt_lossy(const struct tb_check *c)
+{
+	const struct tb_check_stats *st = &c->stats;
+
+	return tb_check_total(c, true) || st->lossy_packets ||
+	       st->ts_chunks_discarded || st->ts_chunks_overwritten ||
+	       st->ts_patches_failed || st->ts_abi_violations ||
+	       st->ts_unread_bytes ||
+	       st->ts_refused_chunks || st->ts_invalid_packets ||
+	       st->producer_deaths || st->producers_lossy;
+}
+
+/* The verdict; returns the exit status (TBT_EXIT_*). */
 static int tbt_verdict(FILE *f, const struct tb_check *c, int ret)
 {
 	char a[24];
@@ -374,22 +432,28 @@ static int tbt_verdict(FILE *f, const struct tb_check *c, int ret)
 		say(f, "check     INCOMPLETE: %s at packet %llu (budget %zu "
 		    "bytes, -m raises it)\n", tb_strerror(ret),
 		    ull(c->error_packet), c->max_bytes);
+	else if (tb_check_clean(c) && !tbt_lossy(c))
+		say(f, "check     clean: nothing lost, nothing Perfetto's "
+		    "importer would drop or misplace\n");
 	else if (tb_check_clean(c))
-		say(f, "check     clean: nothing Perfetto's importer would "
-		    "drop or misplace%s\n", tb_check_total(c, true) ?
-		    " that no loss flag explains" : "");
+		say(f, "check     lossy: data was lost; %llu violations it "
+		    "caused, every one explained (a loss flag, TraceStats, a "
+		    "producer's end)\n", ull(tb_check_total(c, true)));
 	else
-		say(f, "check     %llu violations no loss flag explains\n",
+		say(f, "check     %llu violations nothing explains\n",
 		    ull(tb_check_total(c, false)));
 	if (tb_check_total(c, false) || tb_check_total(c, true)) {
-		say(f, "  %-24s %9s %9s %12s %10s %12s\n", "rule", "count",
-		    "explained", "first packet", "first seq", "first detail");
+		say(f, "  (first at: the index in the file of the first "
+		    "unexplained one, else of the first explained one)\n");
+		say(f, "  %-24s %11s %9s %12s %10s %12s\n", "rule",
+		    "unexplained", "explained", "first at", "first seq",
+		    "first detail");
 		for (i = 0; i < TB_CK_MAX; i++) {
 			const struct tb_check_count *k = &c->rule[i];
 
 			if (!k->count && !k->explained)
 				continue;
-			say(f, "  %-24s %9llu %9llu %12s 0x%08x %#12llx\n",
+			say(f, "  %-24s %11llu %9llu %12s 0x%08x %#12llx\n",
 			    tb_check_rule_name((int)i), ull(k->count),
 			    ull(k->explained),
 			    pkt(a, sizeof(a), k->count ? k->first :
@@ -404,8 +468,10 @@ static int tbt_verdict(FILE *f, const struct tb_check *c, int ret)
 				    tb_check_rule_text((int)i));
 	}
 	if (ret)
-		return 2;
-	return tb_check_clean(c) ? 0 : 1;
+		return TBT_EXIT_ERROR;
+	if (!tb_check_clean(c))
+		return TBT_EXIT_VIOLATIONS;
+	return tbt_lossy(c) ? TBT_EXIT_LOSSY : TBT_EXIT_CLEAN;
 }
 
 /*
@@ -445,6 +511,7 @@ static int tbt_stat_image(const uint8_t *img, size_t len,
 	    "%llu clock snapshots\n", ull(c.stats.descriptors),
 	    ull(c.stats.interned), ull(c.stats.clock_snapshots));
 	tbt_stat_loss(f, &c);
+	tbt_stat_service(f, &c);
 	if (o->verbose && c.stats.lossy_packets)
 		tbt_stat_lossy(f, img, len);
 	status = tbt_verdict(f, &c, ret);
@@ -561,6 +628,8 @@ static const char *tbt_wstat_name(unsigned i)
 	case TB_WS_RELOCATIONS: return "relocations";
 	case TB_WS_DROPPED_FRAGS: return "dropped-frags";
 	case TB_WS_STALLS: return "stalls";
+	case TB_WS_FUTEX_WAITS: return "futex-waits";
+	case TB_WS_FUTEX_WAKES: return "futex-wakes";
 	}
 	return NULL;
 }
@@ -575,6 +644,8 @@ static const char *tbt_rstat_name(unsigned i)
 	case TB_RS_UNKNOWN_FORMAT: return "unknown-format";
 	case TB_RS_RETRY_LATER: return "retry-later";
 	case TB_RS_PINNED: return "pinned-holes";
+	case TB_RS_FUTEX_WAITS: return "futex-waits";
+	case TB_RS_FUTEX_WAKES: return "futex-wakes";
 	}
 	return NULL;
 }
@@ -589,8 +660,8 @@ static void tbt_counters(FILE *f, const char *what, const uint32_t *v,
 	for (i = 0; i < n; i++) {
 		if (name(i))
 			say(f, " %s %u", name(i), v[i]);
-		else
-			say(f, " %s[%u] %u", what, i, v[i]);
+		else	/* a newer ring ABI's: named by its index */
+			say(f, " counter-%u %u", i, v[i]);
 	}
 	say(f, "\n");
 }
@@ -773,6 +844,11 @@ struct tbt_convert_result {
 	uint64_t packets;
 	bool tail_lost;			/* data after the end may be lost */
 	int check;			/* checker: 0 clean, 1, 2 */
+	/* for the trace's tail (tbt_convert_tail()) */
+	struct tb_ring_stats ring;	/* after the drain */
+	struct tb_buf_stats bufs[TBT_MAX_BUFS];	/* by BufferID order */
+	unsigned nbufs;
+	uint64_t refused;		/* chunks refused before a buffer */
 };
 
 /* The free word the reader expects for position @pos. */
@@ -1327,6 +1403,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 	}
 	tbt_drain(&br, &r, &d);
 	tb_ring_stats(&r, &after);
+	res->ring = after;
 	say(f, "reader    %llu positions: %u chunks emitted (%u scraped "
 	    "from chunks writers held), %u holes (%u pinned), %u "
 	    "malformed, %u of an unknown format; stopped: %s (%s)\n",
@@ -1357,6 +1434,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 		br.stat[TB_BS_REJ_OTHER] + br.stat[TB_BS_TOO_MANY_KEYS]),
 	    ull(br.stat[TB_BS_BAD_TARGET]), ull(br.stat[TB_BS_LOSS_FLAGS]));
 	lost += rejected + br.stat[TB_BS_LOSS_FLAGS];
+	res->refused = rejected - br.stat[TB_BS_REJ_FULL];
 	res->tail_lost = after.rstat[TB_RS_SCRAPES] || rejected ||
 			 d.ret == TB_EPROTO || res->missing_pending;
 	for (k = 0; k < nb; k++) {
@@ -1372,6 +1450,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 			break;
 		}
 		bs = tb_buf_stats(b);
+		res->bufs[res->nbufs++] = *bs;
 		unread = bs->bytes_written - bs->bytes_read;
 		say(f, "buffer    BufferID %u, %llu B: %llu chunks, %llu "
 		    "packets read; %llu bytes never completed (a writer "
@@ -1439,6 +1518,62 @@ static int tbt_mem_write(void *ctx, const void *data, size_t len)
 	return 0;
 }
 
+/* The largest packet timestamp of the trace image @p, or 0. */
+static uint64_t tbt_last_time(const uint8_t *p, size_t len)
+{
+	struct tb_trace_packet tp;
+	struct tb_pb_reader r;
+	uint64_t ts, last = 0;
+
+	tb_pb_reader_init(&r, len ? p : (const uint8_t *)"", len);
+	while (tb_trace_next(&r, &tp) > 0)
+		if (tb__ck_uint(tp.data, tp.size, TB__CK_TP_TIMESTAMP, &ts) &&
+		    ts > last)
+			last = ts;
+	return last;
+}
+
+/*
+ * The end of a converted trace, as a service ends its own (tbtrace.h):
+ * what the ring counted, on the service's track at the trace's last
+ * timestamp (the writes its writers could not make, the chunks they
+ * still held), and the TraceStats packet of the buffers.
+ */
+static void tbt_convert_tail(struct tb_trace_out *out, const uint8_t *p,
+			     size_t len, const struct tbt_convert_opts *o,
+			     const struct tbt_convert_result *res)
+{
+	const struct tb_buf_stats *bs[TBT_MAX_BUFS];
+	struct tb_trace_stats_extra x;
+	struct tb_trace_ring_record rec;
+	struct tb_buf_ident ident;
+	uint64_t ts = tbt_last_time(p, len);
+	unsigned i;
+
+	ident.uid = o->uid;
+	ident.pid = o->pid;
+	memset(&rec, 0, sizeof(rec));
+	rec.producer = o->producer;
+	rec.pid = o->pid;
+	rec.end = TB_TRACE_END_LIVE;
+	rec.held = res->ring.states[TB_ACQUIRED] + res->ring.states[TB_REWRITE];
+	rec.full = res->ring.wstat[TB_WS_FULL];
+	rec.no_chunk = res->ring.wstat[TB_WS_NO_CHUNK];
+	rec.dropped_frags = res->ring.wstat[TB_WS_DROPPED_FRAGS];
+	rec.holes = res->ring.rstat[TB_RS_HOLES];
+	rec.scrapes = res->ring.rstat[TB_RS_SCRAPES];
+	rec.malformed = res->ring.rstat[TB_RS_MALFORMED];
+	if (ts) {	/* an instant needs a time: none if no packet has */
+		tb_trace_service_track(out, ident);
+		tb_trace_ring_record(out, ident, ts, &rec);
+	}
+	memset(&x, 0, sizeof(x));
+	x.chunks_discarded = res->refused;
+	for (i = 0; i < res->nbufs; i++)
+		bs[i] = &res->bufs[i];
+	tb_trace_write_stats(out, ident, ts, bs, res->nbufs, &x);
+}
+
 /* Converts and then checks what came out; the exit status. */
 static int tbt_convert_and_check(uint8_t *img, size_t len,
 				 const struct tbt_convert_opts *o,
@@ -1457,6 +1592,8 @@ static int tbt_convert_and_check(uint8_t *img, size_t len,
 	out.write = tbt_mem_write;
 	out.ctx = &m;
 	st = tbt_convert(img, len, o, &out, f, &res);
+	if (st != 2)
+		tbt_convert_tail(&out, m.p, m.len, o, &res);
 	if (st != 2 && !tb_check_init(&c, NULL, NULL, so.budget)) {
 		/* torn chunks, refusals, packets never completed: what
 		 * followed the last packet of a sequence may be lost */
@@ -1584,16 +1721,17 @@ static void tbt_usage(FILE *f)
 		"[-b SIZE] [-O OFFSET] [-q] IMAGE OUT.pftrace\n"
 		"       tbtrace stream [-P PRODUCER] [-p PID] [-u UID] "
 		"[-b SIZE] [-q] IN|- OUT.pftrace\n"
+		"       tbtrace --version\n"
 		"\n"
 		"stat     what a Perfetto trace holds, and what Perfetto's "
 		"importer would drop\n"
 		"         or misplace (-v: every violation, every lossy "
 		"packet, every sequence\n"
-		"         and track; -t: the trace lost its tail (a buffer "
-		"in discard mode\n"
-		"         refused chunks): slices open at the end are "
-		"explained; -m: the\n"
-		"         checker's memory budget, default 256m)\n"
+		"         and track; -t: the trace lost its tail and has "
+		"no TraceStats or\n"
+		"         service record to say so: slices open at the end "
+		"are explained;\n"
+		"         -m: the checker's memory budget, default 256m)\n"
 		"ring     a live ring, mapped read-only: a file, a /dev/shm "
 		"object or\n"
 		"         /proc/PID/fd/N (-w: refresh every second; -n N: "
@@ -1613,8 +1751,19 @@ static void tbt_usage(FILE *f)
 		"options as convert's\n"
 		"         (-b default 4m)\n"
 		"\n"
-		"exit: 0 fine, 1 problems reported (violations, loss), 2 "
-		"unreadable or refused\n");
+		"\n"
+		"exit status of stat: 0 clean (nothing lost, no violation); "
+		"1 violations of\n"
+		"         the importer's rules that no loss explains; 2 bad "
+		"command line,\n"
+		"         unreadable, not a trace, or not checked to the end; "
+		"3 lossy: data\n"
+		"         was lost, and every violation it caused is "
+		"explained\n"
+		"ring: 0, or 2 unreadable.  convert: 0 nothing lost, 1 "
+		"something lost or\n"
+		"         violated (reported), 2 refused.  tbtrace --version: "
+		"the version\n");
 }
 
 static int tbt_main(int argc, char **argv)
@@ -1627,6 +1776,11 @@ static int tbt_main(int argc, char **argv)
 		return tbt_ring_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "convert"))
 		return tbt_convert_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("tbtrace %s (tbring, ring ABI %u)\n", TB_VERSION_STRING,
+		       (unsigned)TB_RING_VERSION);
+		return 0;
+	}
 	if (!strcmp(cmd, "stream"))
 		return tbt_stream_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") ||

@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * fw.c - a bare-metal tbring producer: two writers on one ring in RAM,
+ * the main loop and the SysTick interrupt (4 kHz), which preempts the
+ * main writer anywhere, mid-packet included.  The main loop drains the
+ * ring when idle (an on-target tb_reader) and sends the chunks over
+ * UART0 in tblink.h's frames; after a crash the ring is still in RAM, for
+ * a debugger to take off and tbtrace convert to read.
+ *
+ * Built by make firmware-e2e (examples/firmware/e2e.sh) for mps2-an385
+ * and mps2-an505, and run under qemu-system-arm.  Compile-time choices:
+ *   FW_END=0   exit through semihosting after a final drain (default)
+ *   FW_END=1   fault on purpose at the end (a load from an unmapped
+ *              address): the HardFault handler prints the report and
+ *              stops in fw_halt(), where a debugger takes the RAM
+ *   FW_END=2   the interrupt faults while the main writer holds an open
+ *              packet
+ *              (both are flight recorders: nothing streams, the idle
+ *              loop keeps the latest chunks in the ring, recycle())
+ *   FW_SHARED_ID  the interrupt's writer takes the main writer's id
+ *              (breaks the ring's contract: the check must fail)
+ *   FW_BENCH   measure instructions per event under -icount, and exit
+ *   -D'TB_IN_INTERRUPT()=0'  no handler-mode check: the interrupt's
+ *              stalling writes reach the wait hook, and main returns 3
+ * The report ("fw: key=value ...", over semihosting) says what each
+ * writer was told it wrote; every tagged event carries its writer's
+ * sequence number ("seq") so the host proves each one is in the trace
+ * exactly once and in order.
+ */
+#include "fw_config.h"
+#include "tblink.h"
+#include "board.h"
+#include "fw.h"
+
+#ifndef FW_END
+#define FW_END		0
+#endif
+#ifndef FW_ITERS
+#define FW_ITERS	1500	/* main loop iterations */
+#endif
+
+#define FW_CHUNK	512u
+#define FW_NCHUNKS	8u
+#define FW_RING_BYTES	TB_RING_SIZE(FW_CHUNK, FW_NCHUNKS)	/* 4608 */
+#define FW_TICK_HZ	4000u
+#define FW_CLOCK_ID	(TB_CLOCK_USER + 1)	/* sequence-scoped: 64..127 */
+#define FW_MAIN_ID	1u
+#ifdef FW_SHARED_ID
+#define FW_ISR_ID	FW_MAIN_ID
+#else
+#define FW_ISR_ID	2u
+#endif
+
+/* The ring: a zeroed static array is an empty ring. */
+uint8_t fw_ring_mem[FW_RING_BYTES] TB_RING_ALIGNED;
+
+/* What the firmware did; printed at the end, and in RAM for a debugger. */
+struct fw_report {
+	uint32_t main_written;	/* tagged events written: the next seq */
+	uint32_t isr_written;
+	uint32_t main_failed;	/* tagged events whose write failed */
+	uint32_t isr_failed;
+	uint32_t ticks;
+	uint32_t preempt_emit;	/* ticks inside a main event call */
+	uint32_t preempt_open;	/* ticks with a main fragment open */
+	uint32_t isr_refused;	/* stall-policy writes refused at once */
+	uint32_t isr_waits;	/* waits in handler mode: must stay 0 */
+	uint32_t frames;	/* frames sent over the UART */
+	uint32_t recycled;	/* chunks the flight recorder dropped */
+	uint32_t fault_mid_packet;
+	uint32_t done;
+};
+volatile struct fw_report fw_report;
+
+static struct tb_ring ring;
+static struct tb_writer main_w, isr_w;
+static struct tb_ev_writer main_ev, isr_ev;
+static struct tb_reader rd;
+static struct tb_link_tx tx;
+static uint8_t main_scratch[FW_CHUNK], isr_scratch[FW_CHUNK];
+static uint8_t rd_scratch[FW_CHUNK];
+static struct tb_track t_proc, t_main, t_isr, t_count;
+static volatile uint32_t fw_ticks;	/* SysTick periods since start */
+static volatile uint32_t main_in_event;	/* main is inside a tb_ev call */
+static volatile uint32_t isr_on;	/* the interrupt traces */
+static volatile uint32_t isr_fault_armed;
+static uint32_t rvr;			/* SysTick reload value */
+
+TB_CATEGORY_DEFINE(cat_fw, "fw", 1);
+
+/* ------------------------------------------------------------------------
+ * The clock: SysTick periods plus the down-counter, in nanoseconds since
+ * reset.  The snapshot gives the same reading as BOOTTIME, so Perfetto
+ * places the trace at the firmware's time zero.
+ */
+#define FW_NS_PER_COUNT	(1000000000u / CPU_HZ)
+
+static uint64_t fw_now(void *ctx)
+{
+	uint32_t t1, t2, cvr, pend;
+
+	(void)ctx;
+	do {		/* the interrupt ran in between: read again */
+		t1 = fw_ticks;
+		cvr = SYST_CVR;
+		pend = SCB_ICSR & ICSR_PENDSTSET;
+		t2 = fw_ticks;
+	} while (t1 != t2);
+	/*
+	 * The counter wrapped and its interrupt has not run yet (we are in
+	 * it, or it is about to be taken): that period is not in fw_ticks.
+	 * A count just reloaded is high, one about to wrap low.
+	 */
+	if (pend && cvr > rvr / 2)
+		t1++;
+	return ((uint64_t)t1 * (rvr + 1) + (rvr - cvr)) * FW_NS_PER_COUNT;
+}
+
+static const struct tb_ev_clock fw_clock = {
+	fw_now, NULL, FW_CLOCK_ID, TB_CLOCK_BOOTTIME, fw_now
+};
+
+int fw_wait(uint32_t *word, uint32_t val, uint32_t timeout_ms)
+{
+	uint32_t ipsr;
+
+	(void)word, (void)val, (void)timeout_ms;
+	__asm__ __volatile__("mrs %0, ipsr" : "=r"(ipsr));
+	if (ipsr)		/* handler mode: this would never return */
+		fw_report.isr_waits++;
+	return 0;		/* timed out: the writer gets TB_FULL */
+}
+
+void fw_wake(uint32_t *word)
+{
+	(void)word;
+}
+
+/* ------------------------------------------------------------------------
+ * Output: the UART for frames, semihosting for the report.
+ */
+static void uart_put(void *ctx, const uint8_t *p, size_t n)
+{
+	(void)ctx;
+	while (n--) {
+		while (UART_STATE & 1u)
+			;
+		UART_DATA = *p++;
+	}
+}
+
+static char *fmt_u32(char *s, uint32_t v)
+{
+	char tmp[10];
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	while (n)
+		*s++ = tmp[--n];
+	return s;
+}
+
+static char *fmt_kv(char *s, const char *k, uint32_t v)
+{
+	*s++ = ' ';
+	while (*k)
+		*s++ = *k++;
+	*s++ = '=';
+	return fmt_u32(s, v);
+}
+
+static void report(const char *why)
+{
+	char line[400], *s = line;
+	const char *p = "fw: " BOARD_NAME " ";
+
+	while (*p)
+		*s++ = *p++;
+	while (*why)
+		*s++ = *why++;
+	s = fmt_kv(s, "main_written", fw_report.main_written);
+	s = fmt_kv(s, "isr_written", fw_report.isr_written);
+	s = fmt_kv(s, "main_failed", fw_report.main_failed);
+	s = fmt_kv(s, "isr_failed", fw_report.isr_failed);
+	s = fmt_kv(s, "ticks", fw_report.ticks);
+	s = fmt_kv(s, "preempt_emit", fw_report.preempt_emit);
+	s = fmt_kv(s, "preempt_open", fw_report.preempt_open);
+	s = fmt_kv(s, "isr_refused", fw_report.isr_refused);
+	s = fmt_kv(s, "isr_waits", fw_report.isr_waits);
+	s = fmt_kv(s, "frames", fw_report.frames);
+	s = fmt_kv(s, "recycled", fw_report.recycled);
+	s = fmt_kv(s, "fault_mid_packet", fw_report.fault_mid_packet);
+	*s++ = '\n';
+	*s = 0;
+	fw_puts(line);
+}
+
+__attribute__((noreturn)) void fw_fault(void)
+{
+	report("fault");
+	fw_halt();
+}
+
+/* ------------------------------------------------------------------------
+ * Tagged events: each carries its writer's sequence number, which moves
+ * only when the write succeeded.
+ */
+enum { K_BEGIN, K_INSTANT };
+
+static int tagged(struct tb_ev_writer *ew, volatile uint32_t *seq,
+		  volatile uint32_t *failed, int kind, const char *name)
+{
+	struct tb_arg a = tb_arg_uint("seq", *seq);
+	int ret;
+
+	ret = kind == K_BEGIN ? tb_ev_begin(ew, &cat_fw, name, &a, 1) :
+				tb_ev_instant(ew, &cat_fw, name, &a, 1);
+	if (ret == TB_OK)
+		(*seq)++;
+	else
+		(*failed)++;
+	return ret;
+}
+
+static int main_tagged(int kind, const char *name)
+{
+	int ret;
+
+	main_in_event = 1;
+	ret = tagged(&main_ev, &fw_report.main_written,
+		     &fw_report.main_failed, kind, name);
+	main_in_event = 0;
+	return ret;
+}
+
+static void main_end(void)
+{
+	main_in_event = 1;
+	tb_ev_end(&main_ev, &cat_fw, NULL, 0);
+	main_in_event = 0;
+}
+
+static void main_counter(int64_t v)
+{
+	main_in_event = 1;
+	tb_ev_counter(&main_ev, &cat_fw, &t_count, v);
+	main_in_event = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The interrupt: an instant every tick, a short slice every fourth.
+ */
+void SysTick_Handler(void)
+{
+	int ret;
+
+	fw_ticks++;
+	fw_report.ticks++;
+	if (main_in_event)
+		fw_report.preempt_emit++;
+	if (main_w.cur.open) {
+		fw_report.preempt_open++;
+		if (isr_fault_armed) {
+			fw_report.fault_mid_packet = 1;
+			(void)*(volatile uint32_t *)0xF0000000u;
+		}
+	}
+	if (!isr_on)
+		return;
+	ret = tagged(&isr_ev, &fw_report.isr_written, &fw_report.isr_failed,
+		     K_INSTANT, "tick");
+	if (ret == TB_FULL)
+		fw_report.isr_refused++;
+	if (fw_ticks % 4)
+		return;
+	ret = tagged(&isr_ev, &fw_report.isr_written, &fw_report.isr_failed,
+		     K_BEGIN, "isr_work");
+	if (ret == TB_OK)
+		tb_ev_end(&isr_ev, &cat_fw, NULL, 0);
+	else if (ret == TB_FULL)
+		fw_report.isr_refused++;
+}
+
+/* ------------------------------------------------------------------------
+ * The main loop's work, and its idle time: drain the ring to the UART.
+ */
+/*
+ * A frame lost on the link takes the interned names and descriptors it
+ * carried with it, and the writers cannot know: every FW_RESTATE frames
+ * the ring's generation moves, so each writer starts a fresh state (a
+ * few hundred bytes) and a host that lost frames recovers soon after.
+ */
+#define FW_RESTATE	64u
+
+static void drain(enum tb_read_mode mode)
+{
+	static uint32_t restated;
+	int ret;
+
+	do
+		ret = tb_reader_drain(&rd, FW_NCHUNKS, mode, tb_link_chunk_fn,
+				      &tx, NULL);
+	while (ret == TB_LIMIT);
+	fw_report.frames = tx.seq;
+	if (tx.seq - restated >= FW_RESTATE) {
+		restated = tx.seq;
+		tb_ring_bump_generation(&ring);
+	}
+}
+
+static void discard(void *ctx, const struct tb_chunk_view *v)
+{
+	(void)ctx, (void)v;
+	fw_report.recycled++;
+}
+
+/*
+ * The flight recorder (fault builds): no host listens, so the ring keeps
+ * the latest chunks for a debugger to find after a crash.  Writers never
+ * overwrite, so once three quarters of the ring wait, the idle loop drops
+ * them.  What stays must decode on its own: with interrupts masked (the
+ * interrupt is never inside a write when the main loop runs), both
+ * writers let go of their chunks and the ring's generation moves, so
+ * every later packet goes into a chunk claimed from now on, and each
+ * writer's first one starts a fresh incremental state.  Then, with
+ * interrupts on again, the positions before that point are dropped.
+ */
+static void recycle(void)
+{
+	uint32_t wp = tb_atomic_load(&ring.hdr->write_pos, TB_RLX), upto;
+
+	if (wp - rd.pos < FW_NCHUNKS * 3 / 4)
+		return;
+	__asm__ __volatile__("cpsid i" ::: "memory");
+	tb_writer_release(&main_w);
+	tb_writer_release(&isr_w);
+	tb_ring_bump_generation(&ring);
+	upto = tb_atomic_load(&ring.hdr->write_pos, TB_RLX);
+	__asm__ __volatile__("cpsie i" ::: "memory");
+	while (rd.pos != upto &&
+	       tb_reader_drain(&rd, upto - rd.pos, TB_READ_LAZY, discard,
+			       NULL, NULL) != TB_EPROTO)
+		;
+}
+
+static void idle(void)
+{
+	if (FW_END)
+		recycle();
+	else
+		drain(TB_READ_LAZY);
+}
+
+static void spin(uint32_t n)
+{
+	volatile uint32_t i;
+
+	for (i = 0; i < n; i++)
+		;
+}
+
+/*
+ * The ring fills up (nobody drains it) while the interrupt keeps writing
+ * with the stall policy: each of its writes that needs a chunk must be
+ * refused at once, never wait.
+ */
+static void full_phase(void)
+{
+	uint32_t start, t0;
+
+	while (main_tagged(K_INSTANT, "fill") == TB_OK)
+		;
+	start = fw_report.isr_refused;
+	t0 = fw_ticks;
+	while (fw_report.isr_refused < start + 3 && fw_ticks - t0 < 200)
+		;
+	idle();
+}
+
+static void setup(void)
+{
+	UART_BAUDDIV = 16;
+	UART_CTRL = 1;
+	tb_ring_init(&ring, fw_ring_mem, sizeof(fw_ring_mem), FW_CHUNK,
+		     FW_NCHUNKS);
+	tb_writer_init(&main_w, &ring, FW_MAIN_ID, 0, TB_DROP, main_scratch);
+	tb_writer_init(&isr_w, &ring, FW_ISR_ID, 0, TB_STALL, isr_scratch);
+	tb_track_process(&t_proc, tb_ev_uuid(1, 0), 1, "firmware " BOARD_NAME);
+	tb_track_thread(&t_main, tb_ev_uuid(1, 1), &t_proc, 1, 1, "main");
+	tb_track_thread(&t_isr, tb_ev_uuid(1, 2), &t_proc, 1, 2, "SysTick");
+	tb_track_counter(&t_count, tb_ev_uuid(1, 3), &t_proc, "loop",
+			 TB_UNIT_COUNT);
+	tb_ev_writer_init(&main_ev, &main_w, &t_main, &fw_clock, 0);
+	tb_ev_writer_init(&isr_ev, &isr_w, &t_isr, &fw_clock, 0);
+	tb_reader_init(&rd, &ring, rd_scratch);
+	tb_link_tx_init(&tx, uart_put, NULL);
+	tb_link_tx_hello(&tx, &ring);
+}
+
+static void systick_start(uint32_t reload, uint32_t tickint)
+{
+	rvr = reload;
+	SYST_RVR = reload;
+	SYST_CVR = 0;
+	SYST_CSR = SYST_ENABLE | SYST_CPUCLK | tickint;
+}
+
+#ifdef FW_BENCH
+#include "bench.h"
+#endif
+
+int main(void)
+{
+	uint32_t i;
+	int bad;
+
+	setup();
+#ifdef FW_BENCH
+	return fw_bench();
+#endif
+	systick_start(CPU_HZ / FW_TICK_HZ - 1, SYST_TICKINT);
+	isr_on = 1;
+	for (i = 0; i < FW_ITERS; i++) {
+		main_tagged(K_BEGIN, "frame");
+		main_counter((int64_t)i);
+		main_tagged(K_BEGIN, "work");
+		spin(20 + i % 64);
+		main_end();
+		if (i % 8 == 0)
+			main_tagged(K_INSTANT, "mark");
+		main_end();
+		if (i % 4 == 3)
+			idle();
+		if (i == FW_ITERS / 2)
+			full_phase();
+		if (FW_END == 2 && i == FW_ITERS * 3 / 4)
+			isr_fault_armed = 1;
+	}
+	if (FW_END == 1) {
+		main_tagged(K_INSTANT, "last");
+		(void)*(volatile uint32_t *)0xF0000000u;
+	}
+	if (FW_END == 2) {		/* the interrupt faults first */
+		report("no fault");
+		return 4;
+	}
+	SYST_CSR = 0;			/* the interrupt is done */
+	isr_on = 0;
+	tb_ev_writer_finish(&main_ev);
+	tb_ev_writer_finish(&isr_ev);
+	tb_writer_release(&main_w);
+	tb_writer_release(&isr_w);
+	drain(TB_READ_SCRAPE);
+	tb_link_tx_stats(&tx, &ring);
+	tb_link_tx_end(&tx);
+	fw_report.done = 1;
+	report("exit");
+	/* the interrupt wrote mid-packet, was refused on a full ring, never waited */
+	bad = fw_report.isr_waits != 0 || fw_report.isr_refused == 0 ||
+	      fw_report.preempt_open == 0;
+	return bad ? 3 : 0;
+}
