@@ -823,6 +823,7 @@ START_TEST(test_stream_command_line)
 	char in[512], trace[512];
 	const char *args[] = { "stream", in, trace, NULL };
 	const char *dash[] = { "stream", "-", trace, NULL };
+	const char *stat[] = { "stat", trace, NULL };
 	struct target g;
 	struct verdict v;
 
@@ -834,6 +835,10 @@ START_TEST(test_stream_command_line)
 	ck_assert_out("lost      nothing");
 	verify_file(trace, &v, g.ok);
 	ck_assert_uint_eq(v.delivered[0] + v.delivered[1], NW * NPKT);
+	/* it ends as convert's and the service's traces do */
+	ck_assert_int_eq(tbtrace(stat, NULL), 0);
+	ck_assert_out("stats     TraceStats: 1 buffers");
+	ck_assert_out("check     clean");
 	/* from stdin, with a byte flipped: reported, exit 1 */
 	g.out.p[g.out.n / 2] ^= 0x01;
 	spit(in, g.out.p, g.out.n);
