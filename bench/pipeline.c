@@ -74,6 +74,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +96,7 @@
 #define IDLE_PASSES	2000u
 #define LOOP_PASSES	300u
 #define LOOP_EVENTS	960u		/* per active ring per pass */
+#define SVC_PASSES	300u		/* table 3 */
 
 TB_CATEGORY_DEFINE(cat_bench, "bench", 1);
 
@@ -157,6 +161,7 @@ struct pipe {
 	struct tb_service svc;
 	struct tb_trace_out out;
 	FILE *file;
+	int fd;			/* table 3's writev output, else -1 */
 	char path[64];
 	struct tb_track proc;
 	pthread_t service;
@@ -168,6 +173,21 @@ struct pipe {
 static int write_file(void *ctx, const void *data, size_t len)
 {
 	return fwrite(data, 1, len, (FILE *)ctx) == len ? 0 : -1;
+}
+
+/* The trace writer's vectored output: writev(2), EINTR retried. */
+static long writev_fd(void *ctx, const struct tb_trace_iov *v, unsigned n)
+{
+	struct iovec iov[TB_TRACE_IOV_MAX];
+	unsigned i;
+	ssize_t r;
+
+	for (i = 0; i < n; i++) {
+		iov[i].iov_base = (void *)(uintptr_t)v[i].base;
+		iov[i].iov_len = v[i].len;
+	}
+	r = writev(*(int *)ctx, iov, (int)n);
+	return r < 0 ? (errno == EINTR ? 0 : -1) : (long)r;
 }
 
 static void ring_new(struct pipe *p, struct pring *pr, unsigned i,
@@ -208,6 +228,7 @@ static void pipe_new(struct pipe *p, unsigned nwriters, unsigned nrings,
 	unsigned i, h;
 
 	memset(p, 0, sizeof(*p));
+	p->fd = -1;
 	p->nwriters = nwriters;
 	p->nrings = nrings;
 	p->buf = tb_buf_create(BUF_SIZE, TB_BUF_RING_BUFFER);
@@ -226,14 +247,25 @@ static void pipe_new(struct pipe *p, unsigned nwriters, unsigned nrings,
 		snprintf(p->path, sizeof(p->path),
 			 "/dev/shm/tbring-bench-pipeline-%d.pftrace",
 			 (int)getpid());
-		p->file = fopen(p->path, "wb");
-		if (!p->file) {
-			perror(p->path);
-			exit(1);
+		if (out == 2) {		/* writev, no stdio */
+			p->fd = open(p->path, O_WRONLY | O_CREAT | O_TRUNC,
+				     0600);
+			if (p->fd < 0) {
+				perror(p->path);
+				exit(1);
+			}
+			p->out.writev = writev_fd;
+			p->out.ctx = &p->fd;
+		} else {
+			p->file = fopen(p->path, "wb");
+			if (!p->file) {
+				perror(p->path);
+				exit(1);
+			}
+			setvbuf(p->file, NULL, _IOFBF, 1 << 20);
+			p->out.write = write_file;
+			p->out.ctx = p->file;
 		}
-		setvbuf(p->file, NULL, _IOFBF, 1 << 20);
-		p->out.write = write_file;
-		p->out.ctx = p->file;
 	}
 	memset(&sc, 0, sizeof(sc));
 	sc.bell = &p->bell;
@@ -264,8 +296,9 @@ static int pipe_free(struct pipe *p)
 	unsigned i;
 	int ok = 1;
 
-	if (p->file) {
-		if (fclose(p->file) || stat(p->path, &st) ||
+	if (p->file || p->fd >= 0) {
+		if ((p->file ? fclose(p->file) : close(p->fd)) ||
+		    stat(p->path, &st) ||
 		    (uint64_t)st.st_size != p->out.bytes || p->out.error) {
 			fprintf(stderr, "bench: VERIFY FAILED: %s has %lld "
 				"bytes, the trace writer wrote %llu (error "
@@ -343,8 +376,11 @@ struct result {
 	int ok;
 };
 
-/* ns per event of one memcpy of @bytes, in chunk-sized pieces. */
-static double memcpy_ns(uint64_t bytes, double events)
+/*
+ * ns per event of one memcpy of @bytes, in chunk-sized pieces: wall time,
+ * or with @cpu the thread's CPU time (as table 3 times the service).
+ */
+static double memcpy_ns(uint64_t bytes, double events, int cpu)
 {
 	static uint8_t *src, *dst;
 	double t0;
@@ -357,7 +393,7 @@ static double memcpy_ns(uint64_t bytes, double events)
 		memset(src, 0x5a, BUF_SIZE);
 		memset(dst, 0xa5, BUF_SIZE);
 	}
-	t0 = bench_now();
+	t0 = cpu ? thread_cpu() : bench_now();
 	while (left) {
 		size_t n = left < CHUNK_SIZE ? (size_t)left : CHUNK_SIZE;
 
@@ -366,7 +402,8 @@ static double memcpy_ns(uint64_t bytes, double events)
 		left -= n;
 		off = (off + CHUNK_SIZE) % BUF_SIZE;
 	}
-	return events > 0 ? (bench_now() - t0) * 1e9 / events : 0;
+	return events > 0 ? ((cpu ? thread_cpu() : bench_now()) - t0) * 1e9 /
+			    events : 0;
 }
 
 /* Writers on the first @nactive rings (round robin); idle rings hold. */
@@ -448,7 +485,8 @@ static int table1_row(const struct row1 *rw, unsigned runs, double seconds,
 
 		pipe_new(&p, rw->writers, nrings, nrings, 1);
 		run_pipe(&p, nrings, seconds, &res[i]);
-		res[i].mc_ns = memcpy_ns(res[i].trace_bytes, res[i].events);
+		res[i].mc_ns = memcpy_ns(res[i].trace_bytes, res[i].events,
+					 0);
 		res[i].ok &= pipe_free(&p);
 		ok &= res[i].ok;
 		ev[i] = res[i].ev_s;
@@ -659,10 +697,111 @@ static int table2_row(const struct row2 *rw, unsigned runs, double seconds)
 }
 
 /* ------------------------------------------------------------------------
+ * Table 3: the service alone, on one thread, writing the trace.
+ */
+struct row3 {
+	char name[16];
+	int vec;		/* the trace through writev, not stdio */
+};
+
+/* One service pass and a write of the buffer: what table 3 times. */
+static __attribute__((noinline)) void svc_pass(struct tb_service *s,
+					       uint64_t now)
+{
+	tb_service_poll(s, now);
+	tb_service_write_buffers(s);
+}
+
+/*
+ * SVC_PASSES passes over one ring, before each of which a writer of this
+ * thread writes LOOP_EVENTS events (untimed); the passes (drain, bridge,
+ * buffer, trace writer, output) timed with CLOCK_THREAD_CPUTIME_ID.
+ */
+static void svc_alone(struct pipe *p, struct result *r)
+{
+	static struct tb_ev_writer ev;
+	static struct tb_writer w;
+	static uint8_t scratch[CHUNK_SIZE];
+	static struct tb_track thread, ctr;
+	struct tb_service s;
+	struct tb_service_config sc = p->svc.cfg;
+	double t0, t = 0, clk = 2 * cpu_clock_ns() * 1e-9;
+	uint64_t now = now_ms(), b0;
+	unsigned i, k, h;
+
+	sc.wait_ms = 0;
+	sc.period_ms = 0;	/* written after each pass, by svc_pass() */
+	tb_service_destroy(&p->svc);
+	if (tb_service_init(&s, &sc))
+		exit(1);
+	tb_service_add(&s, &p->rings[0].br, &h);
+	tb_writer_init(&w, &p->rings[0].ring, 1, 0, TB_DROP, scratch);
+	tb_track_thread(&thread, tb_ev_uuid(1, 1), &p->proc, getpid(), 1,
+			"alone");
+	tb_track_counter(&ctr, tb_ev_uuid(2, 1), &thread, "queue depth",
+			 TB_UNIT_COUNT);
+	tb_ev_writer_init(&ev, &w, &thread, NULL, 0);
+	memset(r, 0, sizeof(*r));
+	b0 = p->out.bytes;
+	for (i = 0; i < SVC_PASSES; i++) {
+		for (k = 0; k < LOOP_EVENTS / 3; k++) {
+			TB_TRACE_BEGIN_W(&ev, &cat_bench, "HandleRequest",
+					 TB_ARG_UINT("seq", k));
+			TB_TRACE_COUNTER_W(&ev, &cat_bench, &ctr, k & 1023);
+			TB_TRACE_END_W(&ev, &cat_bench);
+		}
+		t0 = thread_cpu();
+		svc_pass(&s, now);
+		t += thread_cpu() - t0 - clk;
+	}
+	r->events = (double)ev.stats.events;
+	r->not_written = ev.stats.not_written;
+	r->trace_bytes = p->out.bytes - b0;
+	r->svc_ns = r->events > 0 ? t * 1e9 / r->events : 0;
+	r->mc_ns = memcpy_ns(r->trace_bytes, r->events, 1);
+	tb_ev_writer_finish(&ev);
+	tb_writer_release(&w);
+	tb_service_flush(&s);
+	tb_service_write_buffers(&s);
+	tb_service_destroy(&s);
+	r->ok = r->events > 0 && !r->not_written;
+}
+
+static int table3_row(const struct row3 *rw, unsigned runs)
+{
+	struct result res[BENCH_MAX_RUNS];
+	double ns[BENCH_MAX_RUNS] = { 0 }, x[BENCH_MAX_RUNS] = { 0 };
+	const struct result *m;
+	unsigned i;
+	int ok = 1;
+
+	memset(res, 0, sizeof(res));
+	for (i = 0; i < runs; i++) {
+		static struct pipe p;
+
+		pipe_new(&p, 1, 1, 1, rw->vec ? 2 : 1);
+		svc_alone(&p, &res[i]);
+		res[i].ok &= pipe_free(&p);
+		ok &= res[i].ok;
+		ns[i] = res[i].svc_ns;
+		x[i] = res[i].mc_ns > 0 ? res[i].svc_ns / res[i].mc_ns : 0;
+	}
+	m = &res[bench_median_index(ns, runs)];
+	printf("%-10s %8.0f %6.1f %4.0f%% %6.1f %6.1f %5.1f\n", rw->name,
+	       m->events, m->trace_bytes / m->events, bench_spread(ns, runs),
+	       m->svc_ns, m->mc_ns, bench_median(x, runs));
+	if (!ok)
+		printf("%-10s VERIFY FAILED\n", rw->name);
+	fflush(stdout);
+	return ok;
+}
+
+/* ------------------------------------------------------------------------
  * main
  */
 #define NROWS1	(2 * 5)
 #define NROWS2	8
+#define NROWS3	2
 
 int main(int argc, char **argv)
 {
@@ -673,9 +812,12 @@ int main(int argc, char **argv)
 		{ "1000r-1a-h", 1000, 1, 1 }, { "2r-2a", 2, 2, 0 },
 		{ "100r-2a", 100, 2, 0 }, { "1000r-2a", 1000, 2, 0 },
 	};
+	static const struct row3 rows3[NROWS3] = {
+		{ "svc-stdio", 0 }, { "svc-writev", 1 },
+	};
 	struct row1 rows1[NROWS1];
-	const char *names[NROWS1 + NROWS2];
-	unsigned char sel[NROWS1 + NROWS2];
+	const char *names[NROWS1 + NROWS2 + NROWS3];
+	unsigned char sel[NROWS1 + NROWS2 + NROWS3];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned runs = bench_runs(), n1 = 0, i, failed = 0;
 	double seconds = bench_env("TB_BENCH_SECONDS", 0.25, 0.01);
@@ -703,7 +845,9 @@ int main(int argc, char **argv)
 		names[i] = rows1[i].name;
 	for (i = 0; i < NROWS2; i++)
 		names[n1 + i] = rows2[i].name;
-	bench_select(argc, argv, names, n1 + NROWS2, sel);
+	for (i = 0; i < NROWS3; i++)
+		names[n1 + NROWS2 + i] = rows3[i].name;
+	bench_select(argc, argv, names, n1 + NROWS2 + NROWS3, sel);
 	/* the per-ring cost needs the row with only the active rings */
 	for (i = 0; i < NROWS2; i++) {
 		unsigned j;
@@ -759,6 +903,20 @@ int main(int argc, char **argv)
 	       "the check over R.  CPU times are the service\nthread's "
 	       "(CLOCK_THREAD_CPUTIME_ID); x is svc ns/ev over memcpy ns/ev "
 	       "of the\nsame trace bytes.\n");
+	printf("\nTable 3: the service alone on one thread, writing the trace "
+	       "to a file on tmpfs:\n%u passes, before each a writer of the "
+	       "same thread writes %u events (untimed);\nsvc ns/ev: the "
+	       "passes' CPU (drain, bridge, buffer, trace writer, output) per "
+	       "event;\nmemcpy: one memcpy of the same trace bytes; x: svc "
+	       "over memcpy (median of the runs').\n", SVC_PASSES,
+	       LOOP_EVENTS);
+	printf("%-10s %8s %6s %5s %6s %6s %5s\n", "row", "events", "B/ev",
+	       "+-", "svc", "memcpy", "x");
+	printf("%-10s %8s %6s %5s %6s %6s %5s\n", "", "", "", "", "ns/ev",
+	       "ns/ev", "");
+	for (i = 0; i < NROWS3; i++)
+		if (sel[n1 + NROWS2 + i])
+			failed += !table3_row(&rows3[i], runs);
 	if (failed) {
 		printf("bench: %u row(s) FAILED verification\n", failed);
 		return 1;
