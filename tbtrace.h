@@ -525,7 +525,7 @@ static inline void tb__trace_packet(struct tb_trace_out *o,
 		o->lossy_packets++;
 	}
 	o->packets += valid;	/* a stand-in is counted as invalid */
-	if (o->writev && !o->error && size < TB_TRACE_COPY_MIN) {
+	if (o->writev && !o->error && valid && size < TB_TRACE_COPY_MIN) {
 		tb__trace_stage_packet(o, pkt, nt, lb, nl);
 		return;
 	}
