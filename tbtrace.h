@@ -88,6 +88,7 @@ struct tb_trace_out {
 	/* the writer's own: the batch being gathered for @writev */
 	unsigned niov;
 	size_t nstage;
+	int stage_open;			/* the last element ends the stage */
 	struct tb_trace_iov iov[TB_TRACE_IOV_MAX];
 	uint8_t stage[TB_TRACE_STAGE];
 	/* the trusted fields of the last packet's sequence, encoded */
@@ -125,6 +126,7 @@ static inline void tb__trace_flush(struct tb_trace_out *o)
 
 	o->niov = 0;
 	o->nstage = 0;
+	o->stage_open = 0;
 	while (n && !o->error) {
 		long r = o->writev(o->ctx, v, n);
 
@@ -159,17 +161,14 @@ static inline void tb__trace_room(struct tb_trace_out *o, size_t n)
 static inline void tb__trace_stage(struct tb_trace_out *o, const void *p,
 				   size_t n)
 {
-	struct tb_trace_iov *last;
-
 	tb__trace_room(o, n);
-	last = o->niov ? &o->iov[o->niov - 1] : NULL;
 	TB_MEMCPY(o->stage + o->nstage, p, n);
-	if (last && (const uint8_t *)last->base + last->len ==
-		    o->stage + o->nstage) {
-		last->len += n;
+	if (o->stage_open) {
+		o->iov[o->niov - 1].len += n;
 	} else {
 		o->iov[o->niov].base = o->stage + o->nstage;
 		o->iov[o->niov++].len = n;
+		o->stage_open = 1;
 	}
 	o->nstage += n;
 }
@@ -181,6 +180,7 @@ static inline void tb__trace_ref(struct tb_trace_out *o, const void *p,
 	tb__trace_room(o, 0);
 	o->iov[o->niov].base = p;
 	o->iov[o->niov++].len = n;
+	o->stage_open = 0;
 }
 
 /*
@@ -352,6 +352,28 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 	return true;
 }
 
+/*
+ * One-byte keys (fields 1 to 15) a producer may use, a bit per key: field
+ * nonzero, not reserved (3, 10), wire type varint, fixed64, length or
+ * fixed32.
+ */
+#define TB__TRACE_WT_OK		(1u << 0 | 1u << 1 | 1u << 2 | 1u << 5)
+#define TB__TRACE_KEY1_OK(f)	((uint64_t)TB__TRACE_WT_OK << ((f) * 8 % 64))
+#define TB__TRACE_KEYS_LO						\
+	(TB__TRACE_KEY1_OK(1) | TB__TRACE_KEY1_OK(2) | TB__TRACE_KEY1_OK(4) | \
+	 TB__TRACE_KEY1_OK(5) | TB__TRACE_KEY1_OK(6) | TB__TRACE_KEY1_OK(7))
+#define TB__TRACE_KEYS_HI						\
+	(TB__TRACE_KEY1_OK(8) | TB__TRACE_KEY1_OK(9) | TB__TRACE_KEY1_OK(11) | \
+	 TB__TRACE_KEY1_OK(12) | TB__TRACE_KEY1_OK(13) | TB__TRACE_KEY1_OK(14) | \
+	 TB__TRACE_KEY1_OK(15))
+
+/* Whether one-byte key @key (below 0x80) is one a producer may write. */
+static inline bool tb__trace_key1_ok(unsigned key)
+{
+	return (key < 64 ? TB__TRACE_KEYS_LO >> key :
+			   TB__TRACE_KEYS_HI >> (key - 64)) & 1;
+}
+
 /* tb_trace_packet_valid() of @n contiguous bytes: the common case. */
 static inline bool tb__trace_valid_flat(const uint8_t *p, size_t n)
 {
@@ -361,11 +383,18 @@ static inline bool tb__trace_valid_flat(const uint8_t *p, size_t n)
 	while (p < end) {
 		uint64_t field;
 
-		if (!tb__trace_flat_varint(&p, end, &key))
-			return false;
-		field = key >> 3;
-		if (!field || field > 0x1fffffffu || tb__trace_pb_reserved(field))
-			return false;
+		if (*p < 0x80) {		/* fields 1 to 15: a table */
+			key = *p++;
+			if (!tb__trace_key1_ok((unsigned)key))
+				return false;
+		} else {
+			if (!tb__trace_flat_varint(&p, end, &key))
+				return false;
+			field = key >> 3;
+			if (!field || field > 0x1fffffffu ||
+			    tb__trace_pb_reserved(field))
+				return false;
+		}
 		switch (key & 7) {
 		case TB_PB_VARINT:	/* its value unread: to its last byte */
 			if (!tb__trace_flat_skip_varint(&p, end))
@@ -465,6 +494,36 @@ static inline size_t tb__trace_tail(struct tb_trace_out *o,
 }
 
 /*
+ * Copies @n bytes (at most 64), reading and writing only those: two
+ * overlapping copies of a constant size, which compile to a few moves,
+ * where a call of memcpy costs more than the bytes.
+ */
+static inline void tb__trace_copy_small(uint8_t *d, const uint8_t *s,
+					size_t n)
+{
+	if (n >= 16) {
+		if (n > 32) {
+			TB_MEMCPY(d, s, 32);
+			TB_MEMCPY(d + n - 32, s + n - 32, 32);
+		} else {
+			TB_MEMCPY(d, s, 16);
+			TB_MEMCPY(d + n - 16, s + n - 16, 16);
+		}
+	} else if (n >= 4) {
+		if (n >= 8) {
+			TB_MEMCPY(d, s, 8);
+			TB_MEMCPY(d + n - 8, s + n - 8, 8);
+		} else {
+			TB_MEMCPY(d, s, 4);
+			TB_MEMCPY(d + n - 4, s + n - 4, 4);
+		}
+	} else {
+		for (; n; n--)
+			*d++ = *s++;
+	}
+}
+
+/*
  * A valid packet of @size bytes (less than TB_TRACE_COPY_MIN) staged
  * whole for @writev: framing, slices and trusted fields in one run.
  */
@@ -473,34 +532,45 @@ static inline void tb__trace_stage_packet(struct tb_trace_out *o,
 					  size_t nt, const uint8_t *lb,
 					  size_t nl)
 {
+	const struct tb_buf_slice *sl = pkt->slices;
 	size_t n = pkt->size + nt + nl, nh;
-	struct tb_trace_iov *last;
-	uint8_t *d;
-	unsigned i;
+	unsigned i, nsl = pkt->nslices;
+	uint8_t *d, *start;
 
 	/* room for the whole tail array: a copy of constant size */
 	tb__trace_room(o, 2 * TB_PB_VARINT_MAX + n + sizeof(o->tail));
-	d = o->stage + o->nstage;
-	nh = tb_pb_len(d, TB_PB_TRACE_PACKET, n);
+	start = d = o->stage + o->nstage;
+	if (n < 0x80) {			/* the key and a one-byte length */
+		d[0] = TB_PB_TRACE_PACKET << 3 | TB_PB_LEN;
+		d[1] = (uint8_t)n;
+		nh = 2;
+	} else {
+		nh = tb_pb_len(d, TB_PB_TRACE_PACKET, n);
+	}
 	d += nh;
-	for (i = 0; i < pkt->nslices; i++) {
-		TB_MEMCPY(d, pkt->slices[i].data, pkt->slices[i].size);
-		d += pkt->slices[i].size;
+	for (i = 0; i < nsl; i++) {
+		const uint8_t *src = sl[i].data;
+		size_t k = sl[i].size;
+
+		if (k <= 64)
+			tb__trace_copy_small(d, src, k);
+		else
+			TB_MEMCPY(d, src, k);
+		d += k;
 	}
 	TB_MEMCPY(d, o->tail, sizeof(o->tail));
 	if (nl)
 		TB_MEMCPY(d + nt, lb, nl);
 	n += nh;
 	o->bytes += n;
-	last = o->niov ? &o->iov[o->niov - 1] : NULL;
-	if (last && (const uint8_t *)last->base + last->len ==
-		    o->stage + o->nstage) {
-		last->len += n;
-	} else {
-		o->iov[o->niov].base = o->stage + o->nstage;
-		o->iov[o->niov++].len = n;
-	}
 	o->nstage += n;
+	if (o->stage_open) {
+		o->iov[o->niov - 1].len += n;
+	} else {
+		o->iov[o->niov].base = start;
+		o->iov[o->niov++].len = n;
+		o->stage_open = 1;
+	}
 }
 
 /* tb_trace_write_packet() without handing the batch out. */
