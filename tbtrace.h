@@ -344,6 +344,20 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 {
 	const uint8_t *q = *p, *last = end - q > 10 ? q + 10 : end;
 
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
+	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (end - q >= 8) {	/* the first byte without 0x80: 8 at once */
+		uint64_t w, stop;
+
+		TB_MEMCPY(&w, q, 8);
+		stop = ~w & 0x8080808080808080ull;
+		if (stop) {
+			*p = q + __builtin_ctzll(stop) / 8 + 1;
+			return true;
+		}
+		q += 8;
+	}
+#endif
 	while (q < last && *q & 0x80)
 		q++;
 	if (q == last)
