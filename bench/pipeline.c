@@ -5,7 +5,8 @@
  * shared-memory rings (tbring.h); one service thread (tbservice.h) drains
  * them through the bridge (tbbridge.h) into a central buffer (tbuffer.h)
  * and, in long-trace mode, writes the buffer as a Perfetto trace
- * (tbtrace.h) to a file on tmpfs (/dev/shm, removed after each run).
+ * (tbtrace.h) to a file on tmpfs (/dev/shm, removed after each run),
+ * through writev(2) (the trace writer's vectored output, no stdio).
  *
  * Table 1, throughput.  N writer threads, each in a loop: a slice BEGIN
  * with one annotation (the iteration number), a counter value, the END:
@@ -24,7 +25,7 @@
  *   svc cpu   the service thread's CPU time over the wall time: near
  *             100% it is the bottleneck, and a flat-out writer outruns it
  *   svc ns/ev the service thread's CPU time (CLOCK_THREAD_CPUTIME_ID:
- *             drain, bridge, buffer, trace writer, fwrite) per event
+ *             drain, bridge, buffer, trace writer, writev) per event
  *   memcpy    ns per event of one memcpy of the same trace bytes, in
  *             4 KiB pieces over 16 MiB (the buffer's size), timed in the
  *             same run right after it; x: svc ns/ev over it
@@ -62,6 +63,16 @@
  *             R rings and per ring
  * A row's figures come from its median run: threads by events/s, loop by
  * pass time; idle and check are medians of their own.
+ *
+ * Table 3, the service alone.  One ring, its writer and the service on
+ * the main thread: SVC_PASSES passes, before each of which the writer
+ * writes LOOP_EVENTS events (untimed); each pass drains the ring and
+ * writes the central buffer to the trace (timed, thread CPU time: no
+ * scheduler, no other thread, so the figure a quiet core would give, up
+ * to the caches).  Rows by output: stdio (fwrite into a 1 MiB buffer),
+ * writev (the trace writer's vectored output, writev(2) to the file),
+ * null (a writev callback that takes everything: the service without
+ * the kernel's share).  memcpy is timed the same way (CPU time).
 
  * The machine: rows run with more threads than cores are oversubscribed
  * (the header says how many cores there are).
@@ -161,7 +172,7 @@ struct pipe {
 	struct tb_service svc;
 	struct tb_trace_out out;
 	FILE *file;
-	int fd;			/* table 3's writev output, else -1 */
+	int fd;			/* the writev output's file, else -1 */
 	char path[64];
 	struct tb_track proc;
 	pthread_t service;
@@ -497,7 +508,7 @@ static int table1_row(const struct row1 *rw, unsigned runs, double seconds,
 	for (i = 0; i < runs; i++) {
 		static struct pipe p;
 
-		pipe_new(&p, rw->writers, nrings, nrings, 1);
+		pipe_new(&p, rw->writers, nrings, nrings, 2);
 		run_pipe(&p, nrings, seconds, &res[i]);
 		res[i].mc_ns = memcpy_ns(res[i].trace_bytes, res[i].events,
 					 0);
