@@ -96,7 +96,7 @@
 #include "bench.h"
 
 #define CHUNK_SIZE	4096u
-#define NUM_CHUNKS	256u		/* an active ring */
+#define NUM_CHUNKS	256u		/* an active ring (TB_BENCH_CHUNKS) */
 #define IDLE_CHUNKS	4u		/* an idle ring (table 2) */
 #define BUF_SIZE	(16u << 20)
 #define PERIOD_MS	50u
@@ -243,7 +243,17 @@ static void ring_free(struct pring *pr)
 	free(pr->idle_scratch);
 }
 
-/* @nactive rings of NUM_CHUNKS, the others of IDLE_CHUNKS. */
+/* An active ring's chunks: NUM_CHUNKS, or $TB_BENCH_CHUNKS (a power of 2). */
+static uint32_t active_chunks(void)
+{
+	uint32_t n = (uint32_t)bench_env("TB_BENCH_CHUNKS", NUM_CHUNKS, 4);
+
+	while (n & (n - 1))
+		n &= n - 1;
+	return n;
+}
+
+/* @nactive rings of active_chunks(), the others of IDLE_CHUNKS. */
 static void pipe_new(struct pipe *p, unsigned nwriters, unsigned nrings,
 		     unsigned nactive, int out)
 {
@@ -265,7 +275,7 @@ static void pipe_new(struct pipe *p, unsigned nwriters, unsigned nrings,
 					 sizeof(*p->w));
 	for (i = 0; i < nrings; i++)
 		ring_new(p, &p->rings[i], i,
-			 i < nactive ? NUM_CHUNKS : IDLE_CHUNKS);
+			 i < nactive ? active_chunks() : IDLE_CHUNKS);
 	if (out == 3) {
 		p->out.writev = writev_null;
 	} else if (out) {
@@ -891,7 +901,7 @@ int main(int argc, char **argv)
 	       ncpu, runs, seconds);
 	printf("Table 1: writers -> event layer -> ring(s) -> service -> "
 	       "buffer -> trace file\n(Nw: one ring shared by N writers; "
-	       "Nw-own: a ring per writer; 256 x 4 KiB)\n");
+	       "Nw-own: a ring per writer; %u x 4 KiB)\n", active_chunks());
 	printf("%-7s %7s %4s %6s %5s %6s %6s %5s %6s | %8s %6s %6s %5s %6s "
 	       "%4s\n", "row", "ev/s", "+-", "MB/s", "svc", "svc", "memcpy",
 	       "x", "wr", "lost ev", "full", "noch", "drop", "ovw", "rej");
