@@ -16,7 +16,9 @@
  * trusted fields nor swallow them into an open field at its end.
  *
  * Optional: only what writes Perfetto traces needs it.  Output goes
- * through a callback (a file, a socket, memory).  One thread.
+ * through a callback (a file, a socket, memory): one piece per call, or
+ * a whole read of a buffer per vectored call (writev), its bigger
+ * packets by reference.  One thread.
  */
 #ifndef TBTRACE_H
 #define TBTRACE_H
