@@ -793,7 +793,7 @@ static void svc_alone(struct pipe *p, struct result *r)
 	static struct tb_track thread, ctr;
 	struct tb_service s;
 	struct tb_service_config sc = p->svc.cfg;
-	double t0, t = 0, clk = 2 * cpu_clock_ns() * 1e-9;
+	double t0, t = 0, tw = 0, clk = 2 * cpu_clock_ns() * 1e-9;
 	uint64_t now = now_ms(), b0;
 	unsigned i, k, h;
 
@@ -812,12 +812,14 @@ static void svc_alone(struct pipe *p, struct result *r)
 	memset(r, 0, sizeof(*r));
 	b0 = p->out.bytes;
 	for (i = 0; i < SVC_PASSES; i++) {
+		t0 = thread_cpu();
 		for (k = 0; k < LOOP_EVENTS / 3; k++) {
 			TB_TRACE_BEGIN_W(&ev, &cat_bench, "HandleRequest",
 					 TB_ARG_UINT("seq", k));
 			TB_TRACE_COUNTER_W(&ev, &cat_bench, &ctr, k & 1023);
 			TB_TRACE_END_W(&ev, &cat_bench);
 		}
+		tw += thread_cpu() - t0 - clk;
 		t0 = thread_cpu();
 		svc_pass(&s, now);
 		t += thread_cpu() - t0 - clk;
@@ -826,6 +828,7 @@ static void svc_alone(struct pipe *p, struct result *r)
 	r->not_written = ev.stats.not_written;
 	r->trace_bytes = p->out.bytes - b0;
 	r->svc_ns = r->events > 0 ? t * 1e9 / r->events : 0;
+	r->wr_ns = r->events > 0 ? tw * 1e9 / r->events : 0;
 	r->mc_ns = memcpy_ns(r->trace_bytes, r->events, 1);
 	r->file_ns = file_ns(r->trace_bytes, r->events);
 	tb_ev_writer_finish(&ev);
@@ -856,10 +859,10 @@ static int table3_row(const struct row3 *rw, unsigned runs)
 		x[i] = res[i].mc_ns > 0 ? res[i].svc_ns / res[i].mc_ns : 0;
 	}
 	m = &res[bench_median_index(ns, runs)];
-	printf("%-10s %8.0f %6.1f %4.0f%% %6.1f %6.1f %5.1f %6.1f\n",
+	printf("%-10s %8.0f %6.1f %4.0f%% %6.1f %6.1f %5.1f %6.1f %6.1f\n",
 	       rw->name, m->events, m->trace_bytes / m->events,
 	       bench_spread(ns, runs), m->svc_ns, m->mc_ns,
-	       bench_median(x, runs), m->file_ns);
+	       bench_median(x, runs), m->file_ns, m->wr_ns);
 	if (!ok)
 		printf("%-10s VERIFY FAILED\n", rw->name);
 	fflush(stdout);
@@ -984,12 +987,14 @@ int main(int argc, char **argv)
 	       "takes everything and writes nothing (the service without "
 	       "the kernel's copy).\nwrite: the kernel's share alone, the "
 	       "same bytes written to a fresh tmpfs file\nwith write(2), "
-	       "32 KiB at a time (CPU time).\n", SVC_PASSES,
+	       "32 KiB at a time (CPU time).  wr: the writer's CPU per "
+	       "event, on the same\nthread: one service keeps up with "
+	       "wr / svc writers flat out.\n", SVC_PASSES,
 	       LOOP_EVENTS);
-	printf("%-10s %8s %6s %5s %6s %6s %5s %6s\n", "row", "events",
-	       "B/ev", "+-", "svc", "memcpy", "x", "write");
-	printf("%-10s %8s %6s %5s %6s %6s %5s %6s\n", "", "", "", "", "ns/ev",
-	       "ns/ev", "", "ns/ev");
+	printf("%-10s %8s %6s %5s %6s %6s %5s %6s %6s\n", "row", "events",
+	       "B/ev", "+-", "svc", "memcpy", "x", "write", "wr");
+	printf("%-10s %8s %6s %5s %6s %6s %5s %6s %6s\n", "", "", "", "",
+	       "ns/ev", "ns/ev", "", "ns/ev", "ns/ev");
 	for (i = 0; i < NROWS3; i++)
 		if (sel[n1 + NROWS2 + i])
 			failed += !table3_row(&rows3[i], runs);
