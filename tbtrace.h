@@ -379,8 +379,9 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 	(TB__TRACE_KEY1_OK(1) | TB__TRACE_KEY1_OK(2) | TB__TRACE_KEY1_OK(4) | \
 	 TB__TRACE_KEY1_OK(5) | TB__TRACE_KEY1_OK(6) | TB__TRACE_KEY1_OK(7))
 #define TB__TRACE_KEYS_HI						\
-	(TB__TRACE_KEY1_OK(8) | TB__TRACE_KEY1_OK(9) | TB__TRACE_KEY1_OK(11) | \
-	 TB__TRACE_KEY1_OK(12) | TB__TRACE_KEY1_OK(13) | TB__TRACE_KEY1_OK(14) | \
+	(TB__TRACE_KEY1_OK(8) | TB__TRACE_KEY1_OK(9) |			\
+	 TB__TRACE_KEY1_OK(11) | TB__TRACE_KEY1_OK(12) |		\
+	 TB__TRACE_KEY1_OK(13) | TB__TRACE_KEY1_OK(14) |		\
 	 TB__TRACE_KEY1_OK(15))
 
 /* Whether one-byte key @key (below 0x80) is one a producer may write. */
