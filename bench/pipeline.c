@@ -978,19 +978,18 @@ int main(int argc, char **argv)
 	       "of the\nsame trace bytes.\n");
 	printf("\nTable 3: the service alone on one thread, writing the trace "
 	       "to a file on tmpfs:\n%u passes, before each a writer of the "
-	       "same thread writes %u events (untimed);\nsvc ns/ev: the "
-	       "passes' CPU (drain, bridge, buffer, trace writer, output) per "
-	       "event;\nmemcpy: one memcpy of the same trace bytes; x: svc "
-	       "over memcpy (median of the runs').  svc-stdio: the file "
-	       "through stdio (fwrite,\na 1 MiB buffer); svc-writev: "
-	       "through writev(2); svc-null: a writev callback that\n"
-	       "takes everything and writes nothing (the service without "
-	       "the kernel's copy).\nwrite: the kernel's share alone, the "
-	       "same bytes written to a fresh tmpfs file\nwith write(2), "
-	       "32 KiB at a time (CPU time).  wr: the writer's CPU per "
-	       "event, on the same\nthread: one service keeps up with "
-	       "wr / svc writers flat out.\n", SVC_PASSES,
-	       LOOP_EVENTS);
+	       "same thread writes %u events\n(untimed).  svc ns/ev: the "
+	       "passes' CPU (drain, bridge, buffer, trace writer,\noutput) "
+	       "per event; memcpy: one memcpy of the same trace bytes; x: "
+	       "svc over\nmemcpy (median of the runs').  svc-stdio: the file "
+	       "through stdio\n(fwrite, a 1 MiB buffer); svc-writev: through "
+	       "writev(2); svc-null: a writev\ncallback that takes everything "
+	       "and writes nothing (the service\nwithout the kernel's share).  "
+	       "write: the kernel's share alone, the same bytes\nwritten to "
+	       "a fresh tmpfs file with write(2), 32 KiB at a time.  wr: the "
+	       "writer's\nCPU per event, on the same thread: one service "
+	       "keeps up with wr / svc writers\nflat out.  All CPU times "
+	       "(CLOCK_THREAD_CPUTIME_ID).\n", SVC_PASSES, LOOP_EVENTS);
 	printf("%-10s %8s %6s %5s %6s %6s %5s %6s %6s\n", "row", "events",
 	       "B/ev", "+-", "svc", "memcpy", "x", "write", "wr");
 	printf("%-10s %8s %6s %5s %6s %6s %5s %6s %6s\n", "", "", "", "",
