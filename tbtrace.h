@@ -50,7 +50,10 @@ extern "C" {
  * progress are a failure) or a negative value (a failure).  Either way
  * the first failure is latched in @error and nothing more is handed out.
  * Every tb_trace_* call hands out all it gathered before it returns, so
- * the output may be closed (or fsync'ed) between calls.
+ * the output may be closed (or fsync'ed) between calls.  The stage and
+ * the vector live in the struct (about 33 KiB with the defaults below;
+ * define TB_TRACE_STAGE and TB_TRACE_IOV_MAX smaller where that is too
+ * much: a smaller stage means more calls).
  */
 typedef int (*tb_trace_write_fn)(void *ctx, const void *data, size_t len);
 
