@@ -86,7 +86,7 @@ static int out_write(void *ctx, const void *p, size_t n)
 	return 0;
 }
 
-static struct tb_trace_out tout = { out_write, NULL, 0, 0, 0, 0, 0 };
+static struct tb_trace_out tout;	/* set up per input */
 
 static void on_packet(void *ctx, const struct tb_packet *p)
 {
