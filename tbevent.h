@@ -27,7 +27,7 @@
  *               and an explicit timestamp (TB_AT).  Each macro has a _W
  *               form taking the writer first; functions underneath do
  *               everything (tb_ev_begin, _end, _instant, _counter,
- *               _counter_double, tb_ev_emit for a struct tb_event).
+ *               _counter_double, tb_ev_emit for a struct tb_ev_event).
  *
  *       TB_CATEGORY_DEFINE(cat_io, "io", 1);
  *       ...
@@ -675,20 +675,20 @@ static inline struct tb_arg tb__arg_static(struct tb_arg a)
 /* ------------------------------------------------------------------------
  * Events, as the functions take them.
  */
-enum tb_event_type {		/* TrackEvent.Type */
+enum tb_ev_type {		/* TrackEvent.Type */
 	TB_EV_SLICE_BEGIN = 1,
 	TB_EV_SLICE_END = 2,
 	TB_EV_INSTANT = 3,
 	TB_EV_COUNTER = 4,
 };
 
-/* struct tb_event.flags */
+/* struct tb_ev_event.flags */
 #define TB_EV_COPY_NAMES	1u	/* every name inline, none interned */
 #define TB_EV_DOUBLE		2u	/* counters: value.d, not .i */
 #define TB_EV_STATIC_NAME	4u	/* @name never changes: by address */
 
-struct tb_event {
-	uint8_t type;			/* enum tb_event_type */
+struct tb_ev_event {
+	uint8_t type;			/* enum tb_ev_type */
 	uint8_t flags;		/* TB_EV_COPY_NAMES, _DOUBLE, _STATIC_NAME */
 	const struct tb_category *cat;	/* NULL: none, always enabled */
 	const char *name;		/* slices and instants */
@@ -1750,7 +1750,7 @@ static inline void tb__ev_flow_add(struct tb_ev_writer *ew, uint64_t id,
 
 /* After @ev was written (@ok) or not: its flows start, go on or end. */
 TB__EV_SLOW void tb__ev_flows_after(struct tb_ev_writer *ew,
-				    const struct tb_event *ev, bool ok)
+				    const struct tb_ev_event *ev, bool ok)
 {
 	struct tb__ev_flow *f;
 	uint32_t i;
@@ -1780,7 +1780,7 @@ TB__EV_SLOW void tb__ev_flows_after(struct tb_ev_writer *ew,
 	}
 }
 
-static inline bool tb__ev_has_flows(const struct tb_event *ev)
+static inline bool tb__ev_has_flows(const struct tb_ev_event *ev)
 {
 	uint32_t i;
 
@@ -1886,14 +1886,14 @@ static inline void tb__ev_value_put(struct tb__ev_out *o,
 	}
 }
 
-static inline bool tb__ev_has_cat(const struct tb_event *ev)
+static inline bool tb__ev_has_cat(const struct tb_ev_event *ev)
 {
 	return ev->cat && ev->cat->name && ev->type != TB_EV_SLICE_END &&
 	       ev->type != TB_EV_COUNTER;
 }
 
 static inline void tb__ev_plan(struct tb_ev_writer *ew,
-			       const struct tb_event *ev,
+			       const struct tb_ev_event *ev,
 			       struct tb__ev_plan *pl)
 {
 	bool copy = ev->flags & TB_EV_COPY_NAMES;
@@ -1953,7 +1953,7 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 
 static inline void tb__ev_body_put(struct tb__ev_out *o,
 				   const struct tb_ev_writer *ew,
-				   const struct tb_event *ev,
+				   const struct tb_ev_event *ev,
 				   const struct tb__ev_plan *pl)
 {
 	uint32_t i;
@@ -2002,7 +2002,7 @@ static inline void tb__ev_body_put(struct tb__ev_out *o,
 
 /* The event's track and timestamp, from its items or its defaults. */
 static inline const struct tb_track *tb__ev_items(const struct tb_ev_writer *ew,
-						  const struct tb_event *ev,
+						  const struct tb_ev_event *ev,
 						  uint64_t *ts)
 {
 	const struct tb_track *t = ev->track ? ev->track : ew->track;
@@ -2018,7 +2018,7 @@ static inline const struct tb_track *tb__ev_items(const struct tb_ev_writer *ew,
 	return t;
 }
 
-static inline bool tb__ev_valid(const struct tb_event *ev)
+static inline bool tb__ev_valid(const struct tb_ev_event *ev)
 {
 	uint32_t i;
 
@@ -2039,7 +2039,7 @@ static inline bool tb__ev_valid(const struct tb_event *ev)
  * with the interned data it needs.
  */
 static inline int tb__ev_write(struct tb_ev_writer *ew,
-			       const struct tb_event *ev,
+			       const struct tb_ev_event *ev,
 			       const struct tb_track *t,
 			       struct tb__ev_plan *pl,
 			       struct tb__ev_track **slot)
@@ -2073,7 +2073,7 @@ TB__EV_SLOW int tb__ev_pay_ends(struct tb_ev_writer *ew)
 {
 	struct tb__ev_track *slot;
 	struct tb__ev_plan pl;
-	struct tb_event e;
+	struct tb_ev_event e;
 	uint32_t i;
 	int ret;
 
@@ -2114,7 +2114,7 @@ static inline void tb__ev_owe_end(struct tb_ev_writer *ew,
  * whatever happens, a BEGIN and an END move the track's slice stack.
  */
 static inline int tb__ev_emit(struct tb_ev_writer *ew,
-			      const struct tb_event *ev)
+			      const struct tb_ev_event *ev)
 {
 	struct tb__ev_track *slot = NULL;
 	struct tb__ev_plan pl;
@@ -2219,7 +2219,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 
 /* Full control: any event type, track, items, flags. */
 static inline int tb_ev_emit(struct tb_ev_writer *ew,
-			     const struct tb_event *ev)
+			     const struct tb_ev_event *ev)
 {
 	if (!ew || !ev)
 		return TB_EINVAL;
@@ -2228,7 +2228,7 @@ static inline int tb_ev_emit(struct tb_ev_writer *ew,
 	return tb__ev_emit(ew, ev);
 }
 
-static inline void tb__ev_fill(struct tb_event *ev, unsigned type,
+static inline void tb__ev_fill(struct tb_ev_event *ev, unsigned type,
 			       const struct tb_category *cat,
 			       const char *name, const struct tb_track *track,
 			       const struct tb_arg *args, uint32_t nargs)
@@ -2253,7 +2253,7 @@ static inline int tb__ev_event(struct tb_ev_writer *ew, unsigned type,
 			       const char *name, const struct tb_arg *args,
 			       uint32_t nargs)
 {
-	struct tb_event ev;
+	struct tb_ev_event ev;
 
 	tb__ev_fill(&ev, type, cat, name, NULL, args, nargs);
 	ev.flags = (uint8_t)flags;
@@ -2265,7 +2265,7 @@ static inline int tb__ev_counter(struct tb_ev_writer *ew,
 				 const struct tb_track *track, bool dbl,
 				 int64_t i, double d)
 {
-	struct tb_event ev;
+	struct tb_ev_event ev;
 
 	tb__ev_fill(&ev, TB_EV_COUNTER, cat, NULL, track, NULL, 0);
 	ev.flags = dbl ? TB_EV_DOUBLE : 0;
@@ -2436,7 +2436,7 @@ static inline int tb__ev_scope_begin(struct tb_ev_scope *s, unsigned flags,
 				     const char *name,
 				     const struct tb_arg *args, uint32_t nargs)
 {
-	struct tb_event ev;
+	struct tb_ev_event ev;
 	uint64_t ts;
 
 	if (!s->w)
@@ -2455,7 +2455,7 @@ static inline int tb_ev_scope_begin(struct tb_ev_scope *s, const char *name,
 
 static inline void tb_ev_scope_end(struct tb_ev_scope *s)
 {
-	struct tb_event ev;
+	struct tb_ev_event ev;
 
 	if (!s->w)
 		return;
