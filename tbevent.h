@@ -812,83 +812,37 @@ static inline uint32_t tb__ev_clock_id(const struct tb_ev_writer *ew)
 }
 
 /* ------------------------------------------------------------------------
- * Sizes of protobuf fields (the field numbers are constants: these fold).
+ * Sizes and encodings of protobuf fields: tbpb.h's codec.  The field
+ * numbers are constants, so the sizes fold and a key is one or two byte
+ * stores.
  */
-/* Tags here are of fields below 2048: one byte or two. */
-static inline uint32_t tb__ev_tag(uint32_t field)
-{
-	return field < 16 ? 1 : 2;
-}
-
-/* tb_pb_varint_len() without the loop (the hot path sizes every field) */
-static inline uint32_t tb__ev_vlen(uint64_t v)
-{
-	if (v < 0x80u)
-		return 1;	/* types, flags, iids, most lengths */
-#if defined(__GNUC__)
-	return 1 + (uint32_t)(63 - __builtin_clzll(v)) / 7;
-#else
-	return tb_pb_varint_len(v);
-#endif
-}
-
 static inline uint32_t tb__ev_vsize(uint32_t field, uint64_t v)
 {
-	return tb__ev_tag(field) + tb__ev_vlen(v);
+	return tb__pb_tag_len(field) + tb_pb_varint_len(v);
 }
 
 static inline uint32_t tb__ev_lsize(uint32_t field, uint32_t len)
 {
-	return tb__ev_tag(field) + tb__ev_vlen(len) + len;
-}
-
-/* A tag of a constant field: folds to one or two byte stores. */
-static inline uint8_t *tb__ev_tag_put(uint8_t *p, uint32_t field,
-				      unsigned type)
-{
-	uint32_t k = field << 3 | type;
-
-	if (field < 16) {
-		*p++ = (uint8_t)k;
-		return p;
-	}
-	*p++ = (uint8_t)(k | 0x80u);
-	*p++ = (uint8_t)(k >> 7);
-	return p;
-}
-
-static inline uint8_t *tb__ev_varint_put(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80u) {
-		*p++ = (uint8_t)(v | 0x80u);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
+	return tb__pb_tag_len(field) + tb_pb_varint_len(len) + len;
 }
 
 /* A varint field at @p (room for TB__EV_FAST bytes); returns its end. */
 static inline uint8_t *tb__ev_uint_at(uint8_t *p, uint32_t field,
 				      uint64_t v)
 {
-	return tb__ev_varint_put(tb__ev_tag_put(p, field, TB_PB_VARINT), v);
+	return p + tb_pb_uint(p, field, v);
 }
 
 static inline uint8_t *tb__ev_len_at(uint8_t *p, uint32_t field,
 				     uint32_t len)
 {
-	return tb__ev_varint_put(tb__ev_tag_put(p, field, TB_PB_LEN), len);
+	return p + tb_pb_len(p, field, len);
 }
 
 static inline uint8_t *tb__ev_fixed64_at(uint8_t *p, uint32_t field,
 					 uint64_t v)
 {
-	unsigned i;
-
-	p = tb__ev_tag_put(p, field, TB_PB_FIXED64);
-	for (i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-	return p + 8;
+	return p + tb_pb_fixed64(p, field, v);
 }
 
 /* ------------------------------------------------------------------------
@@ -1852,7 +1806,7 @@ static inline uint32_t tb__ev_value_size(const struct tb_arg *a)
 	case TB_ARG_T_INT:
 		return tb__ev_vsize(TB__DA_INT, (uint64_t)a->v.i);
 	case TB_ARG_T_DOUBLE:
-		return tb__ev_tag(TB__DA_DOUBLE) + 8;
+		return tb__pb_tag_len(TB__DA_DOUBLE) + 8;
 	case TB_ARG_T_STRING:
 		return tb__ev_lsize(TB__DA_STRING, a->len);
 	case TB_ARG_T_POINTER:
@@ -1920,17 +1874,17 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 	te += pl->ulen;
 	if (ev->type == TB_EV_COUNTER)
 		te += ev->flags & TB_EV_DOUBLE ?
-		      tb__ev_tag(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
+		      tb__pb_tag_len(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
 		      tb__ev_vsize(TB__TE_COUNTER_VALUE,
 				   (uint64_t)ev->value.i);
 	for (i = 0; i < ev->nargs; i++) {
 		const struct tb_arg *a = &ev->args[i];
 
 		if (a->type == TB_ARG_T_FLOW)
-			te += tb__ev_tag(TB__TE_FLOW_IDS) + 8;
+			te += tb__pb_tag_len(TB__TE_FLOW_IDS) + 8;
 		else if (a->type == TB_ARG_T_FLOW_END &&
 			 (pl->al[i] = !tb__ev_flow_lost(ew, a->v.u)))
-			te += tb__ev_tag(TB__TE_TERMINATING_FLOW_IDS) + 8;
+			te += tb__pb_tag_len(TB__TE_TERMINATING_FLOW_IDS) + 8;
 		if (!tb__ev_is_annotation(a->type))
 			continue;
 		pl->al[i] = tb__ev_str_plan(ew, &pl->an[i],

@@ -31,10 +31,15 @@ extern "C" {
 /* ------------------------------------------------------------------------
  * The trace writer.
  */
+/*
+ * A write callback returns 0 when it took all @len bytes, anything else
+ * (a negative value, say) when it failed; whatever it returned, the
+ * writer latches TB_EIO in @error and writes nothing more.
+ */
 typedef int (*tb_trace_write_fn)(void *ctx, const void *data, size_t len);
 
 struct tb_trace_out {
-	tb_trace_write_fn write;	/* returns 0, or the write failed */
+	tb_trace_write_fn write;	/* 0, or nonzero: it failed */
 	void *ctx;
 	uint64_t packets;
 	uint64_t bytes;
@@ -67,7 +72,7 @@ static inline void tb__trace_put(struct tb_trace_out *o, const void *p,
 				  size_t n)
 {
 	if (!o->error && n && o->write(o->ctx, p, n))
-		o->error = -1;
+		o->error = TB_EIO;
 	o->bytes += n;
 }
 
@@ -89,28 +94,6 @@ static inline bool tb__trace_pb_at_end(struct tb__trace_pb_cursor *c)
 	return c->i == c->n;
 }
 
-static inline int tb__trace_pb_byte(struct tb__trace_pb_cursor *c)
-{
-	return tb__trace_pb_at_end(c) ? -1 : c->s[c->i].data[c->off++];
-}
-
-static inline bool tb__trace_pb_get_varint(struct tb__trace_pb_cursor *c, uint64_t *v)
-{
-	unsigned shift;
-
-	*v = 0;
-	for (shift = 0; shift < 64; shift += 7) {
-		int b = tb__trace_pb_byte(c);
-
-		if (b < 0)
-			return false;
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
-}
-
 static inline bool tb__trace_pb_skip(struct tb__trace_pb_cursor *c, uint64_t n)
 {
 	while (n) {
@@ -130,16 +113,45 @@ static inline bool tb__trace_pb_skip(struct tb__trace_pb_cursor *c, uint64_t n)
 	return true;
 }
 
+/* A varint at the cursor, by tbpb.h's decoder (gathered across slices). */
+static inline bool tb__trace_pb_get_varint(struct tb__trace_pb_cursor *c,
+					   uint64_t *v)
+{
+	struct tb__trace_pb_cursor p = *c;
+	uint8_t b[TB_PB_VARINT_MAX];
+	unsigned n = 0;
+
+	if (tb__trace_pb_at_end(c))
+		return false;
+	n = tb_pb_varint_get(c->s[c->i].data + c->off,
+			     c->s[c->i].size - c->off, v);
+	if (n) {			/* within one slice: the common case */
+		c->off += n;
+		return true;
+	}
+	while (n < sizeof(b) && !tb__trace_pb_at_end(&p))
+		b[n++] = p.s[p.i].data[p.off++];
+	n = tb_pb_varint_get(b, n, v);
+	return n && tb__trace_pb_skip(c, n);
+}
+
 /*
  * Top-level TracePacket fields only the service may write: the trusted
- * fields, trace_config 33, trace_stats 35, synchronization_marker 36,
- * compressed_packets 50, machine_id 98 (Perfetto reserves the same).
+ * fields and these (Perfetto reserves the same).
  */
+#define TB__TRACE_F_CONFIG		33	/* trace_config */
+#define TB__TRACE_F_STATS		35	/* trace_stats */
+#define TB__TRACE_F_SYNC_MARKER		36	/* synchronization_marker */
+#define TB__TRACE_F_COMPRESSED		50	/* compressed_packets */
+#define TB__TRACE_F_MACHINE_ID		98	/* machine_id */
+
 static inline bool tb__trace_pb_reserved(uint64_t field)
 {
 	switch (field) {
-	case TB_PB_TRUSTED_UID: case TB_PB_TRUSTED_SEQ_ID: case 33: case 35:
-	case 36: case 50: case TB_PB_TRUSTED_PID: case 98:
+	case TB_PB_TRUSTED_UID: case TB_PB_TRUSTED_SEQ_ID:
+	case TB_PB_TRUSTED_PID: case TB__TRACE_F_CONFIG:
+	case TB__TRACE_F_STATS: case TB__TRACE_F_SYNC_MARKER:
+	case TB__TRACE_F_COMPRESSED: case TB__TRACE_F_MACHINE_ID:
 		return true;
 	}
 	return false;
@@ -157,40 +169,28 @@ static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 	uint64_t key, len;
 
 	while (!tb__trace_pb_at_end(&c)) {
-		uint64_t field;
+		bool ok;
 
-		if (!tb__trace_pb_get_varint(&c, &key))
-			return false;	/* a key cut short: not a field */
-		field = key >> 3;
-		if (!field || field > 0x1fffffffu || tb__trace_pb_reserved(field))
-			return false;	/* no such field number, or not theirs */
-		switch (key & 7) {
-		case TB_PB_VARINT:
-			if (!tb__trace_pb_get_varint(&c, &len))
-				return false;
-			break;
-		case 1:		/* fixed64 */
-			if (!tb__trace_pb_skip(&c, 8))
-				return false;
-			break;
-		case TB_PB_LEN:
-			if (!tb__trace_pb_get_varint(&c, &len) ||
-			    !tb__trace_pb_skip(&c, len))
-				return false;
-			break;
-		case 5:		/* fixed32 */
-			if (!tb__trace_pb_skip(&c, 4))
-				return false;
-			break;
-		default:	/* groups and invalid wire types */
+		/* a key cut short, no such field or type, or not theirs */
+		if (!tb__trace_pb_get_varint(&c, &key) || !tb__pb_key_ok(key) ||
+		    tb__trace_pb_reserved(key >> 3))
 			return false;
-		}
+		if ((key & 7) == TB_PB_VARINT)
+			ok = tb__trace_pb_get_varint(&c, &len);
+		else if ((key & 7) == TB_PB_LEN)
+			ok = tb__trace_pb_get_varint(&c, &len) &&
+			     tb__trace_pb_skip(&c, len);
+		else				/* fixed64, fixed32 */
+			ok = tb__trace_pb_skip(&c,
+					tb__pb_fixed_size((unsigned)(key & 7)));
+		if (!ok)
+			return false;
 	}
 	return true;			/* ended between two fields */
 }
 
 /*
- * Writes one packet with its trusted fields.  0, or -1 once a write
+ * Writes one packet with its trusted fields.  0, or TB_EIO once a write
  * failed.  A packet that is not a valid TracePacket is counted in
  * invalid_packets and replaced by one that holds only the trusted fields
  * and previous_packet_dropped (its loss bits plus CHUNK_CORRUPTED), so
@@ -228,7 +228,7 @@ static inline int tb_trace_write_packet(struct tb_trace_out *o,
 
 /*
  * Reads everything a central buffer can give now (destructively) into the
- * trace.  Returns the packets written, or -1 once a write failed.
+ * trace.  Returns the packets written, or TB_EIO once a write failed.
  */
 static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 {
@@ -238,7 +238,7 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 	tb_buf_begin_read(b);
 	while (tb_buf_read_packet(b, &pkt)) {
 		if (tb_trace_write_packet(o, &pkt))
-			return -1;
+			return o->error;
 		n++;
 	}
 	return n;
@@ -270,7 +270,7 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
  *    replaced, the producers connected and seen.
  *
  * Timestamps are the caller's, on the trace clock (CLOCK_BOOTTIME, as the
- * event layer's default).  Each writer returns 0, or -1 once a write
+ * event layer's default).  Each writer returns 0, or TB_EIO once a write
  * failed (latched in o->error).
  */
 #define TB_TRACE_SERVICE_SEQ	2u
@@ -595,7 +595,7 @@ static inline int tb_trace_write_stats(struct tb_trace_out *o,
  * Reading a trace back: the Trace.packet records of a trace image and the
  * fields the service appended to each.  Validating: a trace that is not a
  * sequence of Trace.packet records, or a record that is not protobuf,
- * ends the walk with -1.
+ * ends the walk with TB_EPROTOBUF.
  */
 #define TB_TRACE_HAS_UID	1u
 #define TB_TRACE_HAS_SEQ_ID	2u
@@ -614,7 +614,8 @@ struct tb_trace_packet {
 
 /*
  * The next packet of the trace image @r walks (tb_pb_reader_init() over
- * the whole file): 1, 0 at the end, -1 if the image is malformed.  Where
+ * the whole file): 1, 0 at the end, TB_EPROTOBUF if the image is
+ * malformed.  Where
  * a field repeats, the last one counts, as in protobuf.
  */
 static inline int tb_trace_next(struct tb_pb_reader *r,
@@ -627,7 +628,7 @@ static inline int tb_trace_next(struct tb_pb_reader *r,
 	if (ret <= 0)
 		return ret;
 	if (f.number != TB_PB_TRACE_PACKET || f.type != TB_PB_LEN)
-		return -1;
+		return TB_EPROTOBUF;
 	TB_MEMSET(tp, 0, sizeof(*tp));
 	tp->data = f.data;
 	tp->size = f.size;
@@ -654,7 +655,7 @@ static inline int tb_trace_next(struct tb_pb_reader *r,
 			break;
 		}
 	}
-	return ret < 0 ? -1 : 1;
+	return ret < 0 ? ret : 1;
 }
 
 #ifdef __cplusplus

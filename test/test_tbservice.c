@@ -1647,15 +1647,15 @@ START_TEST(test_trace_failed_write_latches_an_error)
 	commit_pkt(b, 1, 1, 1, 0, 1, 30);
 	commit_pkt(b, 1, 1, 2, 0, 2, 30);
 	m.fail_at = 2;		/* the packet bytes of the first packet */
-	ck_assert_int_eq(tb_trace_write(&o, b), -1);
-	ck_assert_int_ne(o.error, 0);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_eq(o.error, TB_EIO);
 	calls = m.calls;
 	ck_assert_uint_eq(calls, 2);
 	/* latched: later packets fail without calling the output again */
 	m.fail_at = 0;
 	commit_pkt(b, 1, 1, 3, 0, 3, 30);
-	ck_assert_int_eq(tb_trace_write(&o, b), -1);
-	ck_assert_int_ne(o.error, 0);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_eq(o.error, TB_EIO);
 	ck_assert_uint_eq(m.calls, calls);
 	free(m.p);
 	tb_buf_destroy(b);
