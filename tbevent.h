@@ -176,7 +176,10 @@
  *   - TB_EV_INTERN_SLOTS, TB_EV_NAME_BYTES, TB_EV_TRACKS, TB_EV_FLOWS,
  *     TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size struct tb_ev_writer and the
  *     encoder's stack frame: define them the same in every translation
- *     unit, before including this header.
+ *     unit, before including this header.  A writer set up (and so
+ *     allocated: its size is this unit's) in a unit whose sizes differ
+ *     is refused by every call here with TB_ECONFIG (tb_ev_forget_track()
+ *     and tb_ev_reset() leave it alone).
  *   - Tracks must outlive the writers that used them (or be dropped from
  *     them with tb_ev_forget_track()), and their names stay static.
  *
@@ -219,6 +222,21 @@ typedef char tb__ev_ends_check[TB_EV_OWED_ENDS >= 1 &&
 typedef char tb__ev_names_check[TB_EV_NAME_BYTES >= 16 &&
 				TB_EV_NAME_BYTES <= 65535 ? 1 : -1];
 typedef char tb__ev_flows_check[TB_EV_FLOWS >= 1 ? 1 : -1];
+
+/*
+ * The sizes of struct tb_ev_writer's tables, hashed into one nonzero word
+ * that tb_ev_writer_init() stores first in the writer and every other call
+ * compares (one load and a compare per event): a writer set up where the
+ * sizes differ is refused with TB_ECONFIG, never read with the wrong
+ * layout.  (A link-time check would need a symbol that one translation
+ * unit defines; this header asks no file to own anything.)
+ */
+#define TB__EV_MIX(h, v)	(((uint32_t)(h) ^ (uint32_t)(v)) * 0x01000193u)
+#define TB__EV_CONFIG							\
+	TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(		\
+	0x811c9dc5u, TB_EV_INTERN_SLOTS), TB_EV_TRACKS), TB_EV_OWED_ENDS), \
+	TB_EV_NAME_BYTES), TB_EV_FLOWS)
+typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 
 /* The default clock: CLOCK_BOOTTIME where the platform declares it. */
 #if !defined(TB_EV_HAVE_BOOTTIME)
@@ -754,6 +772,7 @@ struct tb__ev_track {
 };
 
 struct tb_ev_writer {
+	uint32_t config;	/* TB__EV_CONFIG where it was set up */
 	struct tb_writer *w;
 	const struct tb_track *track;	/* the default track */
 	const struct tb_ev_clock *clock;	/* NULL: CLOCK_BOOTTIME */
@@ -2075,6 +2094,8 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	const struct tb_track *t;
 	int ret;
 
+	if (ew->config != TB__EV_CONFIG)
+		return TB_ECONFIG;
 	if (!tb__ev_valid(ev))
 		return TB_EINVAL;
 	t = tb__ev_items(ew, ev, &pl.ts);
@@ -2151,6 +2172,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	if (ret)
 		return ret;
 	TB_MEMSET(ew, 0, sizeof(*ew));
+	ew->config = TB__EV_CONFIG;
 	ew->w = w;
 	ew->track = track;
 	ew->clock = clock;
@@ -2307,6 +2329,8 @@ static inline int tb_ev_add_track(struct tb_ev_writer *ew,
 
 	if (!ew || !track)
 		return TB_EINVAL;
+	if (ew->config != TB__EV_CONFIG)
+		return TB_ECONFIG;
 	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;	/* they come first */
 	if (!ret)
 		ret = tb__ev_check_state(ew);
@@ -2319,6 +2343,8 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 {
 	uint32_t i, j;
 
+	if (ew->config != TB__EV_CONFIG)
+		return;		/* another build's writer: not ours to touch */
 	for (i = j = 0; i < ew->ntracks; i++)
 		if (ew->tracks[i].t != track)
 			ew->tracks[j++] = ew->tracks[i];
@@ -2337,7 +2363,8 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 /* Starts a fresh incremental state before the next event. */
 static inline void tb_ev_reset(struct tb_ev_writer *ew)
 {
-	ew->fresh = 1;
+	if (ew->config == TB__EV_CONFIG)
+		ew->fresh = 1;
 }
 
 /*
@@ -2355,6 +2382,8 @@ static inline int tb_ev_writer_finish(struct tb_ev_writer *ew)
 
 	if (!ew)
 		return TB_EINVAL;
+	if (ew->config != TB__EV_CONFIG)
+		return TB_ECONFIG;
 	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;
 	if (ret)
 		return ret;
