@@ -845,25 +845,6 @@ static inline uint32_t tb__ev_lsize(uint32_t field, uint32_t len)
 	return tb__pb_tag_len(field) + tb_pb_varint_len(len) + len;
 }
 
-/* A varint field at @p (room for TB__EV_FAST bytes); returns its end. */
-static inline uint8_t *tb__ev_uint_at(uint8_t *p, uint32_t field,
-				      uint64_t v)
-{
-	return p + tb_pb_uint(p, field, v);
-}
-
-static inline uint8_t *tb__ev_len_at(uint8_t *p, uint32_t field,
-				     uint32_t len)
-{
-	return p + tb_pb_len(p, field, len);
-}
-
-static inline uint8_t *tb__ev_fixed64_at(uint8_t *p, uint32_t field,
-					 uint64_t v)
-{
-	return p + tb_pb_fixed64(p, field, v);
-}
-
 /* ------------------------------------------------------------------------
  * The output: a packet of a size known in advance, encoded straight into
  * the ring.  One fragment when it fits a chunk; else it streams across
@@ -971,10 +952,10 @@ static inline void tb__ev_put_uint(struct tb__ev_out *o, uint32_t field,
 	uint8_t t[TB__EV_FAST];
 
 	if (tb__ev_fast(o)) {
-		o->p = tb__ev_uint_at(o->p, field, v);
+		o->p = tb__pb_uint_at(o->p, field, v);
 		return;
 	}
-	tb__ev_put(o, t, (uint32_t)(tb__ev_uint_at(t, field, v) - t));
+	tb__ev_put(o, t, (uint32_t)(tb__pb_uint_at(t, field, v) - t));
 }
 
 /* The header of a length-delimited field (a nested message's). */
@@ -984,10 +965,10 @@ static inline void tb__ev_put_hdr(struct tb__ev_out *o, uint32_t field,
 	uint8_t t[TB__EV_FAST];
 
 	if (tb__ev_fast(o)) {
-		o->p = tb__ev_len_at(o->p, field, len);
+		o->p = tb__pb_len_at(o->p, field, len);
 		return;
 	}
-	tb__ev_put(o, t, (uint32_t)(tb__ev_len_at(t, field, len) - t));
+	tb__ev_put(o, t, (uint32_t)(tb__pb_len_at(t, field, len) - t));
 }
 
 /*
@@ -1014,10 +995,10 @@ static inline void tb__ev_put_fixed64(struct tb__ev_out *o, uint32_t field,
 	uint8_t t[TB__EV_FAST];
 
 	if (tb__ev_fast(o)) {
-		o->p = tb__ev_fixed64_at(o->p, field, v);
+		o->p = tb__pb_fixed64_at(o->p, field, v);
 		return;
 	}
-	tb__ev_put(o, t, (uint32_t)(tb__ev_fixed64_at(t, field, v) - t));
+	tb__ev_put(o, t, (uint32_t)(tb__pb_fixed64_at(t, field, v) - t));
 }
 
 static inline uint64_t tb__ev_dbits(double d)
@@ -1523,7 +1504,7 @@ static inline struct tb__ev_track *tb__ev_add_track(struct tb_ev_writer *ew,
 	s->lost = 0;
 	s->depth = 0;
 	s->epoch = 0;
-	s->ulen = (uint8_t)(tb__ev_uint_at(s->ufield, TB__TE_TRACK_UUID,
+	s->ulen = (uint8_t)(tb__pb_uint_at(s->ufield, TB__TE_TRACK_UUID,
 					   t->uuid) - s->ufield);
 	return s;
 }
@@ -1800,7 +1781,7 @@ static inline void tb__ev_plan_track(const struct tb_ev_writer *ew,
 		pl->ulen = slot->ulen;
 	} else if (t) {
 		pl->ufield = pl->ubuf;
-		pl->ulen = (uint32_t)(tb__ev_uint_at(pl->ubuf,
+		pl->ulen = (uint32_t)(tb__pb_uint_at(pl->ubuf,
 						     TB__TE_TRACK_UUID,
 						     t->uuid) - pl->ubuf);
 	} else {

@@ -55,17 +55,27 @@ static inline unsigned tb_pb_varint_len(uint64_t v)
 #endif
 }
 
+/*
+ * The encoder.  Each writer has two forms: tb_pb_X() returns the bytes it
+ * wrote, tb__pb_X_at() the end of them (what an encoder that moves a
+ * pointer along wants: no length to add back).
+ */
+
+/* Writes the shortest encoding of @v at @p; returns its end. */
+static inline uint8_t *tb__pb_varint_at(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80u) {
+		*p++ = (uint8_t)(v | 0x80u);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
 /* Writes the shortest encoding of @v at @p; returns its length. */
 static inline unsigned tb_pb_varint_put(uint8_t *p, uint64_t v)
 {
-	unsigned n = 0;
-
-	while (v >= 0x80u) {
-		p[n++] = (uint8_t)(v | 0x80u);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
+	return (unsigned)(tb__pb_varint_at(p, v) - p);
 }
 
 /*
@@ -116,37 +126,64 @@ static inline unsigned tb__pb_fixed_size(unsigned type)
 /* Bytes of the key of @field (folds for a constant @field). */
 static inline unsigned tb__pb_tag_len(uint32_t field)
 {
-	return tb_pb_varint_len(tb__pb_key(field, 0));
+	if (field < 16)
+		return 1;
+	return field < 2048 ? 2 : tb_pb_varint_len(tb__pb_key(field, 0));
 }
 
 /*
- * Writes the key of @field, @type at @p; returns its length.  A constant
+ * Writes the key of @field, @type at @p; returns its end.  A constant
  * field below 2048 folds to one or two byte stores.
  */
-static inline unsigned tb__pb_tag(uint8_t *p, uint32_t field, unsigned type)
+static inline uint8_t *tb__pb_tag_at(uint8_t *p, uint32_t field,
+				     unsigned type)
 {
 	uint64_t k = tb__pb_key(field, type);
 
-	if (k < 0x80u) {
-		p[0] = (uint8_t)k;
-		return 1;
+	if (field < 16) {
+		*p++ = (uint8_t)k;
+		return p;
 	}
-	if (k < 0x4000u) {
-		p[0] = (uint8_t)(k | 0x80u);
-		p[1] = (uint8_t)(k >> 7);
-		return 2;
+	if (field < 2048) {
+		*p++ = (uint8_t)(k | 0x80u);
+		*p++ = (uint8_t)(k >> 7);
+		return p;
 	}
-	return tb_pb_varint_put(p, k);
+	return tb__pb_varint_at(p, k);
 }
 
-/* ---- Writing fields: each returns the bytes it wrote at @p -------------- */
+/* ---- Writing fields ------------------------------------------------------ */
 
 /* A varint field: key and value. */
+static inline uint8_t *tb__pb_uint_at(uint8_t *p, uint32_t field,
+				      uint64_t v)
+{
+	return tb__pb_varint_at(tb__pb_tag_at(p, field, TB_PB_VARINT), v);
+}
+
+/* The header of a length-delimited field of @len bytes. */
+static inline uint8_t *tb__pb_len_at(uint8_t *p, uint32_t field,
+				     uint64_t len)
+{
+	return tb__pb_varint_at(tb__pb_tag_at(p, field, TB_PB_LEN), len);
+}
+
+/* A fixed64 field (a double's bits, for one): little-endian. */
+static inline uint8_t *tb__pb_fixed64_at(uint8_t *p, uint32_t field,
+					 uint64_t v)
+{
+	unsigned i;
+
+	p = tb__pb_tag_at(p, field, TB_PB_FIXED64);
+	for (i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	return p + 8;
+}
+
+/* The same, each returning the bytes it wrote at @p. */
 static inline size_t tb_pb_uint(uint8_t *p, uint32_t field, uint64_t v)
 {
-	unsigned n = tb__pb_tag(p, field, TB_PB_VARINT);
-
-	return n + tb_pb_varint_put(p + n, v);
+	return (size_t)(tb__pb_uint_at(p, field, v) - p);
 }
 
 /* An int32 or int64 field: negative values are sign-extended to 64 bits. */
@@ -155,22 +192,14 @@ static inline size_t tb_pb_int(uint8_t *p, uint32_t field, int64_t v)
 	return tb_pb_uint(p, field, (uint64_t)v);
 }
 
-/* The header of a length-delimited field of @len bytes. */
 static inline size_t tb_pb_len(uint8_t *p, uint32_t field, uint64_t len)
 {
-	unsigned n = tb__pb_tag(p, field, TB_PB_LEN);
-
-	return n + tb_pb_varint_put(p + n, len);
+	return (size_t)(tb__pb_len_at(p, field, len) - p);
 }
 
-/* A fixed64 field (a double's bits, for one): little-endian. */
 static inline size_t tb_pb_fixed64(uint8_t *p, uint32_t field, uint64_t v)
 {
-	unsigned n = tb__pb_tag(p, field, TB_PB_FIXED64), i;
-
-	for (i = 0; i < 8; i++)
-		p[n + i] = (uint8_t)(v >> (8 * i));
-	return n + 8;
+	return (size_t)(tb__pb_fixed64_at(p, field, v) - p);
 }
 
 /* ---- Reading fields ---------------------------------------------------- */
