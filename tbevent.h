@@ -279,7 +279,11 @@ extern "C" {
 
 /* ------------------------------------------------------------------------
  * Perfetto's field numbers and enum values, each checked against the
- * .proto files named at the top.
+ * .proto files named at the top.  The trace checker (tbcheck.h) keeps a
+ * table of its own, on purpose: it is an independent model of Perfetto's
+ * importer, so a number wrong here is not wrong there as well and the
+ * tests catch it.  The wire format itself (varints, keys, wire types) is
+ * tbpb.h's, shared by every header.
  */
 enum {
 	/* TracePacket */
