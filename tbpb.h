@@ -4,9 +4,11 @@
  * https://opensource.org/license/bsd-2-clause for the text.
  *
  * tbpb.h - the protobuf wire format, as much as tbring needs: varints,
- * field tags, a validating reader of fields, and Perfetto's framing of
- * chunk payloads, in which each fragment is a LEB128 length followed by
- * that many bytes (the central buffer's input format).
+ * field keys, the field writers, a validating reader of fields, and
+ * Perfetto's framing of chunk payloads, in which each fragment is a
+ * LEB128 length followed by that many bytes (the central buffer's input
+ * format).  The one codec of tbring: every header that encodes or
+ * decodes protobuf does it with these functions.
  *
  * Everything here is pure byte logic over memory the caller owns.  Input
  * is untrusted: every length is checked against what is left before it

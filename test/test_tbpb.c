@@ -159,7 +159,8 @@ START_TEST(test_keys_every_wire_type_and_field_range)
 			uint8_t *end = tb__pb_tag_at(b, fields[i], types[t]);
 			unsigned n = tb_pb_varint_put(r, k);
 
-			ck_assert_uint_eq(k, (uint64_t)fields[i] << 3 | types[t]);
+			ck_assert_uint_eq(k, (uint64_t)fields[i] << 3 |
+					     types[t]);
 			ck_assert(tb__pb_key_ok(k));
 			ck_assert_uint_eq((unsigned)(end - b), n);
 			ck_assert_mem_eq(b, r, n);
