@@ -8,7 +8,9 @@
  *     slices included: valid packets (keys of one, two and five bytes,
  *     10-byte varints, every wire type) and invalid ones (a reserved
  *     field, a group, an 11-byte varint, a field left open);
- *   - tb_trace_next() names its failure TB_EPROTOBUF, never -1 (TB_FULL).
+ *   - tb_trace_next() names its failure TB_EPROTOBUF, never -1 (TB_FULL);
+ *   - a trace output whose write callback fails (any nonzero return:
+ *     -1, a positive value) latches TB_EIO, and is not called again.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -125,6 +127,51 @@ START_TEST(test_trace_next_names_its_failure)
 }
 END_TEST
 
+struct failing {
+	int ret;		/* what the callback returns */
+	unsigned calls;
+};
+
+static int failing_write(void *ctx, const void *data, size_t len)
+{
+	struct failing *f = (struct failing *)ctx;
+
+	(void)data;
+	(void)len;
+	f->calls++;
+	return f->ret;
+}
+
+START_TEST(test_failed_write_is_tb_eio_whatever_it_returned)
+{
+	static const int rets[] = { -1, 1, -1000, TB_ENOMEM };
+	struct tb_buf_slice sl = { pkts[0].b, pkts[0].n };
+	struct tb_buf_packet pkt;
+	unsigned i;
+
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.slices = &sl;
+	pkt.nslices = 1;
+	pkt.size = sl.size;
+	pkt.producer_id = 1;
+	pkt.writer_id = 1;
+	for (i = 0; i < sizeof(rets) / sizeof(rets[0]); i++) {
+		struct failing f = { rets[i], 0 };
+		struct tb_trace_out o;
+
+		memset(&o, 0, sizeof(o));
+		o.write = failing_write;
+		o.ctx = &f;
+		ck_assert_int_eq(tb_trace_write_packet(&o, &pkt), TB_EIO);
+		ck_assert_int_eq(o.error, TB_EIO);
+		ck_assert_uint_eq(f.calls, 1);
+		ck_assert_int_eq(tb_trace_write_packet(&o, &pkt), TB_EIO);
+		ck_assert_uint_eq(f.calls, 1);		/* latched */
+	}
+	ck_assert_int_ne(TB_EIO, TB_FULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tbtrace_read");
@@ -134,6 +181,7 @@ int main(void)
 
 	tcase_add_test(tc, test_packet_valid_whatever_the_slicing);
 	tcase_add_test(tc, test_trace_next_names_its_failure);
+	tcase_add_test(tc, test_failed_write_is_tb_eio_whatever_it_returned);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
