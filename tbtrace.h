@@ -55,6 +55,11 @@ extern "C" {
  * define TB_TRACE_STAGE and TB_TRACE_IOV_MAX smaller where that is too
  * much: a smaller stage means more calls).
  */
+/*
+ * A write callback returns 0 when it took all @len bytes, anything else
+ * (a negative value, say) when it failed; whatever it returned, the
+ * writer latches TB_EIO in @error and writes nothing more.
+ */
 typedef int (*tb_trace_write_fn)(void *ctx, const void *data, size_t len);
 
 /* One piece of a vectored write (the layout of a POSIX struct iovec). */
@@ -81,7 +86,7 @@ typedef long (*tb_trace_writev_fn)(void *ctx, const struct tb_trace_iov *iov,
 #endif
 
 struct tb_trace_out {
-	tb_trace_write_fn write;	/* returns 0, or the write failed */
+	tb_trace_write_fn write;	/* 0, or nonzero: it failed */
 	void *ctx;
 	uint64_t packets;
 	uint64_t bytes;
@@ -137,7 +142,7 @@ static inline void tb__trace_flush(struct tb_trace_out *o)
 
 		o->writev_calls++;
 		if (r < 0 || (!r && ++idle >= TB_TRACE_RETRIES)) {
-			o->error = -1;
+			o->error = TB_EIO;
 			return;
 		}
 		if (r)
@@ -200,7 +205,7 @@ static inline void tb__trace_put(struct tb_trace_out *o, const void *p,
 		return;
 	if (!o->writev) {
 		if (o->write(o->ctx, p, n))
-			o->error = -1;
+			o->error = TB_EIO;
 		return;
 	}
 	if (n <= TB_TRACE_STAGE) {
@@ -224,7 +229,7 @@ static inline void tb__trace_put_slice(struct tb_trace_out *o, const void *p,
 		return;
 	if (!o->writev) {
 		if (o->write(o->ctx, p, n))
-			o->error = -1;
+			o->error = TB_EIO;
 	} else if (n >= TB_TRACE_COPY_MIN || n > TB_TRACE_STAGE) {
 		tb__trace_ref(o, p, n);
 	} else {
@@ -232,7 +237,7 @@ static inline void tb__trace_put_slice(struct tb_trace_out *o, const void *p,
 	}
 }
 
-/* Hands out what was gathered; 0, or -1 once a write failed. */
+/* Hands out what was gathered; 0, or TB_EIO once a write failed. */
 static inline int tb__trace_done(struct tb_trace_out *o)
 {
 	if (o->writev && o->niov)
@@ -258,28 +263,6 @@ static inline bool tb__trace_pb_at_end(struct tb__trace_pb_cursor *c)
 	return c->i == c->n;
 }
 
-static inline int tb__trace_pb_byte(struct tb__trace_pb_cursor *c)
-{
-	return tb__trace_pb_at_end(c) ? -1 : c->s[c->i].data[c->off++];
-}
-
-static inline bool tb__trace_pb_get_varint(struct tb__trace_pb_cursor *c, uint64_t *v)
-{
-	unsigned shift;
-
-	*v = 0;
-	for (shift = 0; shift < 64; shift += 7) {
-		int b = tb__trace_pb_byte(c);
-
-		if (b < 0)
-			return false;
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
-}
-
 static inline bool tb__trace_pb_skip(struct tb__trace_pb_cursor *c, uint64_t n)
 {
 	while (n) {
@@ -299,16 +282,44 @@ static inline bool tb__trace_pb_skip(struct tb__trace_pb_cursor *c, uint64_t n)
 	return true;
 }
 
+/* A varint at the cursor, by tbpb.h's decoder (gathered across slices). */
+static inline bool tb__trace_pb_get_varint(struct tb__trace_pb_cursor *c,
+					   uint64_t *v)
+{
+	struct tb__trace_pb_cursor p = *c;
+	uint8_t b[TB_PB_VARINT_MAX];
+	unsigned n = 0;
+
+	if (tb__trace_pb_at_end(c))
+		return false;
+	n = tb_pb_varint_get(c->s[c->i].data + c->off,
+			     c->s[c->i].size - c->off, v);
+	if (n) {			/* within one slice: the common case */
+		c->off += n;
+		return true;
+	}
+	while (n < sizeof(b) && !tb__trace_pb_at_end(&p))
+		b[n++] = p.s[p.i].data[p.off++];
+	n = tb_pb_varint_get(b, n, v);
+	return n && tb__trace_pb_skip(c, n);
+}
+
 /*
  * Top-level TracePacket fields only the service may write: the trusted
- * fields, trace_config 33, trace_stats 35, synchronization_marker 36,
- * compressed_packets 50, machine_id 98 (Perfetto reserves the same).
+ * fields and these (Perfetto reserves the same).
  */
-#define TB__TRACE_RESERVED_LO \
-	(1ull << TB_PB_TRUSTED_UID | 1ull << TB_PB_TRUSTED_SEQ_ID | \
-	 1ull << 33 | 1ull << 35 | 1ull << 36 | 1ull << 50)
-#define TB__TRACE_RESERVED_HI \
-	(1ull << (TB_PB_TRUSTED_PID - 64) | 1ull << (98 - 64))
+#define TB__TRACE_F_CONFIG		33	/* trace_config */
+#define TB__TRACE_F_STATS		35	/* trace_stats */
+#define TB__TRACE_F_SYNC_MARKER		36	/* synchronization_marker */
+#define TB__TRACE_F_COMPRESSED		50	/* compressed_packets */
+#define TB__TRACE_F_MACHINE_ID		98	/* machine_id */
+#define TB__TRACE_RESERVED_LO						\
+	(1ull << TB_PB_TRUSTED_UID | 1ull << TB_PB_TRUSTED_SEQ_ID |	\
+	 1ull << TB__TRACE_F_CONFIG | 1ull << TB__TRACE_F_STATS |	\
+	 1ull << TB__TRACE_F_SYNC_MARKER | 1ull << TB__TRACE_F_COMPRESSED)
+#define TB__TRACE_RESERVED_HI						\
+	(1ull << (TB_PB_TRUSTED_PID - 64) |				\
+	 1ull << (TB__TRACE_F_MACHINE_ID - 64))
 
 static inline bool tb__trace_pb_reserved(uint64_t field)
 {
@@ -318,36 +329,26 @@ static inline bool tb__trace_pb_reserved(uint64_t field)
 	return field < 128 && (TB__TRACE_RESERVED_HI >> (field - 64) & 1);
 }
 
-/* A varint at *@p before @end (at most 10 bytes), as the cursor reads. */
+/* A varint at *@p before @end, by tbpb.h's decoder; *@p moves past it. */
 static inline bool tb__trace_flat_varint(const uint8_t **p,
 					 const uint8_t *end, uint64_t *v)
 {
-	const uint8_t *q = *p;
-	unsigned shift;
+	unsigned n = tb_pb_varint_get(*p, (size_t)(end - *p), v);
 
-	if (q < end && *q < 0x80) {	/* most keys and values: one byte */
-		*v = *q;
-		*p = q + 1;
-		return true;
-	}
-	*v = 0;
-	for (shift = 0; shift < 64 && q < end; shift += 7) {
-		uint8_t b = *q++;
-
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*p = q;
-			return true;
-		}
-	}
-	return false;
+	*p += n;
+	return n != 0;
 }
 
-/* Past a varint at *@p before @end (at most 10 bytes). */
+/*
+ * Past a varint at *@p before @end (at most TB_PB_VARINT_MAX bytes), its
+ * value unread: tb_pb_varint_get()'s bounds, eight bytes at a time.
+ */
 static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 					      const uint8_t *end)
 {
-	const uint8_t *q = *p, *last = end - q > 10 ? q + 10 : end;
+	const uint8_t *q = *p;
+	const uint8_t *last = end - q > TB_PB_VARINT_MAX ?
+			      q + TB_PB_VARINT_MAX : end;
 
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
 	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -376,7 +377,9 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
  * nonzero, not reserved (3, 10), wire type varint, fixed64, length or
  * fixed32.
  */
-#define TB__TRACE_WT_OK		(1u << 0 | 1u << 1 | 1u << 2 | 1u << 5)
+#define TB__TRACE_WT_OK							\
+	(1u << TB_PB_VARINT | 1u << TB_PB_FIXED64 | 1u << TB_PB_LEN |	\
+	 1u << TB_PB_FIXED32)
 #define TB__TRACE_KEY1_OK(f)	((uint64_t)TB__TRACE_WT_OK << ((f) * 8 % 64))
 #define TB__TRACE_KEYS_LO						\
 	(TB__TRACE_KEY1_OK(1) | TB__TRACE_KEY1_OK(2) | TB__TRACE_KEY1_OK(4) | \
@@ -401,18 +404,14 @@ static inline bool tb__trace_valid_flat(const uint8_t *p, size_t n)
 	uint64_t key, len;
 
 	while (p < end) {
-		uint64_t field;
-
 		if (*p < 0x80) {		/* fields 1 to 15: a table */
 			key = *p++;
 			if (!tb__trace_key1_ok((unsigned)key))
 				return false;
 		} else {
-			if (!tb__trace_flat_varint(&p, end, &key))
-				return false;
-			field = key >> 3;
-			if (!field || field > 0x1fffffffu ||
-			    tb__trace_pb_reserved(field))
+			if (!tb__trace_flat_varint(&p, end, &key) ||
+			    !tb__pb_key_ok(key) ||
+			    tb__trace_pb_reserved(key >> 3))
 				return false;
 		}
 		switch (key & 7) {
@@ -420,24 +419,18 @@ static inline bool tb__trace_valid_flat(const uint8_t *p, size_t n)
 			if (!tb__trace_flat_skip_varint(&p, end))
 				return false;
 			break;
-		case 1:		/* fixed64 */
-			if (end - p < 8)
-				return false;
-			p += 8;
-			break;
 		case TB_PB_LEN:
 			if (!tb__trace_flat_varint(&p, end, &len) ||
 			    len > (uint64_t)(end - p))
 				return false;
 			p += (size_t)len;
 			break;
-		case 5:		/* fixed32 */
-			if (end - p < 4)
+		default:	/* fixed64, fixed32: tb__pb_key_ok() said so */
+			if ((size_t)(end - p) <
+			    tb__pb_fixed_size((unsigned)(key & 7)))
 				return false;
-			p += 4;
+			p += tb__pb_fixed_size((unsigned)(key & 7));
 			break;
-		default:
-			return false;
 		}
 	}
 	return true;
@@ -458,34 +451,22 @@ static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 		return tb__trace_valid_flat(pkt->slices[0].data,
 					    pkt->slices[0].size);
 	while (!tb__trace_pb_at_end(&c)) {
-		uint64_t field;
+		bool ok;
 
-		if (!tb__trace_pb_get_varint(&c, &key))
-			return false;	/* a key cut short: not a field */
-		field = key >> 3;
-		if (!field || field > 0x1fffffffu || tb__trace_pb_reserved(field))
-			return false;	/* no such field number, or not theirs */
-		switch (key & 7) {
-		case TB_PB_VARINT:
-			if (!tb__trace_pb_get_varint(&c, &len))
-				return false;
-			break;
-		case 1:		/* fixed64 */
-			if (!tb__trace_pb_skip(&c, 8))
-				return false;
-			break;
-		case TB_PB_LEN:
-			if (!tb__trace_pb_get_varint(&c, &len) ||
-			    !tb__trace_pb_skip(&c, len))
-				return false;
-			break;
-		case 5:		/* fixed32 */
-			if (!tb__trace_pb_skip(&c, 4))
-				return false;
-			break;
-		default:	/* groups and invalid wire types */
+		/* a key cut short, no such field or type, or not theirs */
+		if (!tb__trace_pb_get_varint(&c, &key) || !tb__pb_key_ok(key) ||
+		    tb__trace_pb_reserved(key >> 3))
 			return false;
-		}
+		if ((key & 7) == TB_PB_VARINT)
+			ok = tb__trace_pb_get_varint(&c, &len);
+		else if ((key & 7) == TB_PB_LEN)
+			ok = tb__trace_pb_get_varint(&c, &len) &&
+			     tb__trace_pb_skip(&c, len);
+		else				/* fixed64, fixed32 */
+			ok = tb__trace_pb_skip(&c,
+					tb__pb_fixed_size((unsigned)(key & 7)));
+		if (!ok)
+			return false;
 	}
 	return true;			/* ended between two fields */
 }
@@ -636,7 +617,7 @@ static inline void tb__trace_packet(struct tb_trace_out *o,
 }
 
 /*
- * Writes one packet with its trusted fields.  0, or -1 once a write
+ * Writes one packet with its trusted fields.  0, or TB_EIO once a write
  * failed.  A packet that is not a valid TracePacket is counted in
  * invalid_packets and replaced by one that holds only the trusted fields
  * and previous_packet_dropped (its loss bits plus CHUNK_CORRUPTED), so
@@ -651,7 +632,7 @@ static inline int tb_trace_write_packet(struct tb_trace_out *o,
 
 /*
  * Reads everything a central buffer can give now (destructively) into the
- * trace.  Returns the packets written, or -1 once a write failed.  With
+ * trace.  Returns the packets written, or TB_EIO once a write failed.  With
  * @writev the whole read is handed out in as few calls as the vector
  * allows; the buffer's slices stay valid meanwhile (nothing writes to it).
  */
@@ -665,7 +646,7 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 		tb__trace_packet(o, &pkt);
 		n++;
 	}
-	return tb__trace_done(o) ? -1 : n;
+	return tb__trace_done(o) ? o->error : n;
 }
 
 /* ------------------------------------------------------------------------
@@ -694,7 +675,7 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
  *    replaced, the producers connected and seen.
  *
  * Timestamps are the caller's, on the trace clock (CLOCK_BOOTTIME, as the
- * event layer's default).  Each writer returns 0, or -1 once a write
+ * event layer's default).  Each writer returns 0, or TB_EIO once a write
  * failed (latched in o->error).
  */
 #define TB_TRACE_SERVICE_SEQ	2u
@@ -1019,7 +1000,7 @@ static inline int tb_trace_write_stats(struct tb_trace_out *o,
  * Reading a trace back: the Trace.packet records of a trace image and the
  * fields the service appended to each.  Validating: a trace that is not a
  * sequence of Trace.packet records, or a record that is not protobuf,
- * ends the walk with -1.
+ * ends the walk with TB_EPROTOBUF.
  */
 #define TB_TRACE_HAS_UID	1u
 #define TB_TRACE_HAS_SEQ_ID	2u
@@ -1038,7 +1019,8 @@ struct tb_trace_packet {
 
 /*
  * The next packet of the trace image @r walks (tb_pb_reader_init() over
- * the whole file): 1, 0 at the end, -1 if the image is malformed.  Where
+ * the whole file): 1, 0 at the end, TB_EPROTOBUF if the image is
+ * malformed.  Where
  * a field repeats, the last one counts, as in protobuf.
  */
 static inline int tb_trace_next(struct tb_pb_reader *r,
@@ -1051,7 +1033,7 @@ static inline int tb_trace_next(struct tb_pb_reader *r,
 	if (ret <= 0)
 		return ret;
 	if (f.number != TB_PB_TRACE_PACKET || f.type != TB_PB_LEN)
-		return -1;
+		return TB_EPROTOBUF;
 	TB_MEMSET(tp, 0, sizeof(*tp));
 	tp->data = f.data;
 	tp->size = f.size;
@@ -1078,7 +1060,7 @@ static inline int tb_trace_next(struct tb_pb_reader *r,
 			break;
 		}
 	}
-	return ret < 0 ? -1 : 1;
+	return ret < 0 ? ret : 1;
 }
 
 #ifdef __cplusplus

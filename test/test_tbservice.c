@@ -1649,15 +1649,15 @@ START_TEST(test_trace_failed_write_latches_an_error)
 	commit_pkt(b, 1, 1, 1, 0, 1, 30);
 	commit_pkt(b, 1, 1, 2, 0, 2, 30);
 	m.fail_at = 2;		/* the packet bytes of the first packet */
-	ck_assert_int_eq(tb_trace_write(&o, b), -1);
-	ck_assert_int_ne(o.error, 0);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_eq(o.error, TB_EIO);
 	calls = m.calls;
 	ck_assert_uint_eq(calls, 2);
 	/* latched: later packets fail without calling the output again */
 	m.fail_at = 0;
 	commit_pkt(b, 1, 1, 3, 0, 3, 30);
-	ck_assert_int_eq(tb_trace_write(&o, b), -1);
-	ck_assert_int_ne(o.error, 0);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_eq(o.error, TB_EIO);
 	ck_assert_uint_eq(m.calls, calls);
 	free(m.p);
 	tb_buf_destroy(b);
@@ -1860,16 +1860,16 @@ START_TEST(test_trace_writev_failure_is_latched_and_reported)
 	commit_pkt(b, 1, 1, 0, 0, 0, 30);
 	commit_pkt(b, 1, 1, 1, 0, 1, 300);
 	mv.fail_at = 1;
-	ck_assert_int_eq(tb_trace_write(&o, b), -1);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
 	ck_assert_int_ne(o.error, 0);
 	calls = mv.calls;
 	ck_assert_uint_eq(calls, 1);
 	/* latched: nothing more is handed to the output */
 	mv.fail_at = 0;
 	commit_pkt(b, 1, 1, 2, 0, 2, 30);
-	ck_assert_int_eq(tb_trace_write(&o, b), -1);
-	ck_assert_int_eq(tb_trace_service_track(&o, id), -1);
-	ck_assert_int_eq(tb_trace_write_stats(&o, id, 1, NULL, 0, NULL), -1);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_eq(tb_trace_service_track(&o, id), TB_EIO);
+	ck_assert_int_eq(tb_trace_write_stats(&o, id, 1, NULL, 0, NULL), TB_EIO);
 	ck_assert_uint_eq(mv.calls, calls);
 	ck_assert_uint_eq(mv.m.len, 0);
 	tb_buf_destroy(b);
@@ -1886,7 +1886,7 @@ START_TEST(test_trace_writev_that_never_progresses_fails)
 	outv_init(&o, &mv);
 	commit_pkt(b, 1, 1, 0, 0, 0, 30);
 	mv.eintr_every = 1;		/* every call: interrupted */
-	ck_assert_int_eq(tb_trace_write(&o, b), -1);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
 	ck_assert_int_ne(o.error, 0);
 	ck_assert_uint_eq(mv.calls, TB_TRACE_RETRIES);
 	tb_buf_destroy(b);
