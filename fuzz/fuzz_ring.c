@@ -95,6 +95,7 @@ struct rchk {
 	int was_stopped;
 	unsigned acc, bound, stores, cases, emitted, max;
 	uint32_t wp[2];		/* the last two write_pos loads */
+	uint32_t wake_seq;	/* the reader's last load of wake_seq */
 	int bad;		/* the word dispatched on obliges a stop */
 	/* per position */
 	uint32_t *wordp;	/* its state word */
@@ -238,9 +239,15 @@ static void seam(const uint32_t *p, int op, uint32_t expect, uint32_t v,
 		return;
 	}
 	if (p == &h->wake_seq) {
-		/* and then bumps the stalled writers' futex word by one */
+		/*
+		 * and then bumps the stalled writers' futex word by one over
+		 * what it loaded (a scribble between its load and its store
+		 * is a hostile process's, not the reader's doing)
+		 */
 		CHECK(op == TB_TEST_LOAD ||
-		      (op == TB_TEST_STORE && v == *p + 1));
+		      (op == TB_TEST_STORE && v == c->wake_seq + 1));
+		if (op == TB_TEST_LOAD)
+			c->wake_seq = *p;	/* what this load reads */
 		return;
 	}
 	if (c->stopped)
@@ -729,6 +736,13 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 		f->span = s;
 		f->open = 1;
 		len = (uint32_t)(f->span.end - f->span.begin);
+		/*
+		 * All of the image, not only the span: a sync may move the
+		 * fragment to a larger span, and the bytes past this one's
+		 * end are then written from the image too (zeros, or stale
+		 * bytes of an older tag that read as a wrong payload).
+		 */
+		memset(f->img, 0, sizeof(f->img));
 		f->tag = new_tag(k, f->img, len);
 		f->written = len < 4 ? len : 4;
 		memcpy(f->span.begin, f->img, f->written);
