@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "tbevent.h"
+#include "tbpacket.h"
 #include "bench.h"
 
 #define CHUNK_SIZE	4096u

@@ -7,7 +7,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include "tbring.h"
+#include "tbpacket.h"
 
 static void on_packet(void *ctx, const struct tb_packet *p)
 {

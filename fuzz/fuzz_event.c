@@ -43,6 +43,7 @@
 
 #include "tbcheck.h"
 #include "tbevent.h"
+#include "tbpacket.h"
 #include "fuzz/fuzz_input.h"
 
 #define NW		2		/* writers */

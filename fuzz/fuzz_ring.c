@@ -68,7 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tbring.h"
+#include "tbpacket.h"
 #include "fuzz/fuzz_input.h"
 
 

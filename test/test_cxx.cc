@@ -15,6 +15,7 @@
 
 #include "tbfrag.h"
 #include "tbring.h"
+#include "tbpacket.h"
 #include "tbuffer.h"
 #include "tbservice.h"
 #include "tbevent.h"

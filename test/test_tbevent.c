@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "tbevent.h"
+#include "tbpacket.h"
 #include "ring_helpers.h"
 #include "trace_decode.h"
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tbevent.h"
+#include "tbpacket.h"
 #include "trace_decode.h"
 
 namespace {

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define TB_TEST_HOOKS 1
-#include "tbring.h"
+#include "tbpacket.h"
 #include "ring_helpers.h"
 
 /* The atomics seam of tbring.h (TB_TEST_HOOKS): NULL unless a test sets it. */

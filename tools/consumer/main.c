@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <tbring.h>
+#include <tbpacket.h>
 
 static int got;
 
