@@ -28,10 +28,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TB_VERSION_MAJOR	0
-#define TB_VERSION_MINOR	2
-#define TB_VERSION_PATCH	0
-#define TB_VERSION_STRING	"0.2.0"
+#define TBRING_VERSION_MAJOR	0
+#define TBRING_VERSION_MINOR	2
+#define TBRING_VERSION_PATCH	0
+#define TBRING_VERSION_STRING	"0.2.0"
 
 #ifndef TB_MEMCPY
 #define TB_MEMCPY(dst, src, n)	memcpy((dst), (src), (n))

@@ -762,7 +762,7 @@ START_TEST(test_usage_errors_exit_2)
 	ck_assert_out("3 lossy: data");
 	ck_assert_out("1 violations of");
 	ck_assert_int_eq(tbtrace(version), 0);
-	ck_assert_out("tbtrace " TB_VERSION_STRING " (tbring, ring ABI ");
+	ck_assert_out("tbtrace " TBRING_VERSION_STRING " (tbring, ring ABI ");
 	ck_assert_int_eq(tbtrace(two), 2);
 	ck_assert_int_eq(tbtrace(prod), 2);
 	ck_assert_out("a producer id is 1 to 65535");

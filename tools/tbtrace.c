@@ -1774,8 +1774,8 @@ static int tbt_main(int argc, char **argv)
 	if (!strcmp(cmd, "convert"))
 		return tbt_convert_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("tbtrace %s (tbring, ring ABI %u)\n", TB_VERSION_STRING,
-		       (unsigned)TB_RING_VERSION);
+		printf("tbtrace %s (tbring, ring ABI %u)\n",
+		       TBRING_VERSION_STRING, (unsigned)TB_RING_VERSION);
 		return 0;
 	}
 	if (!strcmp(cmd, "stream"))

@@ -41,7 +41,7 @@ int main(void)
 	tb_reader_drain_packets(&rd, &ra, 16, TB_READ_LAZY, on_packet, NULL,
 				NULL);
 	free(mem);
-	printf("tbring %s consumer: %s\n", TB_VERSION_STRING,
+	printf("tbring %s consumer: %s\n", TBRING_VERSION_STRING,
 	       got == 1 ? "ok" : "FAILED");
 	return got == 1 ? 0 : 1;
 }
