@@ -92,6 +92,9 @@ enum tb_result {
 	TB_ENOENT = -49,	/* patch: no such sequence or chunk */
 	TB_ERANGE = -50,	/* patch: offset out of the payload */
 	TB_EBUSY = -51,		/* called from the overwrite callback */
+	/* a chunk's fragments (tbfrag.h) */
+	TB_ENOROOM = -52,	/* no room for (that) fragment in the chunk */
+	TB_EDIR = -53,		/* a size directory that cannot be */
 
 	/* an event writer's clock the importer could not place (tbevent.h) */
 	TB_ENOCLOCK = -60,	/* none given, and no CLOCK_BOOTTIME here */
@@ -146,6 +149,8 @@ static inline const char *tb_strerror(int result)
 	case TB_ENOENT: return "no such chunk to patch";
 	case TB_ERANGE: return "patch out of the chunk's payload";
 	case TB_EBUSY: return "called from the overwrite callback";
+	case TB_ENOROOM: return "no room for the fragment in the chunk";
+	case TB_EDIR: return "chunk size directory invalid";
 	case TB_ENOCLOCK: return "no clock: CLOCK_BOOTTIME is not declared "
 				 "here (strict C99 needs _POSIX_C_SOURCE or "
 				 "_GNU_SOURCE); pass a struct tb_ev_clock";

@@ -234,7 +234,7 @@ static inline bool tb__state_is_data(unsigned state)
 	return state >= TB_ACQUIRED && state <= TB_REWRITE;
 }
 
-static inline uint32_t tb_state_wrap(uint32_t word)
+static inline uint32_t tb__state_wrap(uint32_t word)
 {
 	return word & TB_WRAP_MASK;
 }
@@ -244,7 +244,7 @@ static inline unsigned tb_state_format(uint32_t word)
 	return word >> TB_FORMAT_SHIFT & 3u;
 }
 
-static inline uint32_t tb_state_flags(uint32_t word)
+static inline uint32_t tb__state_flags(uint32_t word)
 {
 	return word & TB_F_MASK;
 }
@@ -823,7 +823,7 @@ static inline void tb__w_bell_wake(const struct tb_ring *r)
 
 static inline void tb__w_notify(const struct tb_ring *r)
 {
-	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
+	tb__fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	tb__w_bell_wake(r);
 }
 
@@ -844,7 +844,7 @@ static inline void tb__ring_handover(const struct tb_ring *r,
 {
 	struct tb_ring_hdr *h = r->hdr;
 
-	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
+	tb__fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	/* relaxed: statistics-grade reads, a stale one only delays a wake */
 	if (tb_atomic_load(&r->bell->sleeping, TB_RLX) &&
 	    tb__pos_distance(tb_atomic_load(&h->write_pos, TB_RLX),
@@ -871,7 +871,7 @@ static inline bool tb__ring_wake_writers(const struct tb_ring *r)
 	struct tb_ring_hdr *h = r->hdr;
 	uint32_t req;
 
-	tb_fence_seq_cst();	/* pairs with the fence in tb__writer_stall */
+	tb__fence_seq_cst();	/* pairs with the fence in tb__writer_stall */
 	/* relaxed: the fence above gives the store->load order */
 	req = tb_atomic_load(&h->wake_req, TB_RLX);
 	if (!req)
@@ -885,7 +885,7 @@ static inline bool tb__ring_wake_writers(const struct tb_ring *r)
 	 */
 	tb_atomic_store(&h->wake_seq, tb_atomic_load(&h->wake_seq, TB_RLX) + 1,
 			TB_REL);
-	tb_wake(&h->wake_seq);
+	tb__wake(&h->wake_seq);
 	return TB_HAVE_WAIT;	/* a system call, where there is one */
 }
 
@@ -913,7 +913,7 @@ enum tb_full_policy {
 #define TB_STALL_MS		1000	/* default stall_ms */
 #define TB_SPLIT_MIN		16	/* write_packet: smallest split */
 
-enum { TB_OWN_NONE, TB_OWN_ACQUIRED, TB_OWN_CACHED };
+enum { TB__OWN_NONE, TB__OWN_ACQUIRED, TB__OWN_CACHED };
 
 /* flags for tb_writer_open() and tb_writer_close() */
 #define TB_OPEN_CONT_PREV	1u	/* continues this writer's packet */
@@ -971,10 +971,13 @@ static inline void tb__wstat(const struct tb_writer *w, enum tb_wstat s,
 	tb_atomic_add(&w->ring->hdr->wstat[s], n);	/* relaxed: statistics */
 }
 
-/* Bytes a fragment opened now in the held chunk could take, or -1. */
+/*
+ * Bytes a fragment opened now in the held chunk could take, or TB_ENOROOM
+ * when it could take none (no chunk held, or the held one is full).
+ */
 static inline int32_t tb_writer_room(const struct tb_writer *w)
 {
-	return w->own == TB_OWN_NONE ? -1 : tb_frag_room(&w->cur);
+	return w->own == TB__OWN_NONE ? TB_ENOROOM : tb_frag_room(&w->cur);
 }
 
 /* How many chunks wait before this writer's hand-over wakes the reader. */
@@ -993,9 +996,9 @@ static inline uint32_t tb__writer_backlog(const struct tb_writer *w)
  */
 static inline void tb__writer_forget(struct tb_writer *w)
 {
-	if (w->own != TB_OWN_CACHED)
+	if (w->own != TB__OWN_CACHED)
 		return;
-	w->own = TB_OWN_NONE;
+	w->own = TB__OWN_NONE;
 	tb__ring_handover(w->ring, tb__writer_backlog(w));
 }
 
@@ -1059,22 +1062,22 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	 */
 	for (i = 0; i < w->spin; i++) {
 		if (tb_atomic_load(&h->read_pos, TB_RLX) != sample) {
-			tb_spin_adapt(&w->spin, true);
+			tb__spin_adapt(&w->spin, true);
 			return true;
 		}
-		tb_cpu_relax();
+		tb__cpu_relax();
 	}
-	tb_spin_adapt(&w->spin, false);
+	tb__spin_adapt(&w->spin, false);
 	/* acquire: pairs with the reader's release bump of wake_seq */
 	ticket = tb_atomic_load(&h->wake_seq, TB_ACQ);
 	tb_atomic_add(&h->waiters, 1);	/* relaxed: a hint */
 	tb_atomic_store(&h->wake_req, 1, TB_RLX);	/* fenced below */
-	tb_fence_seq_cst();	/* pairs with tb__ring_wake_writers() */
+	tb__fence_seq_cst();	/* pairs with tb__ring_wake_writers() */
 	if (tb_atomic_load(&h->read_pos, TB_RLX) != sample) {
 		ret = 1;
 	} else {
 		tb__wstat(w, TB_WS_FUTEX_WAITS, 1);
-		ret = tb_wait(&h->wake_seq, ticket, w->stall_ms);
+		ret = tb__wait(&h->wake_seq, ticket, w->stall_ms);
 	}
 	tb_atomic_add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
 	/* relaxed: the reserve that follows loads read_pos with acquire */
@@ -1094,7 +1097,7 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
  */
 static inline void tb__writer_full(struct tb_writer *w)
 {
-	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
+	tb__fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	tb__w_bell_wake(w->ring);
 }
 
@@ -1128,7 +1131,7 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 
 			tb_frag_set_bid(chunk, w->bid);
 			tb_frag_cursor_init(&w->cur, chunk, r->chunk_size);
-			w->own = TB_OWN_ACQUIRED;
+			w->own = TB__OWN_ACQUIRED;
 			w->pos = pos;
 			w->word = word;
 			w->pub_off = TB_FRAG_PAYLOAD_OFF;
@@ -1151,7 +1154,7 @@ static inline void tb__writer_drop(struct tb_writer *w, uint32_t frags)
 {
 	w->dropped_frags += frags;
 	tb__wstat(w, TB_WS_DROPPED_FRAGS, frags);
-	w->own = TB_OWN_NONE;
+	w->own = TB__OWN_NONE;
 	w->cur.open = 0;
 	w->cont_next = 0;
 	w->loss_owed = 1;
@@ -1193,7 +1196,7 @@ static inline int tb__writer_relocate(struct tb_writer *w, uint32_t seen,
 	}
 	w->relocations++;
 	tb__wstat(w, TB_WS_RELOCATIONS, 1);
-	w->own = TB_OWN_NONE;
+	w->own = TB__OWN_NONE;
 	if (!k && !open)
 		return TB_OK;
 	/*
@@ -1202,7 +1205,7 @@ static inline int tb__writer_relocate(struct tb_writer *w, uint32_t seen,
 	 * the suffix.  "Continues on next" stays pending in cont_next.
 	 */
 	carry = tb_state_nfrags(seen) ? 0 :
-		tb_state_flags(seen) & (TB_F_CONT_PREV | TB_F_DATA_LOSS);
+		tb__state_flags(seen) & (TB_F_CONT_PREV | TB_F_DATA_LOSS);
 	if (carry & TB_F_DATA_LOSS)
 		w->loss_owed = 1;
 	ret = tb__writer_claim(w, carry & TB_F_CONT_PREV);
@@ -1263,7 +1266,7 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 			return TB_OK;	/* nothing new; stay Acquired */
 		want = tb__state_data(w->cur.open ? TB_ACQUIRED : TB_COMPLETE,
 				     tb_state_format(w->word),
-				     tb_state_flags(w->word) |
+				     tb__state_flags(w->word) |
 				     (w->cont_next && !w->cur.open ?
 				      TB_F_CONT_NEXT : 0),
 				     w->cur.nfrags, w->id);
@@ -1278,13 +1281,13 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 			 * every packet would cost a system call each and
 			 * chop chunks into few packets.
 			 */
-			w->own = TB_OWN_CACHED;
+			w->own = TB__OWN_CACHED;
 			if (!tb__writer_cacheable(w))
 				tb__writer_forget(w);
 			return TB_OK;
 		}
 		ret = tb__writer_relocate(w, seen, used);
-		if (ret || w->own == TB_OWN_NONE)
+		if (ret || w->own == TB__OWN_NONE)
 			return ret;
 		if (!w->cur.nfrags)
 			return TB_OK;	/* only the open fragment moved */
@@ -1307,24 +1310,24 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 	bool cont = flags & TB_OPEN_CONT_PREV;
 	int ret;
 
-	if (w->own == TB_OWN_ACQUIRED)
+	if (w->own == TB__OWN_ACQUIRED)
 		return TB_EOPEN;
 	if (min > tb_frag_max_size(w->ring->chunk_size))
 		return TB_TOO_LARGE;
-	if (w->own == TB_OWN_CACHED) {
+	if (w->own == TB__OWN_CACHED) {
 		uint32_t seen = w->word;
 
 		if (!cont && tb_frag_room(&w->cur) >= (int32_t)min &&
 		    tb__w_reuse(w->ring, w->pos, &seen)) {
 			w->word = tb__state_with(w->word, TB_ACQUIRED);
-			w->own = TB_OWN_ACQUIRED;
+			w->own = TB__OWN_ACQUIRED;
 		} else if (seen == w->word) {
 			tb__writer_forget(w);	/* no CAS */
 		} else {
-			w->own = TB_OWN_NONE;	/* the reader took it */
+			w->own = TB__OWN_NONE;	/* the reader took it */
 		}
 	}
-	if (w->own == TB_OWN_NONE) {
+	if (w->own == TB__OWN_NONE) {
 		ret = tb__writer_claim(w, cont ? TB_F_CONT_PREV : 0);
 		if (ret)
 			return ret;
@@ -1345,7 +1348,7 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 static inline int tb_writer_close(struct tb_writer *w, uint32_t size,
 				  unsigned flags)
 {
-	if (w->own != TB_OWN_ACQUIRED || !w->cur.open)
+	if (w->own != TB__OWN_ACQUIRED || !w->cur.open)
 		return TB_ENOTOPEN;
 	if (tb_frag_close(&w->cur, size))
 		return TB_ESIZE;
@@ -1369,7 +1372,7 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 	uint32_t seen;
 	int ret = TB_OK;
 
-	if (w->own != TB_OWN_ACQUIRED || !w->cur.open)
+	if (w->own != TB__OWN_ACQUIRED || !w->cur.open)
 		return TB_ENOTOPEN;
 	if (used > w->cur.dir - w->cur.width - w->cur.payload)
 		return TB_ESIZE;
@@ -1379,7 +1382,7 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 		ret = tb__writer_relocate(w, seen, used);
 		if (!ret && w->cur.nfrags)
 			ret = tb__writer_publish(w, used);
-		if (!ret && w->own == TB_OWN_NONE)
+		if (!ret && w->own == TB__OWN_NONE)
 			ret = TB_DROPPED;	/* cannot happen: kept open */
 		if (ret)
 			return ret;
@@ -1396,10 +1399,10 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
  */
 static inline int tb_writer_release(struct tb_writer *w)
 {
-	bool held = w->own != TB_OWN_NONE;
+	bool held = w->own != TB__OWN_NONE;
 	int ret = TB_OK;
 
-	if (w->own == TB_OWN_ACQUIRED) {
+	if (w->own == TB__OWN_ACQUIRED) {
 		if (w->cur.open) {
 			w->cur.open = 0;
 			w->dropped_frags++;
@@ -1408,7 +1411,7 @@ static inline int tb_writer_release(struct tb_writer *w)
 		}
 		ret = tb__writer_publish(w, 0);
 	}
-	w->own = TB_OWN_NONE;
+	w->own = TB__OWN_NONE;
 	if (held)
 		tb__w_notify(w->ring);	/* final: no waiting for more */
 	return ret;
@@ -1576,7 +1579,7 @@ static inline int tb__reader_copy(struct tb_reader *rd, uint32_t pos,
 	 */
 	TB_MEMCPY(rd->scratch + TB_FRAG_PAYLOAD_OFF,
 		  chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
-	v->flags = tb_state_flags(word);
+	v->flags = tb__state_flags(word);
 	v->nfrags = n;
 	v->lost = 0;
 	return TB__COPY_OK;
@@ -1861,12 +1864,12 @@ static inline bool tb__reader_spin(struct tb_reader *rd)
 		/* relaxed: a hint; the drain that follows loads it again */
 		if (tb_atomic_load(&rd->ring->hdr->write_pos, TB_RLX) !=
 		    rd->wait_pos) {
-			tb_spin_adapt(&rd->spin, true);
+			tb__spin_adapt(&rd->spin, true);
 			return true;
 		}
-		tb_cpu_relax();
+		tb__cpu_relax();
 	}
-	tb_spin_adapt(&rd->spin, false);
+	tb__spin_adapt(&rd->spin, false);
 	return false;
 }
 

@@ -217,7 +217,7 @@ static inline void tb__fence_full(void)
 #endif
 }
 
-static inline void tb_fence_seq_cst(void)
+static inline void tb__fence_seq_cst(void)
 {
 	tb__seam(NULL, TB_TEST_FENCE, 0, 0, TB_RLX, TB_RLX);
 	tb__fence_full();
@@ -228,7 +228,7 @@ static inline void tb_fence_seq_cst(void)
  * an add).  On x86 a locked RMW already is a full barrier, so only the
  * compiler must be held back.
  */
-static inline void tb_fence_after_rmw(void)
+static inline void tb__fence_after_rmw(void)
 {
 	tb__seam(NULL, TB_TEST_FENCE, 0, 0, TB_RLX, TB_RLX);
 #if !TB_ATOMIC_BUILTINS && (defined(__x86_64__) || defined(__i386__))
@@ -239,7 +239,7 @@ static inline void tb_fence_after_rmw(void)
 }
 
 /* A spin-wait hint to the CPU (pause, yield), or nothing. */
-static inline void tb_cpu_relax(void)
+static inline void tb__cpu_relax(void)
 {
 #if !TB_ATOMIC_BUILTINS
 	ck_pr_stall();
@@ -265,7 +265,7 @@ static inline void tb_cpu_relax(void)
 #define TB_SPIN_MIN	16u
 #define TB_SPIN_MAX	1024u
 
-static inline void tb_spin_adapt(uint32_t *budget, bool hit)
+static inline void tb__spin_adapt(uint32_t *budget, bool hit)
 {
 	uint32_t n = *budget;
 
@@ -301,13 +301,13 @@ static inline void tb_spin_adapt(uint32_t *budget, bool hit)
 #endif
 #if defined(TB_WAIT_HOOK)
 #define TB_HAVE_WAIT 1
-static inline int tb_wait(uint32_t *word, uint32_t val,
+static inline int tb__wait(uint32_t *word, uint32_t val,
 				  uint32_t timeout_ms)
 {
 	return TB_WAIT_HOOK(word, val, timeout_ms);
 }
 
-static inline void tb_wake(uint32_t *word)
+static inline void tb__wake(uint32_t *word)
 {
 	TB_WAKE_HOOK(word);
 }
@@ -320,7 +320,7 @@ struct tb__timespec {
 };
 
 /* Waits while *@word == @val: 1 woken or changed, 0 timed out, -1 error. */
-static inline int tb_wait(uint32_t *word, uint32_t val,
+static inline int tb__wait(uint32_t *word, uint32_t val,
 				  uint32_t timeout_ms)
 {
 	struct tb__timespec ts;
@@ -335,7 +335,7 @@ static inline int tb_wait(uint32_t *word, uint32_t val,
 	return ret;
 }
 
-static inline void tb_wake(uint32_t *word)
+static inline void tb__wake(uint32_t *word)
 {
 	int saved = errno;
 
@@ -344,14 +344,14 @@ static inline void tb_wake(uint32_t *word)
 }
 #else
 #define TB_HAVE_WAIT 0
-static inline int tb_wait(uint32_t *word, uint32_t val,
+static inline int tb__wait(uint32_t *word, uint32_t val,
 				  uint32_t timeout_ms)
 {
 	(void)word, (void)val, (void)timeout_ms;
 	return -1;
 }
 
-static inline void tb_wake(uint32_t *word)
+static inline void tb__wake(uint32_t *word)
 {
 	(void)word;
 }
@@ -386,7 +386,7 @@ static inline bool tb_bell_wake(struct tb_bell *b)
 	if (tb_atomic_load(&b->sleeping, TB_RLX) &&
 	    tb_atomic_cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
 		tb_atomic_add(&b->seq, 1);
-		tb_wake(&b->seq);
+		tb__wake(&b->seq);
 		return TB_HAVE_WAIT;	/* a system call, where there is one */
 	}
 	return false;
@@ -399,7 +399,7 @@ static inline bool tb_bell_wake(struct tb_bell *b)
  */
 static inline bool tb_bell_ring(struct tb_bell *b)
 {
-	tb_fence_seq_cst();	/* pairs with the fence in tb_bell_prepare */
+	tb__fence_seq_cst();	/* pairs with the fence in tb_bell_prepare */
 	return tb_bell_wake(b);
 }
 
@@ -419,7 +419,7 @@ static inline uint32_t tb_bell_prepare(struct tb_bell *b)
 	 * after its read-modify-write (tb__w_notify(), tb__ring_handover(),
 	 * tb__writer_full() in tbring.h).
 	 */
-	tb_fence_seq_cst();
+	tb__fence_seq_cst();
 	return seq;
 }
 
@@ -431,7 +431,7 @@ static inline uint32_t tb_bell_prepare(struct tb_bell *b)
 static inline bool tb_bell_wait(struct tb_bell *b, uint32_t seq,
 				uint32_t timeout_ms)
 {
-	int ret = tb_wait(&b->seq, seq, timeout_ms);
+	int ret = tb__wait(&b->seq, seq, timeout_ms);
 
 	tb_atomic_store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
 	return ret != 0;

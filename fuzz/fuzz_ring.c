@@ -417,7 +417,7 @@ static void check_view(const struct tb_chunk_view *v)
 	n = tb_state_nfrags(word);
 	CHECK(n && v->nfrags == n);
 	CHECK(v->writer == tb_state_writer(word));
-	CHECK(v->flags == tb_state_flags(word));
+	CHECK(v->flags == tb__state_flags(word));
 	CHECK(!!v->scraped == (tb_state_of(word) == TB_ACQUIRED));
 	for (i = 0; i < n; i++)
 		sum += v->sizes[i];
@@ -436,8 +436,8 @@ static void check_view(const struct tb_chunk_view *v)
 		CHECK(v->bid == tb_frag_bid(chunk));
 		CHECK(!memcmp(v->payload, chunk + TB_FRAG_PAYLOAD_OFF, sum));
 		for (i = 0; i < n; i++)
-			CHECK(v->sizes[i] == tb_frag_get_le(chunk +
-			      tb_frag_entry_off(cs, w, i), w));
+			CHECK(v->sizes[i] == tb__frag_get_le(chunk +
+			      tb__frag_entry_off(cs, w, i), w));
 	}
 	check_honest(v, sum);
 }
@@ -892,7 +892,7 @@ static void craft_dir(struct in *in, uint32_t idx)
 
 			s = s < 0 ? 0 : s;
 			s = F.w == 1 && s > 255 ? 255 : s;
-			tb_frag_put_le(chunk + tb_frag_entry_off(F.cs, F.w, i),
+			tb__frag_put_le(chunk + tb__frag_entry_off(F.cs, F.w, i),
 				       F.w, (uint32_t)s);
 		}
 	}

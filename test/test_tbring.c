@@ -89,7 +89,7 @@ START_TEST(test_data_bearing_fields_round_trip)
 		ck_assert_uint_eq(tb_state_of(word), states[s]);
 		ck_assert(tb_state_is_data(tb_state_of(word)));
 		ck_assert_uint_eq(tb_state_format(word), fmt);
-		ck_assert_uint_eq(tb_state_flags(word), flags[f]);
+		ck_assert_uint_eq(tb__state_flags(word), flags[f]);
 		ck_assert_uint_eq(tb_state_nfrags(word), counts[n]);
 		ck_assert_uint_eq(tb_state_writer(word), writers[w]);
 	}
@@ -106,7 +106,7 @@ START_TEST(test_free_word_carries_only_the_wrap_count)
 
 		ck_assert_uint_eq(word, wraps[i]);
 		ck_assert_uint_eq(tb_state_of(word), TB_FREE);
-		ck_assert_uint_eq(tb_state_wrap(word), wraps[i]);
+		ck_assert_uint_eq(tb__state_wrap(word), wraps[i]);
 		ck_assert(!tb_state_is_data(tb_state_of(word)));
 	}
 	/* masked to 29 bits, never spilling into the state */
@@ -2030,7 +2030,7 @@ START_TEST(test_writer_never_reuses_chunk_with_continues_on_next)
 	twriter_new(&a, &t, WA, BID, TB_DROP);
 	ck_assert_int_eq(twrite(&a, "head", 0, TB_CLOSE_CONT_NEXT), TB_OK);
 	/* the chunk is handed over at once, not kept for reuse */
-	ck_assert_int_eq(tb_writer_room(&a.w), -1);
+	ck_assert_int_eq(tb_writer_room(&a.w), TB_ENOROOM);
 	/* the continuation starts a new chunk; its Acquired word has no N */
 	topen_with(&a, "tail", 4, TB_OPEN_CONT_PREV, &sp);
 	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_ACQ, 0, SPEC_P, 0, WA));
@@ -2440,12 +2440,12 @@ START_TEST(test_writer_room_is_what_the_next_fragment_could_take)
 
 	tring_new(&t, 512, 4);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
-	ck_assert_int_eq(tb_writer_room(&a.w), -1);	/* nothing held */
+	ck_assert_int_eq(tb_writer_room(&a.w), TB_ENOROOM);	/* nothing held */
 	ck_assert_int_eq(twrite(&a, "hello", 0, 0), TB_OK);
 	/* 506 - 5 payload - 2 (entry 0) - 2 (entry 1 to come) */
 	ck_assert_int_eq(tb_writer_room(&a.w), 497);
 	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_int_eq(tb_writer_room(&a.w), -1);
+	ck_assert_int_eq(tb_writer_room(&a.w), TB_ENOROOM);
 	twriter_free(&a);
 	tring_free(&t);
 }
@@ -2980,16 +2980,16 @@ START_TEST(test_spin_budget_doubles_on_a_hit_and_halves_on_a_miss)
 {
 	uint32_t n = TB_SPIN_MAX;
 
-	tb_spin_adapt(&n, true);
+	tb__spin_adapt(&n, true);
 	ck_assert_uint_eq(n, TB_SPIN_MAX);
-	tb_spin_adapt(&n, false);
+	tb__spin_adapt(&n, false);
 	ck_assert_uint_eq(n, TB_SPIN_MAX / 2);
 	while (n > TB_SPIN_MIN)
-		tb_spin_adapt(&n, false);
+		tb__spin_adapt(&n, false);
 	ck_assert_uint_eq(n, TB_SPIN_MIN);
-	tb_spin_adapt(&n, false);
+	tb__spin_adapt(&n, false);
 	ck_assert_uint_eq(n, TB_SPIN_MIN);
-	tb_spin_adapt(&n, true);
+	tb__spin_adapt(&n, true);
 	ck_assert_uint_eq(n, 2 * TB_SPIN_MIN);
 }
 END_TEST

@@ -981,8 +981,8 @@ static void tbt_drop_first(const struct tb_ring *r, uint32_t pos)
 	memmove(chunk + TB_FRAG_PAYLOAD_OFF, chunk + TB_FRAG_PAYLOAD_OFF +
 		first, (size_t)total - first);
 	for (i = 1; i < n; i++)
-		tb_frag_put_le(chunk + cs - i * w, w, sizes[i]);
-	tb_frag_put_le(chunk + cs - n * w, w, 0);
+		tb__frag_put_le(chunk + cs - i * w, w, sizes[i]);
+	tb__frag_put_le(chunk + cs - n * w, w, 0);
 	*word = (*word & ~(TB_F_CONT_PREV | 0xffu << TB_NFRAGS_SHIFT)) |
 		(uint32_t)(n - 1) << TB_NFRAGS_SHIFT;
 }
