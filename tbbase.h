@@ -15,10 +15,12 @@
  *	the byte copy and fill (firmware with its own, a checked one);
  *   TB_BUG_ON(cond)
  *	the check of internal invariants and caller contracts: traps in
- *	debug builds, compiles out under NDEBUG (the function then returns
- *	an error code where it has one).
+ *	debug builds (__builtin_trap() with GNU C, assert() elsewhere),
+ *	compiles out under NDEBUG (the function then returns an error code
+ *	where it has one).
  *
- * C99, no allocation, nothing beyond <string.h>.
+ * C99, no allocation, nothing beyond <string.h> (and <assert.h> for
+ * TB_BUG_ON where the compiler is not GNU C).
  */
 #ifndef TBBASE_H
 #define TBBASE_H
@@ -40,10 +42,13 @@
 #define TB_MEMSET(dst, c, n)	memset((dst), (c), (n))
 #endif
 #ifndef TB_BUG_ON
-#if !defined(NDEBUG) && defined(__GNUC__)
+#if defined(NDEBUG)
+#define TB_BUG_ON(cond)	((void)0)
+#elif defined(__GNUC__)
 #define TB_BUG_ON(cond)	do { if (cond) __builtin_trap(); } while (0)
 #else
-#define TB_BUG_ON(cond)	((void)0)
+#include <assert.h>
+#define TB_BUG_ON(cond)	assert(!(cond))
 #endif
 #endif
 

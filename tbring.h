@@ -1572,10 +1572,10 @@ static inline int tb__reader_copy(struct tb_reader *rd, uint32_t pos,
 		return TB__COPY_MALFORMED;
 	/*
 	 * The payload goes to the same offset in scratch as in the chunk:
-	 * source and destination then have the same alignment, which makes
-	 * the copy of a 4 KiB chunk about a quarter cheaper (69 against 93 ns
-	 * on the machines of issue 11).  It ends where the directory copy
-	 * begins at the latest: total <= chunk_size - 6 - dlen.
+	 * source and destination then have the same alignment, which lets
+	 * memcpy() run aligned on both sides (measurably cheaper for large
+	 * chunks).  It ends where the directory copy begins at the latest:
+	 * total <= chunk_size - 6 - dlen.
 	 */
 	TB_MEMCPY(rd->scratch + TB_FRAG_PAYLOAD_OFF,
 		  chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
