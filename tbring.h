@@ -11,8 +11,9 @@
  * it all in full.  This comment is the contract a vendored copy carries.
  *
  * Using it
- *   ring     tb_ring_size(), tb_ring_init() (a zero-filled mapping), or
- *            tb_ring_attach() (another process's, validated); tb_ring_stats()
+ *   ring     tb_ring_size(), tb_ring_init() (a zero-filled mapping
+ *            aligned to TB_RING_LINE), or tb_ring_attach() (another
+ *            process's, validated); tb_ring_stats()
  *   writer   tb_writer_init(), then tb_writer_write_packet() - or, for an
  *            encoder that writes in place, tb_writer_open() / _close() /
  *            _sync() - and tb_writer_release() before it goes away
@@ -37,7 +38,9 @@
  *     process's private view of it; the geometry is captured once, at
  *     init or attach, and never re-read from shared memory.
  *   - Memory is the caller's: tb_ring_size() says how much the mapping
- *     needs, and writer and reader each take a chunk_size scratch buffer.
+ *     needs (aligned to TB_RING_LINE, 64 bytes: a page-aligned mapping
+ *     is, malloc() memory is not), and writer and reader each take a
+ *     chunk_size scratch buffer.
  *     Nothing here allocates.
  *   - The reader trusts nothing in the mapping: a hostile or crashed
  *     writer can cost the reader this ring (TB_EPROTO, latched) but never
@@ -291,20 +294,36 @@ static inline uint32_t tb__pos_next_wrap(uint32_t pos, unsigned chunk_bits)
 }
 
 /* ------------------------------------------------------------------------
- * The control header (ours; the design leaves it open).  512 bytes, one
- * concern per 64-byte line; chunk 0 starts right after it.  All fields are
- * 32-bit words accessed atomically; the reader treats every one of them
- * as untrusted.
+ * The control header (ours; the design leaves it open): the ring's ABI.
+ * 512 bytes, eight lines of TB_RING_LINE bytes with one concern each;
+ * chunk 0 starts right after it.  All fields are 32-bit words accessed
+ * atomically; the reader treats every one of them as untrusted.
+ *
+ * TB_RING_LINE is 64 bytes, the cache line of x86-64 and of most ARM
+ * cores, and part of the ABI: every process sharing a ring must agree on
+ * the offsets below, so it is not a tunable.  On CPUs with 128-byte
+ * lines (Apple M-series, some POWER and recent server ARM cores, and
+ * Intel's adjacent-line prefetch, which pulls lines in pairs) two
+ * neighbouring lines share one: write_pos with line 0's read-only
+ * geometry, read_pos with the doorbell, the writer counters with the
+ * reader's.  That is false sharing between writers and the reader, a
+ * cost in throughput, never in correctness.  64 was kept: doubling every
+ * line doubles the header for every ring, firmware included, to help
+ * CPUs that are not the common case, and the pairs that share a 128-byte
+ * line were chosen so that the hot pair (write_pos, read_pos) does not.
  */
 #define TB_RING_MAGIC		0x31524254u	/* "TBR1" */
 /*
- * The ring's ABI version: 2 since stalled writers sleep on wake_seq with a
- * wake request (version 1 slept on read_pos) and line 6 holds the
+ * The ring's ABI version.  3: the reader's stop rule has a word of its
+ * own (line 7), no longer a slot of the counter array, and the mapping
+ * must be aligned to TB_RING_LINE.  2: stalled writers sleep on wake_seq
+ * with a wake request (version 1 slept on read_pos), line 6 holds the
  * incremental-state generation.  Processes of different versions must not
  * share a ring: tb_ring_attach() refuses another version (TB_EVERSION).
  */
-#define TB_RING_VERSION		2u
-#define TB_RING_HDR_SIZE	512u
+#define TB_RING_VERSION		3u
+#define TB_RING_LINE		64u
+#define TB_RING_HDR_SIZE	(8u * TB_RING_LINE)
 #define TB_COUNT_MAX_LOG2	30u
 
 enum tb_wstat {			/* writer-side counters, all writers */
@@ -329,8 +348,7 @@ enum tb_rstat {			/* reader-side counters */
 	TB_RS_PINNED,		/* holes: chunk still RewriteRequested */
 	TB_RS_FUTEX_WAITS,	/* tb_reader_wait() sleeps (futex waits) */
 	TB_RS_FUTEX_WAKES,	/* wakes of stalled writers (futex wakes) */
-	TB_RS_MAX,
-	TB_RS_STOPPED = 15	/* not a counter: the TB_PROTO_* rule */
+	TB_RS_MAX
 };
 
 /* Why a reader stopped a ring with TB_EPROTO (tb_ring_stats().stopped). */
@@ -342,6 +360,9 @@ enum tb_proto_rule {
 	TB_PROTO_WRITE_POS,		/* write_pos beyond the ring */
 };
 
+/* 32-bit words per line */
+#define TB__LINE_WORDS		(TB_RING_LINE / 4u)
+
 struct tb_ring_hdr {
 	/* line 0: identity and geometry, written once by tb_ring_init() */
 	uint32_t magic;
@@ -349,33 +370,65 @@ struct tb_ring_hdr {
 	uint32_t hdr_size;
 	uint32_t chunk_log2;
 	uint32_t count_log2;
-	uint32_t pad0[11];
+	uint32_t pad0[TB__LINE_WORDS - 5];
 	/* line 1: the writers' cursor */
 	uint32_t write_pos;
-	uint32_t pad1[15];
+	uint32_t pad1[TB__LINE_WORDS - 1];
 	/* line 2: the reader's cursor, and how stalled writers sleep */
 	uint32_t read_pos;
 	uint32_t waiters;	/* hint: writers asleep on wake_seq */
 	uint32_t wake_req;	/* set by a writer going to sleep */
 	uint32_t wake_seq;	/* the stalled writers' futex: bumped to wake */
-	uint32_t pad2[12];
+	uint32_t pad2[TB__LINE_WORDS - 4];
 	/* line 3: the ring's own doorbell */
 	struct tb_bell bell;
-	uint32_t pad3[14];
-	/* line 4: writer counters (enum tb_wstat) */
-	uint32_t wstat[16];
+	uint32_t pad3[TB__LINE_WORDS - 2];
+	/* line 4: writer counters (enum tb_wstat), the rest zero */
+	uint32_t wstat[TB__LINE_WORDS];
 	/* line 5: reader counters (enum tb_rstat), stored by every call */
-	uint32_t rstat[16];
+	uint32_t rstat[TB__LINE_WORDS];
 	/* line 6: the service's requests to the writers */
 	uint32_t gen;		/* bumped: start a fresh incremental state */
-	uint32_t pad6[15];
-	/* line 7: reserved, zero */
-	uint32_t pad7[16];
+	uint32_t pad6[TB__LINE_WORDS - 1];
+	/* line 7: the reader's verdict */
+	uint32_t stopped;	/* 0, or the TB_PROTO_* rule it stopped on */
+	uint32_t pad7[TB__LINE_WORDS - 1];
 };
 
-/* C99 has no _Static_assert: a negative array size fails the build. */
-typedef char tb__hdr_size_check[sizeof(struct tb_ring_hdr) ==
-				 TB_RING_HDR_SIZE ? 1 : -1];
+/*
+ * The ABI pinned at compile time (C99 has no _Static_assert, C++ needs
+ * the same spelling: a negative array size fails the build).  Moving,
+ * growing or reordering any field of the header fails here, on every
+ * compiler, before two builds can disagree about a shared ring.
+ */
+#define TB__ABI_CHECK(name, cond) typedef char tb__abi_##name[(cond) ? 1 : -1]
+#define TB__ABI_AT(field, line, word)					\
+	TB__ABI_CHECK(at_##field, offsetof(struct tb_ring_hdr, field) == \
+		      (line) * TB_RING_LINE + 4u * (word))
+TB__ABI_CHECK(line, TB_RING_LINE == 64u);
+TB__ABI_CHECK(hdr_size, sizeof(struct tb_ring_hdr) == TB_RING_HDR_SIZE);
+TB__ABI_CHECK(hdr_size_512, TB_RING_HDR_SIZE == 512u);
+TB__ABI_CHECK(bell_size, sizeof(struct tb_bell) == 8u);
+TB__ABI_CHECK(wstat_fit, TB_WS_MAX <= TB__LINE_WORDS);
+TB__ABI_CHECK(rstat_fit, TB_RS_MAX <= TB__LINE_WORDS);
+TB__ABI_AT(magic, 0, 0);
+TB__ABI_AT(version, 0, 1);
+TB__ABI_AT(hdr_size, 0, 2);
+TB__ABI_AT(chunk_log2, 0, 3);
+TB__ABI_AT(count_log2, 0, 4);
+TB__ABI_AT(write_pos, 1, 0);
+TB__ABI_AT(read_pos, 2, 0);
+TB__ABI_AT(waiters, 2, 1);
+TB__ABI_AT(wake_req, 2, 2);
+TB__ABI_AT(wake_seq, 2, 3);
+TB__ABI_AT(bell, 3, 0);
+TB__ABI_CHECK(bell_seq, offsetof(struct tb_ring_hdr, bell.seq) == 192u);
+TB__ABI_CHECK(bell_sleeping,
+	      offsetof(struct tb_ring_hdr, bell.sleeping) == 196u);
+TB__ABI_AT(wstat, 4, 0);
+TB__ABI_AT(rstat, 5, 0);
+TB__ABI_AT(gen, 6, 0);
+TB__ABI_AT(stopped, 7, 0);
 
 /* One process's view of a ring: private, never stored in the mapping. */
 struct tb_ring {
@@ -430,15 +483,23 @@ static inline size_t tb_ring_size(uint32_t chunk_size, uint32_t num_chunks)
 	 ((size_t)TB_RING_HDR_SIZE + (size_t)(cs) * (size_t)(n)))
 
 /*
- * The alignment for such an array: the header's 64-byte lines, where the
- * compiler can say it.  Without it, declare uint32_t words instead (the
- * size is a multiple of 4): tb_ring_init() needs 4-byte alignment.
+ * The alignment for such an array: the header's lines (TB_RING_LINE),
+ * which tb_ring_init() and tb_ring_attach() require (TB_EALIGN).  GNU C
+ * can say it here; another compiler needs its own attribute (C11's and
+ * C++11's alignas goes before the declaration), or a larger array and a
+ * pointer rounded up to TB_RING_LINE.
  */
 #if defined(__GNUC__)
-#define TB_RING_ALIGNED		__attribute__((aligned(64)))
+#define TB_RING_ALIGNED		__attribute__((aligned(TB_RING_LINE)))
 #else
 #define TB_RING_ALIGNED
 #endif
+
+/* Whether @mem may hold a ring: aligned to the header's lines. */
+static inline bool tb__ring_aligned(const void *mem)
+{
+	return (uintptr_t)mem % TB_RING_LINE == 0;
+}
 
 static inline uint8_t *tb__ring_chunk(const struct tb_ring *r, uint32_t pos)
 {
@@ -477,7 +538,7 @@ static inline void tb__ring_view(struct tb_ring *r, void *mem,
 
 /*
  * Validates an existing header as untrusted input and captures the
- * geometry once.  @mem must be at least 4-byte aligned.
+ * geometry once.  @mem must be aligned to TB_RING_LINE (TB_EALIGN).
  */
 static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
 {
@@ -487,7 +548,7 @@ static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
 
 	if (!r || !mem)
 		return TB_EINVAL;
-	if ((uintptr_t)mem % 4)
+	if (!tb__ring_aligned(mem))
 		return TB_EALIGN;
 	if (len < TB_RING_HDR_SIZE)
 		return TB_ESHORT;
@@ -531,7 +592,7 @@ static inline int tb__ring_init_at(struct tb_ring *r, void *mem, size_t len,
 		return TB_EINVAL;
 	if (!need)
 		return TB_EGEOMETRY;
-	if ((uintptr_t)mem % 4)
+	if (!tb__ring_aligned(mem))
 		return TB_EALIGN;
 	if (len < need)
 		return TB_ESHORT;
@@ -604,7 +665,7 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 		s->wstat[i] = tb_atomic_load(&r->hdr->wstat[i], TB_RLX);
 	for (i = 0; i < TB_RS_MAX; i++)
 		s->rstat[i] = tb_atomic_load(&r->hdr->rstat[i], TB_RLX);
-	s->stopped = tb_atomic_load(&r->hdr->rstat[TB_RS_STOPPED], TB_RLX);
+	s->stopped = tb_atomic_load(&r->hdr->stopped, TB_RLX);
 	for (i = 0; i < 8; i++)
 		s->states[i] = 0;
 	for (i = 0; i < r->num_chunks; i++)	/* relaxed: statistics */
@@ -1601,7 +1662,7 @@ static inline int tb__reader_stop(struct tb_reader *rd,
 {
 	rd->stopped = rule;
 	/* relaxed: statistics; the reader touches this ring no more */
-	tb_atomic_store(&rd->ring->hdr->rstat[TB_RS_STOPPED], rule, TB_RLX);
+	tb_atomic_store(&rd->ring->hdr->stopped, rule, TB_RLX);
 	return TB_EPROTO;
 }
 

@@ -338,7 +338,7 @@ END_TEST
 START_TEST(test_init_rejects_bad_memory_and_geometry)
 {
 	size_t len = tb_ring_size(256, 4);
-	uint8_t *mem = (uint8_t *)calloc(1, len + 8);
+	uint8_t *mem = (uint8_t *)ring_mem(len + TB_RING_LINE);
 	struct tb_ring r;
 
 	ck_assert_int_eq(tb_ring_init(&r, mem, len - 1, 256, 4), TB_ESHORT);
@@ -349,6 +349,70 @@ START_TEST(test_init_rejects_bad_memory_and_geometry)
 	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 1), TB_EGEOMETRY);
 	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 4), TB_OK);
 	free(mem);
+}
+END_TEST
+
+/*
+ * The header's lines are the ABI's (TB_RING_LINE): a mapping that is
+ * not aligned to them is refused by init and by attach, at every offset
+ * that 4-byte alignment (all that was checked once) let through.
+ */
+START_TEST(test_init_and_attach_refuse_memory_not_line_aligned)
+{
+	size_t len = tb_ring_size(256, 4);
+	uint8_t *mem = (uint8_t *)ring_mem(len + TB_RING_LINE);
+	struct tb_ring r;
+	unsigned off;
+
+	ck_assert_ptr_nonnull(mem);
+	ck_assert_uint_eq(TB_RING_LINE, 64);
+	for (off = 4; off < TB_RING_LINE; off += 4) {
+		ck_assert_int_eq(tb_ring_init(&r, mem + off, len, 256, 4),
+				 TB_EALIGN);
+		ck_assert_uint_eq(mem[off], 0);	/* nothing written */
+	}
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 4), TB_OK);
+	/* a valid header copied to a misaligned place: still refused */
+	for (off = 4; off < TB_RING_LINE; off += 4) {
+		memmove(mem + off, mem, len);
+		ck_assert_int_eq(tb_ring_attach(&r, mem + off, len),
+				 TB_EALIGN);
+		memmove(mem, mem + off, len);
+	}
+	ck_assert_int_eq(tb_ring_attach(&r, mem, len), TB_OK);
+	ck_assert_int_eq(tb_ring_attach(&r, mem + TB_RING_LINE, len),
+			 TB_EMAGIC);	/* aligned: validated further */
+	free(mem);
+}
+END_TEST
+
+/*
+ * The control header's layout, field by field, from the ABI's table
+ * (docs/protocol.md); the header checks the same at compile time.
+ */
+START_TEST(test_control_header_offsets_are_the_abi)
+{
+	ck_assert_uint_eq(TB_RING_VERSION, 3);
+	ck_assert_uint_eq(TB_RING_HDR_SIZE, 512);
+	ck_assert_uint_eq(sizeof(struct tb_ring_hdr), 512);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, magic), 0);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, version), 4);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, hdr_size), 8);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, chunk_log2), 12);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, count_log2), 16);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, write_pos), 64);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, read_pos), 128);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, waiters), 132);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, wake_req), 136);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, wake_seq), 140);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, bell.seq), 192);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, bell.sleeping), 196);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, wstat), 256);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, rstat), 320);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, gen), 384);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, stopped), 448);
+	ck_assert_uint_le(TB_WS_MAX, 16);
+	ck_assert_uint_le(TB_RS_MAX, 16);
 }
 END_TEST
 
@@ -374,7 +438,7 @@ START_TEST(test_init_makes_no_stamping_pass_over_chunks)
 {
 	/* section 3.2: no initialization pass over every chunk */
 	size_t len = tb_ring_size(512, 8);
-	uint8_t *mem = (uint8_t *)calloc(1, len);
+	uint8_t *mem = (uint8_t *)ring_mem(len);
 	struct tb_ring r;
 	size_t i;
 
@@ -1744,6 +1808,7 @@ static void expect_eproto(uint32_t word, uint32_t write_pos,
 	struct treader tr;
 	struct tb_chunk_view v;
 	struct tb_ring_stats st;
+	unsigned i;
 
 	forge(&t, &tr, 256, word);
 	tset_write_pos(&t, write_pos);
@@ -1754,6 +1819,10 @@ static void expect_eproto(uint32_t word, uint32_t write_pos,
 	/* the rule that was broken is kept for tb_ring_stats() */
 	tb_ring_stats(&t.r, &st);
 	ck_assert_uint_eq(st.stopped, rule);
+	/* in a word of its own: no counter slot holds it */
+	ck_assert_uint_eq(peek32(&t.r.hdr->stopped), rule);
+	for (i = TB_RS_MAX; i < 16; i++)
+		ck_assert_uint_eq(peek32(&t.r.hdr->rstat[i]), 0);
 	/* latched, also in a drain pass and in lazy mode */
 	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), TB_EPROTO);
@@ -5054,6 +5123,8 @@ static Suite *geometry_suite(void)
 	tcase_add_test(tc, test_ring_size_accepts_every_legal_geometry);
 	tcase_add_test(tc, test_init_accepts_each_legal_chunk_size);
 	tcase_add_test(tc, test_init_rejects_bad_memory_and_geometry);
+	tcase_add_test(tc, test_init_and_attach_refuse_memory_not_line_aligned);
+	tcase_add_test(tc, test_control_header_offsets_are_the_abi);
 	tcase_add_test(tc,
 		test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere);
 	tcase_add_test(tc, test_init_makes_no_stamping_pass_over_chunks);

@@ -1146,8 +1146,9 @@ static void tbt_another(FILE *f, const uint8_t *img, size_t len, size_t off,
  * aligned offset holding a valid header (a RAM dump holds other memory
  * around it); without one, at the first magic (or 0), for attach to say
  * what is wrong there.  The ring is moved to the start of @img.  An
- * image that ends inside the ring (after its header) is copied into
- * *@grown, zero-filled to the ring's size (the caller frees it), and
+ * image that ends inside the ring (after its header), or that is not
+ * aligned to TB_RING_LINE, is copied into *@grown (aligned), zero-filled
+ * to the ring's size (the caller frees it), and
  * res->complete says how many chunks it holds whole.  Returns 0, or -1
  * (reported) when @o->offset is outside the image.
  */
@@ -1193,12 +1194,20 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 	}
 	if (valid)
 		need = tb_ring_size(1u << h->chunk_log2, 1u << h->count_log2);
-	if (!need || avail >= need)
+	if ((!need || avail >= need) && (uintptr_t)*img % TB_RING_LINE == 0)
 		return 0;
-	*grown = (uint8_t *)calloc(1, need);
-	if (!*grown)
-		return 0;	/* attach says TB_ESHORT */
+	/* a copy aligned to TB_RING_LINE, as attach wants; zero past avail */
+	if (posix_memalign((void **)grown, TB_RING_LINE,
+			   need > avail ? need : avail)) {
+		*grown = NULL;
+		return 0;	/* attach says TB_EALIGN or TB_ESHORT */
+	}
 	memcpy(*grown, *img, avail);
+	if (!need || avail >= need) {
+		*img = *grown;
+		return 0;
+	}
+	memset(*grown + avail, 0, need - avail);
 	res->truncated = true;
 	res->complete = (uint32_t)((avail - TB_RING_HDR_SIZE) >>
 				   h->chunk_log2);
