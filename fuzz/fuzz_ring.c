@@ -16,7 +16,7 @@
  * BufferIDs, payload, header), raw header bytes fed to tb_ring_attach() in a
  * separate mapping, or a plan of actions (more scribbles, or writer calls)
  * to run in the middle of the next reader call, between two of its atomic
- * accesses.  Every mapping and scratch buffer is malloc'd at its exact size,
+ * accesses.  Every mapping and scratch buffer is allocated at its exact size,
  * so ASan sees any access past it.
  *
  * The TB_TEST_HOOKS seam sees every atomic access of the reader; checked:
@@ -993,6 +993,14 @@ static int run_actions(unsigned acc)
 
 /* ---- tb_ring_attach on raw header bytes ------------------------------ */
 
+/* Ring memory at its exact size, aligned to TB_RING_LINE as attach wants. */
+static void *line_alloc(size_t len)
+{
+	void *p;
+
+	return posix_memalign(&p, TB_RING_LINE, len ? len : 1) ? NULL : p;
+}
+
 static void attach_raw(struct in *in)
 {
 	static struct rchk rawc;
@@ -1027,7 +1035,8 @@ static void attach_raw(struct in *in)
 
 		hdr[at] = get(in) & 1 ? get32(in) : hdr[at] + (int8_t)get(in);
 	}
-	mis = get(in) % 8 == 0 ? 1 + get(in) % 3 : 0;
+	/* off the line by 1..63 bytes, 4-byte aligned ones included */
+	mis = get(in) % 8 == 0 ? 1 + get(in) % (TB_RING_LINE - 1) : 0;
 	/* the one code each cause gets, in the order they are checked */
 	want = mis ? TB_EALIGN : len < TB_RING_HDR_SIZE ? TB_ESHORT :
 	       hdr[0] != TB_RING_MAGIC ? TB_EMAGIC :
@@ -1038,7 +1047,7 @@ static void attach_raw(struct in *in)
 	       len < tb_ring_size(1u << hdr[3], 1u << hdr[4]) ? TB_ESHORT :
 	       TB_OK;
 	valid = want == TB_OK;
-	mem = (uint8_t *)malloc((len + mis) ? len + mis : 1);
+	mem = (uint8_t *)line_alloc(len + mis);
 	CHECK(mem);
 	memset(mem, 0, len + mis);
 	memcpy(mem + mis, hdr, len < sizeof(hdr) ? len : sizeof(hdr));
@@ -1135,7 +1144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	F.w = tb_frag_width(F.cs);
 	F.nw = 1 + (cfg >> 4 & 3) % NW;
 	F.len = tb_ring_size(F.cs, F.nc);
-	F.mem = (uint8_t *)malloc(F.len);
+	F.mem = (uint8_t *)line_alloc(F.len);
 	CHECK(F.mem);
 	memset(F.mem, 0, F.len);
 	CHECK(tb_ring_init_at(&F.ring, F.mem, F.len, F.cs, F.nc,

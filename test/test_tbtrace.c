@@ -617,7 +617,7 @@ START_TEST(test_ring_shows_a_live_ring_read_only)
 	live_ring(mem, len);
 	ck_assert_int_eq(tbtrace(ring), 0);
 	ck_assert_out("16 x 1024 B chunks");
-	ck_assert_out("magic TBR1, ABI version 2, header 512 B");
+	ck_assert_out("magic TBR1, ABI version 3, header 512 B");
 	ck_assert_out("write_pos 3, read_pos 2: distance 1 of 16 chunks");
 	ck_assert_out("scrapes 1");
 	/* every counter by its name, none by an index */
