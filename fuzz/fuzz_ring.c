@@ -274,10 +274,11 @@ static void seam(const uint32_t *p, int op, uint32_t expect, uint32_t v,
 	}
 	if (p >= (const uint32_t *)(const void *)h &&
 	    off < TB_RING_HDR_SIZE) {
-		/* counters, the waiter hint: loads and counter stores only */
+		/* counters, the waiter hint, the stop word: loads, and
+		 * stores of the reader's counters and its stop rule only */
 		CHECK(op == TB_TEST_LOAD ||
-		      (op == TB_TEST_STORE && p >= h->rstat &&
-		       p < h->rstat + 16));
+		      (op == TB_TEST_STORE && ((p >= h->rstat &&
+		       p < h->rstat + 16) || p == &h->stopped)));
 		return;
 	}
 	/* a chunk: only its state word, only at the reader's position */
