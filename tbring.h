@@ -969,16 +969,41 @@ enum tb_full_policy {
 	TB_STALL,	/* wait for the reader, TB_FULL after stall_ms idle */
 };
 
+/*
+ * The writer's tunables: each process's own, never seen by the others
+ * sharing the ring, so a vendor may override them (define them before
+ * including any tbring header).  What the processes must agree on - the
+ * header's layout and line, the state word's fields, the chunk and
+ * fragment limits of tbfrag.h - is the ABI and has no such knob.
+ */
+#ifndef TB_CLAIM_BUDGET
 #define TB_CLAIM_BUDGET		4	/* lost claims per acquisition */
+#endif
+#ifndef TB_RELOCATE_ROUNDS
 #define TB_RELOCATE_ROUNDS	8	/* scrapes of one suffix in a row */
+#endif
+#ifndef TB_STALL_MS
 #define TB_STALL_MS		1000	/* default stall_ms */
+#endif
+#ifndef TB_SPLIT_MIN
 #define TB_SPLIT_MIN		16	/* write_packet: smallest split */
+#endif
+#if TB_CLAIM_BUDGET < 1 || TB_RELOCATE_ROUNDS < 1
+#error "tbring.h: TB_CLAIM_BUDGET and TB_RELOCATE_ROUNDS must be >= 1"
+#endif
+#if TB_SPLIT_MIN < 1 || TB_SPLIT_MIN > 249
+#error "tbring.h: TB_SPLIT_MIN must be in [1, 249] (fits a 256-byte chunk)"
+#endif
 
 enum { TB__OWN_NONE, TB__OWN_ACQUIRED, TB__OWN_CACHED };
 
-/* flags for tb_writer_open() and tb_writer_close() */
-#define TB_OPEN_CONT_PREV	1u	/* continues this writer's packet */
-#define TB_CLOSE_CONT_NEXT	1u	/* the packet goes on in next chunk */
+/*
+ * Flags for tb_writer_open() and tb_writer_close(), one set each.  They
+ * have different values, and each call refuses the other's (TB_EINVAL):
+ * a swap is caught at its first call, never read as the other flag.
+ */
+#define TB_OPEN_CONT_PREV	0x1u	/* continues this writer's packet */
+#define TB_CLOSE_CONT_NEXT	0x2u	/* the packet goes on in next chunk */
 
 struct tb_span {		/* the open fragment's writable range */
 	uint8_t *begin;
@@ -1363,7 +1388,8 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
  * Opens a fragment of at least @min bytes, in the cached chunk when it has
  * room (and @flags has no TB_OPEN_CONT_PREV: a continuation always starts
  * a chunk), else in a freshly claimed one.  The encoder may fill
- * [span->begin, span->end).
+ * [span->begin, span->end).  TB_EINVAL for any other flag (a
+ * TB_CLOSE_CONT_NEXT passed here by mistake): nothing is opened.
  */
 static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 				 unsigned flags, struct tb_span *span)
@@ -1371,6 +1397,8 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 	bool cont = flags & TB_OPEN_CONT_PREV;
 	int ret;
 
+	if (flags & ~TB_OPEN_CONT_PREV)
+		return TB_EINVAL;	/* TB_CLOSE_CONT_NEXT, or unknown */
 	if (w->own == TB__OWN_ACQUIRED)
 		return TB_EOPEN;
 	if (min > tb_frag_max_size(w->ring->chunk_size))
@@ -1404,11 +1432,14 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
  * TB_CLOSE_CONT_NEXT the packet goes on in this writer's next chunk: the
  * chunk is published with "continues on next" and never reused.
  * TB_DROPPED: the reader scraped the chunk and the fragment found no
- * replacement; data loss is owed.
+ * replacement; data loss is owed.  TB_EINVAL for any other flag (a
+ * TB_OPEN_CONT_PREV passed here by mistake): the fragment stays open.
  */
 static inline int tb_writer_close(struct tb_writer *w, uint32_t size,
 				  unsigned flags)
 {
+	if (flags & ~TB_CLOSE_CONT_NEXT)
+		return TB_EINVAL;	/* TB_OPEN_CONT_PREV, or unknown */
 	if (w->own != TB__OWN_ACQUIRED || !w->cur.open)
 		return TB_ENOTOPEN;
 	if (tb_frag_close(&w->cur, size))
@@ -1521,7 +1552,12 @@ static inline int tb_writer_write_packet(struct tb_writer *w,
 /* ------------------------------------------------------------------------
  * Reader: one per ring.
  */
+#ifndef TB_READ_BUDGET		/* the reader's own: overridable */
 #define TB_READ_BUDGET		8	/* CAS losses per position */
+#endif
+#if TB_READ_BUDGET < 1
+#error "tbring.h: TB_READ_BUDGET must be >= 1"
+#endif
 #define TB__NO_WORD		0xffffffffu	/* matches no real state */
 
 enum tb_read_mode {

@@ -3650,6 +3650,41 @@ START_TEST(test_writer_misuse_gets_a_code_per_cause)
 }
 END_TEST
 
+/*
+ * The open and close flags cannot be swapped unnoticed: they differ, and
+ * each call refuses the other's with TB_EINVAL, changing nothing.
+ */
+typedef char flags_differ[TB_OPEN_CONT_PREV != TB_CLOSE_CONT_NEXT ? 1 : -1];
+
+START_TEST(test_open_and_close_flags_swapped_are_refused)
+{
+	struct tring t;
+	struct twriter a;
+	struct tb_span sp;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_uint_ne(TB_OPEN_CONT_PREV, TB_CLOSE_CONT_NEXT);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, TB_CLOSE_CONT_NEXT, &sp),
+			 TB_EINVAL);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0x80, &sp), TB_EINVAL);
+	ck_assert_uint_eq(twrite_pos(&t), 0);	/* nothing reserved */
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, TB_OPEN_CONT_PREV, &sp),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_close(&a.w, 1, TB_OPEN_CONT_PREV),
+			 TB_EINVAL);
+	ck_assert_int_eq(tb_writer_close(&a.w, 1, 0x80), TB_EINVAL);
+	ck_assert(a.w.cur.open);		/* still open */
+	/* Acquired, continuing from previous, nothing published yet */
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_ACQ, 0, SPEC_P, 0, WA));
+	ck_assert_int_eq(tb_writer_close(&a.w, 1, TB_CLOSE_CONT_NEXT), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0),
+			  spec_word(SPEC_CMP, 0, SPEC_P | SPEC_N, 1, WA));
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_sync_rejects_bad_calls)
 {
 	struct tring t;
@@ -5314,6 +5349,7 @@ static Suite *relocation_suite(void)
 	tcase_add_test(tc, test_relocated_open_fragment_can_be_scraped_again);
 	tcase_add_test(tc, test_sync_rejects_bad_calls);
 	tcase_add_test(tc, test_writer_misuse_gets_a_code_per_cause);
+	tcase_add_test(tc, test_open_and_close_flags_swapped_are_refused);
 	tcase_set_timeout(tc, 20);
 	suite_add_tcase(s, tc);
 	return s;
