@@ -116,8 +116,8 @@ static inline size_t tb_reassembly_size(unsigned max_open,
  * up to @max_open split packets at a time, each kept up to @max_packet
  * bytes; a longer one is dropped or truncated as @oversize says.
  * TB_EINVAL for a NULL pointer, limits tb_reassembly_size() refuses or
- * an unknown @oversize; TB_EALIGN, TB_ESHORT for memory as
- * tb_ring_init().
+ * an unknown @oversize; TB_EALIGN for memory not 4-byte aligned,
+ * TB_ESHORT for less than tb_reassembly_size().
  */
 static inline int tb_reassembly_init(struct tb_reassembly *ra, void *mem,
 				     size_t len, unsigned max_open,

@@ -2509,7 +2509,8 @@ START_TEST(test_writer_room_is_what_the_next_fragment_could_take)
 
 	tring_new(&t, 512, 4);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
-	ck_assert_int_eq(tb_writer_room(&a.w), TB_ENOROOM);	/* nothing held */
+	/* nothing held */
+	ck_assert_int_eq(tb_writer_room(&a.w), TB_ENOROOM);
 	ck_assert_int_eq(twrite(&a, "hello", 0, 0), TB_OK);
 	/* 506 - 5 payload - 2 (entry 0) - 2 (entry 1 to come) */
 	ck_assert_int_eq(tb_writer_room(&a.w), 497);
