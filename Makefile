@@ -27,9 +27,9 @@
 CC	?= cc
 PREFIX	?= /usr/local
 DESTDIR	?=
-VERSION	:= $(shell sed -n 's/^\#define TB_VERSION_STRING[^"]*"\(.*\)"/\1/p' tbbase.h)
+VERSION	:= $(shell sed -n 's/^\#define TBRING_VERSION_STRING[^"]*"\(.*\)"/\1/p' tbbase.h)
 BUILD	?= build
-HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpb.h tbuffer.h tbbridge.h tbtrace.h tbservice.h tbevent.h tbcheck.h tblink.h
+HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpacket.h tbpb.h tbuffer.h tbbridge.h tbtrace.h tbservice.h tbevent.h tbcheck.h tblink.h
 FUZZ_SECONDS ?= 30
 
 WARN	:= -Wall -Wextra -Werror

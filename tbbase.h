@@ -15,10 +15,12 @@
  *	the byte copy and fill (firmware with its own, a checked one);
  *   TB_BUG_ON(cond)
  *	the check of internal invariants and caller contracts: traps in
- *	debug builds, compiles out under NDEBUG (the function then returns
- *	an error code where it has one).
+ *	debug builds (__builtin_trap() with GNU C, assert() elsewhere),
+ *	compiles out under NDEBUG (the function then returns an error code
+ *	where it has one).
  *
- * C99, no allocation, nothing beyond <string.h>.
+ * C99, no allocation, nothing beyond <string.h> (and <assert.h> for
+ * TB_BUG_ON where the compiler is not GNU C).
  */
 #ifndef TBBASE_H
 #define TBBASE_H
@@ -28,10 +30,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TB_VERSION_MAJOR	0
-#define TB_VERSION_MINOR	2
-#define TB_VERSION_PATCH	0
-#define TB_VERSION_STRING	"0.2.0"
+#define TBRING_VERSION_MAJOR	0
+#define TBRING_VERSION_MINOR	2
+#define TBRING_VERSION_PATCH	0
+#define TBRING_VERSION_STRING	"0.2.0"
 
 #ifndef TB_MEMCPY
 #define TB_MEMCPY(dst, src, n)	memcpy((dst), (src), (n))
@@ -40,10 +42,13 @@
 #define TB_MEMSET(dst, c, n)	memset((dst), (c), (n))
 #endif
 #ifndef TB_BUG_ON
-#if !defined(NDEBUG) && defined(__GNUC__)
+#if defined(NDEBUG)
+#define TB_BUG_ON(cond)	((void)0)
+#elif defined(__GNUC__)
 #define TB_BUG_ON(cond)	do { if (cond) __builtin_trap(); } while (0)
 #else
-#define TB_BUG_ON(cond)	((void)0)
+#include <assert.h>
+#define TB_BUG_ON(cond)	assert(!(cond))
 #endif
 #endif
 
@@ -92,6 +97,9 @@ enum tb_result {
 	TB_ENOENT = -49,	/* patch: no such sequence or chunk */
 	TB_ERANGE = -50,	/* patch: offset out of the payload */
 	TB_EBUSY = -51,		/* called from the overwrite callback */
+	/* a chunk's fragments (tbfrag.h) */
+	TB_ENOROOM = -52,	/* no room for (that) fragment in the chunk */
+	TB_EDIR = -53,		/* a size directory that cannot be */
 
 	/* an event writer's clock the importer could not place (tbevent.h) */
 	TB_ENOCLOCK = -60,	/* none given, and no CLOCK_BOOTTIME here */
@@ -150,6 +158,8 @@ static inline const char *tb_strerror(int result)
 	case TB_ENOENT: return "no such chunk to patch";
 	case TB_ERANGE: return "patch out of the chunk's payload";
 	case TB_EBUSY: return "called from the overwrite callback";
+	case TB_ENOROOM: return "no room for the fragment in the chunk";
+	case TB_EDIR: return "chunk size directory invalid";
 	case TB_ENOCLOCK: return "no clock: CLOCK_BOOTTIME is not declared "
 				 "here (strict C99 needs _POSIX_C_SOURCE or "
 				 "_GNU_SOURCE); pass a struct tb_ev_clock";

@@ -52,30 +52,30 @@ static inline uint32_t tb_frag_max_size(uint32_t chunk_size)
 }
 
 /* Bytewise little-endian helpers: no alignment or endianness assumed. */
-static inline void tb_frag_put_le(uint8_t *p, unsigned w, uint32_t v)
+static inline void tb__frag_put_le(uint8_t *p, unsigned w, uint32_t v)
 {
 	p[0] = (uint8_t)v;
 	if (w == 2)
 		p[1] = (uint8_t)(v >> 8);
 }
 
-static inline uint32_t tb_frag_get_le(const uint8_t *p, unsigned w)
+static inline uint32_t tb__frag_get_le(const uint8_t *p, unsigned w)
 {
 	return w == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 : p[0];
 }
 
 static inline void tb_frag_set_bid(uint8_t *chunk, uint16_t bid)
 {
-	tb_frag_put_le(chunk + TB_FRAG_BID_OFF, 2, bid);
+	tb__frag_put_le(chunk + TB_FRAG_BID_OFF, 2, bid);
 }
 
 static inline uint16_t tb_frag_bid(const uint8_t *chunk)
 {
-	return (uint16_t)tb_frag_get_le(chunk + TB_FRAG_BID_OFF, 2);
+	return (uint16_t)tb__frag_get_le(chunk + TB_FRAG_BID_OFF, 2);
 }
 
 /* Offset of fragment @i's size entry inside a chunk. */
-static inline uint32_t tb_frag_entry_off(uint32_t chunk_size, unsigned w,
+static inline uint32_t tb__frag_entry_off(uint32_t chunk_size, unsigned w,
 					 unsigned i)
 {
 	return chunk_size - (uint32_t)(i + 1) * w;
@@ -110,64 +110,74 @@ static inline void tb_frag_cursor_init(struct tb_frag_cursor *c,
 }
 
 /*
- * Bytes a fragment opened now could hold, or -1 when no fragment may be
- * opened (255 fragments, or not even room for the size entry).  0 is a
- * legal answer: an empty fragment still fits.
+ * Bytes a fragment opened now could hold, or TB_ENOROOM when no fragment
+ * may be opened (255 fragments, or not even room for the size entry).  0
+ * is a legal answer: an empty fragment still fits.
  */
 static inline int32_t tb_frag_room(const struct tb_frag_cursor *c)
 {
 	if (c->nfrags >= TB_FRAG_MAX || c->dir - c->payload < c->width)
-		return -1;
+		return TB_ENOROOM;
 	return (int32_t)(c->dir - c->width - c->payload);
 }
 
 /*
- * Opens a fragment: on success hands out the range
- * [*begin, *end) the encoder may fill, and returns 0.  Fails with -1 at 255
- * fragments or when the directory entry would not fit.  The entry's bytes
- * are reserved before the range is handed out, so payload and directory
- * never overlap.
+ * Opens a fragment: on success hands out the range [*begin, *end) the
+ * encoder may fill, and returns TB_OK.  Fails with TB_EOPEN while one is
+ * open, and with TB_ENOROOM at 255 fragments or when the directory entry
+ * would not fit.  The entry's bytes are reserved before the range is
+ * handed out, so payload and directory never overlap.
  */
 static inline int tb_frag_open(struct tb_frag_cursor *c, uint8_t **begin,
 			       uint8_t **end)
 {
-	if (c->open || tb_frag_room(c) < 0)
-		return -1;
+	if (c->open)
+		return TB_EOPEN;
+	if (tb_frag_room(c) < 0)
+		return TB_ENOROOM;
 	c->open = 1;
 	*begin = c->chunk + c->payload;
 	*end = c->chunk + c->dir - c->width;
-	return 0;
+	return TB_OK;
 }
 
 /*
  * Closes the open fragment after the encoder wrote @size bytes: writes the
- * size entry, then moves both cursors.  Returns -1 (and changes nothing)
- * when no fragment is open or @size exceeds the range handed out.
- * Publication through the state word is the caller's (tbring.h) job.
+ * size entry, then moves both cursors.  Changes nothing and returns
+ * TB_ENOTOPEN when no fragment is open, TB_ESIZE when @size exceeds the
+ * range handed out.  Publication through the state word is the caller's
+ * (tbring.h) job.
  */
 static inline int tb_frag_close(struct tb_frag_cursor *c, uint32_t size)
 {
-	if (!c->open || size > c->dir - c->width - c->payload)
-		return -1;
-	tb_frag_put_le(c->chunk + c->dir - c->width, c->width, size);
+	if (!c->open)
+		return TB_ENOTOPEN;
+	if (size > c->dir - c->width - c->payload)
+		return TB_ESIZE;
+	tb__frag_put_le(c->chunk + c->dir - c->width, c->width, size);
 	c->dir -= c->width;
 	c->payload += size;
 	c->nfrags++;
 	c->open = 0;
-	return 0;
+	return TB_OK;
 }
 
-/* Open, copy @len bytes, close: one whole fragment.  0 or -1. */
-static inline int tb_frag_append(struct tb_frag_cursor *c, const void *src,
-				 uint32_t len)
+/*
+ * Open, copy @len bytes, close: one whole fragment (tests and fuzzers).
+ * TB_OK, tb_frag_open()'s error (a fragment already open is left alone),
+ * or TB_ENOROOM when @len does not fit.
+ */
+static inline int tb__frag_append(struct tb_frag_cursor *c, const void *src,
+				  uint32_t len)
 {
 	uint8_t *b, *e;
+	int ret = tb_frag_open(c, &b, &e);
 
-	if (tb_frag_open(c, &b, &e))
-		return -1;	/* leaves a fragment already open alone */
+	if (ret)
+		return ret;
 	if (len > (uint32_t)(e - b)) {
 		c->open = 0;
-		return -1;
+		return TB_ENOROOM;
 	}
 	if (len)
 		TB_MEMCPY(b, src, len);
@@ -188,9 +198,10 @@ static inline int tb_frag_dir_fits(uint32_t chunk_size, unsigned n,
 /*
  * ... then parse a private copy @dir of exactly those n * w bytes (in
  * memory order, so fragment 0's entry is the last one).  Sizes are stored
- * in payload order into @sizes.  Returns the total payload bytes, or -1
- * when the running total passes the space the directory leaves free.  The
- * addition is checked at every step, so no total can wrap.
+ * in payload order into @sizes.  Returns the total payload bytes, or
+ * TB_EDIR when the directory cannot exist or the running total passes the
+ * space it leaves free.  The addition is checked at every step, so no
+ * total can wrap.
  */
 static inline int32_t tb_frag_parse_dir(const uint8_t *dir, unsigned n,
 					unsigned w, uint32_t chunk_size,
@@ -201,12 +212,12 @@ static inline int32_t tb_frag_parse_dir(const uint8_t *dir, unsigned n,
 	unsigned i;
 
 	if (!tb_frag_dir_fits(chunk_size, n, w))
-		return -1;	/* and limit above wrapped */
+		return TB_EDIR;	/* and limit above wrapped */
 	for (i = 0; i < n; i++) {
-		uint32_t size = tb_frag_get_le(dir + (n - 1 - i) * w, w);
+		uint32_t size = tb__frag_get_le(dir + (n - 1 - i) * w, w);
 
 		if (size > limit - total)
-			return -1;
+			return TB_EDIR;
 		total += size;
 		sizes[i] = (uint16_t)size;
 	}

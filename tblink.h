@@ -264,9 +264,9 @@ static inline void tb_link_tx_hello(struct tb_link_tx *tx,
 	tb__link_le32(b + 4, r->chunk_size);
 	tb__link_le32(b + 8, r->num_chunks);
 	tb__link_le32(b + 12, TB_RING_VERSION);
-	tb__link_le32(b + 16, (uint32_t)TB_VERSION_MAJOR << 16 |
-			      (uint32_t)TB_VERSION_MINOR << 8 |
-			      (uint32_t)TB_VERSION_PATCH);
+	tb__link_le32(b + 16, (uint32_t)TBRING_VERSION_MAJOR << 16 |
+			      (uint32_t)TBRING_VERSION_MINOR << 8 |
+			      (uint32_t)TBRING_VERSION_PATCH);
 	tb__link_begin(tx, TB_LINK_HELLO);
 	tb__link_put(tx, b, sizeof(b));
 	tb__link_finish(tx);

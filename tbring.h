@@ -11,14 +11,15 @@
  * it all in full.  This comment is the contract a vendored copy carries.
  *
  * Using it
- *   ring     tb_ring_size(), tb_ring_init() (a zero-filled mapping), or
- *            tb_ring_attach() (another process's, validated); tb_ring_stats()
+ *   ring     tb_ring_size(), tb_ring_init() (a zero-filled mapping
+ *            aligned to TB_RING_LINE), or tb_ring_attach() (another
+ *            process's, validated); tb_ring_stats()
  *   writer   tb_writer_init(), then tb_writer_write_packet() - or, for an
  *            encoder that writes in place, tb_writer_open() / _close() /
  *            _sync() - and tb_writer_release() before it goes away
- *   reader   tb_reader_init(), then tb_reader_drain_packets() (whole
- *            packets, with struct tb_reassembly) or tb_reader_drain()
- *            (chunks of fragments), and tb_reader_wait() when idle
+ *   reader   tb_reader_init(), then tb_reader_drain() (chunks of
+ *            fragments), and tb_reader_wait() when idle; whole packets
+ *            come out of tbpacket.h's tb_reader_drain_packets()
  *
  * Threading contract
  *   - Any number of writers, in any number of processes, each with its own
@@ -37,7 +38,9 @@
  *     process's private view of it; the geometry is captured once, at
  *     init or attach, and never re-read from shared memory.
  *   - Memory is the caller's: tb_ring_size() says how much the mapping
- *     needs, and writer and reader each take a chunk_size scratch buffer.
+ *     needs (aligned to TB_RING_LINE, 64 bytes: a page-aligned mapping
+ *     is, malloc() memory is not), and writer and reader each take a
+ *     chunk_size scratch buffer.
  *     Nothing here allocates.
  *   - The reader trusts nothing in the mapping: a hostile or crashed
  *     writer can cost the reader this ring (TB_EPROTO, latched) but never
@@ -234,7 +237,7 @@ static inline bool tb__state_is_data(unsigned state)
 	return state >= TB_ACQUIRED && state <= TB_REWRITE;
 }
 
-static inline uint32_t tb_state_wrap(uint32_t word)
+static inline uint32_t tb__state_wrap(uint32_t word)
 {
 	return word & TB_WRAP_MASK;
 }
@@ -244,7 +247,7 @@ static inline unsigned tb_state_format(uint32_t word)
 	return word >> TB_FORMAT_SHIFT & 3u;
 }
 
-static inline uint32_t tb_state_flags(uint32_t word)
+static inline uint32_t tb__state_flags(uint32_t word)
 {
 	return word & TB_F_MASK;
 }
@@ -291,20 +294,36 @@ static inline uint32_t tb__pos_next_wrap(uint32_t pos, unsigned chunk_bits)
 }
 
 /* ------------------------------------------------------------------------
- * The control header (ours; the design leaves it open).  512 bytes, one
- * concern per 64-byte line; chunk 0 starts right after it.  All fields are
- * 32-bit words accessed atomically; the reader treats every one of them
- * as untrusted.
+ * The control header (ours; the design leaves it open): the ring's ABI.
+ * 512 bytes, eight lines of TB_RING_LINE bytes with one concern each;
+ * chunk 0 starts right after it.  All fields are 32-bit words accessed
+ * atomically; the reader treats every one of them as untrusted.
+ *
+ * TB_RING_LINE is 64 bytes, the cache line of x86-64 and of most ARM
+ * cores, and part of the ABI: every process sharing a ring must agree on
+ * the offsets below, so it is not a tunable.  On CPUs with 128-byte
+ * lines (Apple M-series, some POWER and recent server ARM cores, and
+ * Intel's adjacent-line prefetch, which pulls lines in pairs) two
+ * neighbouring lines share one: write_pos with line 0's read-only
+ * geometry, read_pos with the doorbell, the writer counters with the
+ * reader's.  That is false sharing between writers and the reader, a
+ * cost in throughput, never in correctness.  64 was kept: doubling every
+ * line doubles the header for every ring, firmware included, to help
+ * CPUs that are not the common case, and the pairs that share a 128-byte
+ * line were chosen so that the hot pair (write_pos, read_pos) does not.
  */
 #define TB_RING_MAGIC		0x31524254u	/* "TBR1" */
 /*
- * The ring's ABI version: 2 since stalled writers sleep on wake_seq with a
- * wake request (version 1 slept on read_pos) and line 6 holds the
+ * The ring's ABI version.  3: the reader's stop rule has a word of its
+ * own (line 7), no longer a slot of the counter array, and the mapping
+ * must be aligned to TB_RING_LINE.  2: stalled writers sleep on wake_seq
+ * with a wake request (version 1 slept on read_pos), line 6 holds the
  * incremental-state generation.  Processes of different versions must not
  * share a ring: tb_ring_attach() refuses another version (TB_EVERSION).
  */
-#define TB_RING_VERSION		2u
-#define TB_RING_HDR_SIZE	512u
+#define TB_RING_VERSION		3u
+#define TB_RING_LINE		64u
+#define TB_RING_HDR_SIZE	(8u * TB_RING_LINE)
 #define TB_COUNT_MAX_LOG2	30u
 
 enum tb_wstat {			/* writer-side counters, all writers */
@@ -329,8 +348,7 @@ enum tb_rstat {			/* reader-side counters */
 	TB_RS_PINNED,		/* holes: chunk still RewriteRequested */
 	TB_RS_FUTEX_WAITS,	/* tb_reader_wait() sleeps (futex waits) */
 	TB_RS_FUTEX_WAKES,	/* wakes of stalled writers (futex wakes) */
-	TB_RS_MAX,
-	TB_RS_STOPPED = 15	/* not a counter: the TB_PROTO_* rule */
+	TB_RS_MAX
 };
 
 /* Why a reader stopped a ring with TB_EPROTO (tb_ring_stats().stopped). */
@@ -342,6 +360,9 @@ enum tb_proto_rule {
 	TB_PROTO_WRITE_POS,		/* write_pos beyond the ring */
 };
 
+/* 32-bit words per line */
+#define TB__LINE_WORDS		(TB_RING_LINE / 4u)
+
 struct tb_ring_hdr {
 	/* line 0: identity and geometry, written once by tb_ring_init() */
 	uint32_t magic;
@@ -349,33 +370,65 @@ struct tb_ring_hdr {
 	uint32_t hdr_size;
 	uint32_t chunk_log2;
 	uint32_t count_log2;
-	uint32_t pad0[11];
+	uint32_t pad0[TB__LINE_WORDS - 5];
 	/* line 1: the writers' cursor */
 	uint32_t write_pos;
-	uint32_t pad1[15];
+	uint32_t pad1[TB__LINE_WORDS - 1];
 	/* line 2: the reader's cursor, and how stalled writers sleep */
 	uint32_t read_pos;
 	uint32_t waiters;	/* hint: writers asleep on wake_seq */
 	uint32_t wake_req;	/* set by a writer going to sleep */
 	uint32_t wake_seq;	/* the stalled writers' futex: bumped to wake */
-	uint32_t pad2[12];
+	uint32_t pad2[TB__LINE_WORDS - 4];
 	/* line 3: the ring's own doorbell */
 	struct tb_bell bell;
-	uint32_t pad3[14];
-	/* line 4: writer counters (enum tb_wstat) */
-	uint32_t wstat[16];
+	uint32_t pad3[TB__LINE_WORDS - 2];
+	/* line 4: writer counters (enum tb_wstat), the rest zero */
+	uint32_t wstat[TB__LINE_WORDS];
 	/* line 5: reader counters (enum tb_rstat), stored by every call */
-	uint32_t rstat[16];
+	uint32_t rstat[TB__LINE_WORDS];
 	/* line 6: the service's requests to the writers */
 	uint32_t gen;		/* bumped: start a fresh incremental state */
-	uint32_t pad6[15];
-	/* line 7: reserved, zero */
-	uint32_t pad7[16];
+	uint32_t pad6[TB__LINE_WORDS - 1];
+	/* line 7: the reader's verdict */
+	uint32_t stopped;	/* 0, or the TB_PROTO_* rule it stopped on */
+	uint32_t pad7[TB__LINE_WORDS - 1];
 };
 
-/* C99 has no _Static_assert: a negative array size fails the build. */
-typedef char tb__hdr_size_check[sizeof(struct tb_ring_hdr) ==
-				 TB_RING_HDR_SIZE ? 1 : -1];
+/*
+ * The ABI pinned at compile time (C99 has no _Static_assert, C++ needs
+ * the same spelling: a negative array size fails the build).  Moving,
+ * growing or reordering any field of the header fails here, on every
+ * compiler, before two builds can disagree about a shared ring.
+ */
+#define TB__ABI_CHECK(name, cond) typedef char tb__abi_##name[(cond) ? 1 : -1]
+#define TB__ABI_AT(field, line, word)					\
+	TB__ABI_CHECK(at_##field, offsetof(struct tb_ring_hdr, field) == \
+		      (line) * TB_RING_LINE + 4u * (word))
+TB__ABI_CHECK(line, TB_RING_LINE == 64u);
+TB__ABI_CHECK(hdr_size, sizeof(struct tb_ring_hdr) == TB_RING_HDR_SIZE);
+TB__ABI_CHECK(hdr_size_512, TB_RING_HDR_SIZE == 512u);
+TB__ABI_CHECK(bell_size, sizeof(struct tb_bell) == 8u);
+TB__ABI_CHECK(wstat_fit, TB_WS_MAX <= TB__LINE_WORDS);
+TB__ABI_CHECK(rstat_fit, TB_RS_MAX <= TB__LINE_WORDS);
+TB__ABI_AT(magic, 0, 0);
+TB__ABI_AT(version, 0, 1);
+TB__ABI_AT(hdr_size, 0, 2);
+TB__ABI_AT(chunk_log2, 0, 3);
+TB__ABI_AT(count_log2, 0, 4);
+TB__ABI_AT(write_pos, 1, 0);
+TB__ABI_AT(read_pos, 2, 0);
+TB__ABI_AT(waiters, 2, 1);
+TB__ABI_AT(wake_req, 2, 2);
+TB__ABI_AT(wake_seq, 2, 3);
+TB__ABI_AT(bell, 3, 0);
+TB__ABI_CHECK(bell_seq, offsetof(struct tb_ring_hdr, bell.seq) == 192u);
+TB__ABI_CHECK(bell_sleeping,
+	      offsetof(struct tb_ring_hdr, bell.sleeping) == 196u);
+TB__ABI_AT(wstat, 4, 0);
+TB__ABI_AT(rstat, 5, 0);
+TB__ABI_AT(gen, 6, 0);
+TB__ABI_AT(stopped, 7, 0);
 
 /* One process's view of a ring: private, never stored in the mapping. */
 struct tb_ring {
@@ -430,15 +483,23 @@ static inline size_t tb_ring_size(uint32_t chunk_size, uint32_t num_chunks)
 	 ((size_t)TB_RING_HDR_SIZE + (size_t)(cs) * (size_t)(n)))
 
 /*
- * The alignment for such an array: the header's 64-byte lines, where the
- * compiler can say it.  Without it, declare uint32_t words instead (the
- * size is a multiple of 4): tb_ring_init() needs 4-byte alignment.
+ * The alignment for such an array: the header's lines (TB_RING_LINE),
+ * which tb_ring_init() and tb_ring_attach() require (TB_EALIGN).  GNU C
+ * can say it here; another compiler needs its own attribute (C11's and
+ * C++11's alignas goes before the declaration), or a larger array and a
+ * pointer rounded up to TB_RING_LINE.
  */
 #if defined(__GNUC__)
-#define TB_RING_ALIGNED		__attribute__((aligned(64)))
+#define TB_RING_ALIGNED		__attribute__((aligned(TB_RING_LINE)))
 #else
 #define TB_RING_ALIGNED
 #endif
+
+/* Whether @mem may hold a ring: aligned to the header's lines. */
+static inline bool tb__ring_aligned(const void *mem)
+{
+	return (uintptr_t)mem % TB_RING_LINE == 0;
+}
 
 static inline uint8_t *tb__ring_chunk(const struct tb_ring *r, uint32_t pos)
 {
@@ -477,7 +538,7 @@ static inline void tb__ring_view(struct tb_ring *r, void *mem,
 
 /*
  * Validates an existing header as untrusted input and captures the
- * geometry once.  @mem must be at least 4-byte aligned.
+ * geometry once.  @mem must be aligned to TB_RING_LINE (TB_EALIGN).
  */
 static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
 {
@@ -487,7 +548,7 @@ static inline int tb_ring_attach(struct tb_ring *r, void *mem, size_t len)
 
 	if (!r || !mem)
 		return TB_EINVAL;
-	if ((uintptr_t)mem % 4)
+	if (!tb__ring_aligned(mem))
 		return TB_EALIGN;
 	if (len < TB_RING_HDR_SIZE)
 		return TB_ESHORT;
@@ -531,7 +592,7 @@ static inline int tb__ring_init_at(struct tb_ring *r, void *mem, size_t len,
 		return TB_EINVAL;
 	if (!need)
 		return TB_EGEOMETRY;
-	if ((uintptr_t)mem % 4)
+	if (!tb__ring_aligned(mem))
 		return TB_EALIGN;
 	if (len < need)
 		return TB_ESHORT;
@@ -604,7 +665,7 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 		s->wstat[i] = tb_atomic_load(&r->hdr->wstat[i], TB_RLX);
 	for (i = 0; i < TB_RS_MAX; i++)
 		s->rstat[i] = tb_atomic_load(&r->hdr->rstat[i], TB_RLX);
-	s->stopped = tb_atomic_load(&r->hdr->rstat[TB_RS_STOPPED], TB_RLX);
+	s->stopped = tb_atomic_load(&r->hdr->stopped, TB_RLX);
 	for (i = 0; i < 8; i++)
 		s->states[i] = 0;
 	for (i = 0; i < r->num_chunks; i++)	/* relaxed: statistics */
@@ -823,7 +884,7 @@ static inline void tb__w_bell_wake(const struct tb_ring *r)
 
 static inline void tb__w_notify(const struct tb_ring *r)
 {
-	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
+	tb__fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	tb__w_bell_wake(r);
 }
 
@@ -844,7 +905,7 @@ static inline void tb__ring_handover(const struct tb_ring *r,
 {
 	struct tb_ring_hdr *h = r->hdr;
 
-	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
+	tb__fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	/* relaxed: statistics-grade reads, a stale one only delays a wake */
 	if (tb_atomic_load(&r->bell->sleeping, TB_RLX) &&
 	    tb__pos_distance(tb_atomic_load(&h->write_pos, TB_RLX),
@@ -871,7 +932,7 @@ static inline bool tb__ring_wake_writers(const struct tb_ring *r)
 	struct tb_ring_hdr *h = r->hdr;
 	uint32_t req;
 
-	tb_fence_seq_cst();	/* pairs with the fence in tb__writer_stall */
+	tb__fence_seq_cst();	/* pairs with the fence in tb__writer_stall */
 	/* relaxed: the fence above gives the store->load order */
 	req = tb_atomic_load(&h->wake_req, TB_RLX);
 	if (!req)
@@ -885,7 +946,7 @@ static inline bool tb__ring_wake_writers(const struct tb_ring *r)
 	 */
 	tb_atomic_store(&h->wake_seq, tb_atomic_load(&h->wake_seq, TB_RLX) + 1,
 			TB_REL);
-	tb_wake(&h->wake_seq);
+	tb__wake(&h->wake_seq);
 	return TB_HAVE_WAIT;	/* a system call, where there is one */
 }
 
@@ -908,16 +969,41 @@ enum tb_full_policy {
 	TB_STALL,	/* wait for the reader, TB_FULL after stall_ms idle */
 };
 
+/*
+ * The writer's tunables: each process's own, never seen by the others
+ * sharing the ring, so a vendor may override them (define them before
+ * including any tbring header).  What the processes must agree on - the
+ * header's layout and line, the state word's fields, the chunk and
+ * fragment limits of tbfrag.h - is the ABI and has no such knob.
+ */
+#ifndef TB_CLAIM_BUDGET
 #define TB_CLAIM_BUDGET		4	/* lost claims per acquisition */
+#endif
+#ifndef TB_RELOCATE_ROUNDS
 #define TB_RELOCATE_ROUNDS	8	/* scrapes of one suffix in a row */
+#endif
+#ifndef TB_STALL_MS
 #define TB_STALL_MS		1000	/* default stall_ms */
+#endif
+#ifndef TB_SPLIT_MIN
 #define TB_SPLIT_MIN		16	/* write_packet: smallest split */
+#endif
+#if TB_CLAIM_BUDGET < 1 || TB_RELOCATE_ROUNDS < 1
+#error "tbring.h: TB_CLAIM_BUDGET and TB_RELOCATE_ROUNDS must be >= 1"
+#endif
+#if TB_SPLIT_MIN < 1 || TB_SPLIT_MIN > 249
+#error "tbring.h: TB_SPLIT_MIN must be in [1, 249] (fits a 256-byte chunk)"
+#endif
 
-enum { TB_OWN_NONE, TB_OWN_ACQUIRED, TB_OWN_CACHED };
+enum { TB__OWN_NONE, TB__OWN_ACQUIRED, TB__OWN_CACHED };
 
-/* flags for tb_writer_open() and tb_writer_close() */
-#define TB_OPEN_CONT_PREV	1u	/* continues this writer's packet */
-#define TB_CLOSE_CONT_NEXT	1u	/* the packet goes on in next chunk */
+/*
+ * Flags for tb_writer_open() and tb_writer_close(), one set each.  They
+ * have different values, and each call refuses the other's (TB_EINVAL):
+ * a swap is caught at its first call, never read as the other flag.
+ */
+#define TB_OPEN_CONT_PREV	0x1u	/* continues this writer's packet */
+#define TB_CLOSE_CONT_NEXT	0x2u	/* the packet goes on in next chunk */
 
 struct tb_span {		/* the open fragment's writable range */
 	uint8_t *begin;
@@ -971,10 +1057,13 @@ static inline void tb__wstat(const struct tb_writer *w, enum tb_wstat s,
 	tb_atomic_add(&w->ring->hdr->wstat[s], n);	/* relaxed: statistics */
 }
 
-/* Bytes a fragment opened now in the held chunk could take, or -1. */
+/*
+ * Bytes a fragment opened now in the held chunk could take, or TB_ENOROOM
+ * when it could take none (no chunk held, or the held one is full).
+ */
 static inline int32_t tb_writer_room(const struct tb_writer *w)
 {
-	return w->own == TB_OWN_NONE ? -1 : tb_frag_room(&w->cur);
+	return w->own == TB__OWN_NONE ? TB_ENOROOM : tb_frag_room(&w->cur);
 }
 
 /* How many chunks wait before this writer's hand-over wakes the reader. */
@@ -993,9 +1082,9 @@ static inline uint32_t tb__writer_backlog(const struct tb_writer *w)
  */
 static inline void tb__writer_forget(struct tb_writer *w)
 {
-	if (w->own != TB_OWN_CACHED)
+	if (w->own != TB__OWN_CACHED)
 		return;
-	w->own = TB_OWN_NONE;
+	w->own = TB__OWN_NONE;
 	tb__ring_handover(w->ring, tb__writer_backlog(w));
 }
 
@@ -1059,22 +1148,22 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	 */
 	for (i = 0; i < w->spin; i++) {
 		if (tb_atomic_load(&h->read_pos, TB_RLX) != sample) {
-			tb_spin_adapt(&w->spin, true);
+			tb__spin_adapt(&w->spin, true);
 			return true;
 		}
-		tb_cpu_relax();
+		tb__cpu_relax();
 	}
-	tb_spin_adapt(&w->spin, false);
+	tb__spin_adapt(&w->spin, false);
 	/* acquire: pairs with the reader's release bump of wake_seq */
 	ticket = tb_atomic_load(&h->wake_seq, TB_ACQ);
 	tb_atomic_add(&h->waiters, 1);	/* relaxed: a hint */
 	tb_atomic_store(&h->wake_req, 1, TB_RLX);	/* fenced below */
-	tb_fence_seq_cst();	/* pairs with tb__ring_wake_writers() */
+	tb__fence_seq_cst();	/* pairs with tb__ring_wake_writers() */
 	if (tb_atomic_load(&h->read_pos, TB_RLX) != sample) {
 		ret = 1;
 	} else {
 		tb__wstat(w, TB_WS_FUTEX_WAITS, 1);
-		ret = tb_wait(&h->wake_seq, ticket, w->stall_ms);
+		ret = tb__wait(&h->wake_seq, ticket, w->stall_ms);
 	}
 	tb_atomic_add(&h->waiters, (uint32_t)-1);	/* relaxed: a hint */
 	/* relaxed: the reserve that follows loads read_pos with acquire */
@@ -1094,7 +1183,7 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
  */
 static inline void tb__writer_full(struct tb_writer *w)
 {
-	tb_fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
+	tb__fence_after_rmw();	/* pairs with the fence in tb_bell_prepare */
 	tb__w_bell_wake(w->ring);
 }
 
@@ -1128,7 +1217,7 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 
 			tb_frag_set_bid(chunk, w->bid);
 			tb_frag_cursor_init(&w->cur, chunk, r->chunk_size);
-			w->own = TB_OWN_ACQUIRED;
+			w->own = TB__OWN_ACQUIRED;
 			w->pos = pos;
 			w->word = word;
 			w->pub_off = TB_FRAG_PAYLOAD_OFF;
@@ -1151,7 +1240,7 @@ static inline void tb__writer_drop(struct tb_writer *w, uint32_t frags)
 {
 	w->dropped_frags += frags;
 	tb__wstat(w, TB_WS_DROPPED_FRAGS, frags);
-	w->own = TB_OWN_NONE;
+	w->own = TB__OWN_NONE;
 	w->cur.open = 0;
 	w->cont_next = 0;
 	w->loss_owed = 1;
@@ -1193,7 +1282,7 @@ static inline int tb__writer_relocate(struct tb_writer *w, uint32_t seen,
 	}
 	w->relocations++;
 	tb__wstat(w, TB_WS_RELOCATIONS, 1);
-	w->own = TB_OWN_NONE;
+	w->own = TB__OWN_NONE;
 	if (!k && !open)
 		return TB_OK;
 	/*
@@ -1202,7 +1291,7 @@ static inline int tb__writer_relocate(struct tb_writer *w, uint32_t seen,
 	 * the suffix.  "Continues on next" stays pending in cont_next.
 	 */
 	carry = tb_state_nfrags(seen) ? 0 :
-		tb_state_flags(seen) & (TB_F_CONT_PREV | TB_F_DATA_LOSS);
+		tb__state_flags(seen) & (TB_F_CONT_PREV | TB_F_DATA_LOSS);
 	if (carry & TB_F_DATA_LOSS)
 		w->loss_owed = 1;
 	ret = tb__writer_claim(w, carry & TB_F_CONT_PREV);
@@ -1263,7 +1352,7 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 			return TB_OK;	/* nothing new; stay Acquired */
 		want = tb__state_data(w->cur.open ? TB_ACQUIRED : TB_COMPLETE,
 				     tb_state_format(w->word),
-				     tb_state_flags(w->word) |
+				     tb__state_flags(w->word) |
 				     (w->cont_next && !w->cur.open ?
 				      TB_F_CONT_NEXT : 0),
 				     w->cur.nfrags, w->id);
@@ -1278,13 +1367,13 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 			 * every packet would cost a system call each and
 			 * chop chunks into few packets.
 			 */
-			w->own = TB_OWN_CACHED;
+			w->own = TB__OWN_CACHED;
 			if (!tb__writer_cacheable(w))
 				tb__writer_forget(w);
 			return TB_OK;
 		}
 		ret = tb__writer_relocate(w, seen, used);
-		if (ret || w->own == TB_OWN_NONE)
+		if (ret || w->own == TB__OWN_NONE)
 			return ret;
 		if (!w->cur.nfrags)
 			return TB_OK;	/* only the open fragment moved */
@@ -1299,7 +1388,8 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
  * Opens a fragment of at least @min bytes, in the cached chunk when it has
  * room (and @flags has no TB_OPEN_CONT_PREV: a continuation always starts
  * a chunk), else in a freshly claimed one.  The encoder may fill
- * [span->begin, span->end).
+ * [span->begin, span->end).  TB_EINVAL for any other flag (a
+ * TB_CLOSE_CONT_NEXT passed here by mistake): nothing is opened.
  */
 static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 				 unsigned flags, struct tb_span *span)
@@ -1307,24 +1397,26 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 	bool cont = flags & TB_OPEN_CONT_PREV;
 	int ret;
 
-	if (w->own == TB_OWN_ACQUIRED)
+	if (flags & ~TB_OPEN_CONT_PREV)
+		return TB_EINVAL;	/* TB_CLOSE_CONT_NEXT, or unknown */
+	if (w->own == TB__OWN_ACQUIRED)
 		return TB_EOPEN;
 	if (min > tb_frag_max_size(w->ring->chunk_size))
 		return TB_TOO_LARGE;
-	if (w->own == TB_OWN_CACHED) {
+	if (w->own == TB__OWN_CACHED) {
 		uint32_t seen = w->word;
 
 		if (!cont && tb_frag_room(&w->cur) >= (int32_t)min &&
 		    tb__w_reuse(w->ring, w->pos, &seen)) {
 			w->word = tb__state_with(w->word, TB_ACQUIRED);
-			w->own = TB_OWN_ACQUIRED;
+			w->own = TB__OWN_ACQUIRED;
 		} else if (seen == w->word) {
 			tb__writer_forget(w);	/* no CAS */
 		} else {
-			w->own = TB_OWN_NONE;	/* the reader took it */
+			w->own = TB__OWN_NONE;	/* the reader took it */
 		}
 	}
-	if (w->own == TB_OWN_NONE) {
+	if (w->own == TB__OWN_NONE) {
 		ret = tb__writer_claim(w, cont ? TB_F_CONT_PREV : 0);
 		if (ret)
 			return ret;
@@ -1340,12 +1432,15 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
  * TB_CLOSE_CONT_NEXT the packet goes on in this writer's next chunk: the
  * chunk is published with "continues on next" and never reused.
  * TB_DROPPED: the reader scraped the chunk and the fragment found no
- * replacement; data loss is owed.
+ * replacement; data loss is owed.  TB_EINVAL for any other flag (a
+ * TB_OPEN_CONT_PREV passed here by mistake): the fragment stays open.
  */
 static inline int tb_writer_close(struct tb_writer *w, uint32_t size,
 				  unsigned flags)
 {
-	if (w->own != TB_OWN_ACQUIRED || !w->cur.open)
+	if (flags & ~TB_CLOSE_CONT_NEXT)
+		return TB_EINVAL;	/* TB_OPEN_CONT_PREV, or unknown */
+	if (w->own != TB__OWN_ACQUIRED || !w->cur.open)
 		return TB_ENOTOPEN;
 	if (tb_frag_close(&w->cur, size))
 		return TB_ESIZE;
@@ -1369,7 +1464,7 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 	uint32_t seen;
 	int ret = TB_OK;
 
-	if (w->own != TB_OWN_ACQUIRED || !w->cur.open)
+	if (w->own != TB__OWN_ACQUIRED || !w->cur.open)
 		return TB_ENOTOPEN;
 	if (used > w->cur.dir - w->cur.width - w->cur.payload)
 		return TB_ESIZE;
@@ -1379,7 +1474,7 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 		ret = tb__writer_relocate(w, seen, used);
 		if (!ret && w->cur.nfrags)
 			ret = tb__writer_publish(w, used);
-		if (!ret && w->own == TB_OWN_NONE)
+		if (!ret && w->own == TB__OWN_NONE)
 			ret = TB_DROPPED;	/* cannot happen: kept open */
 		if (ret)
 			return ret;
@@ -1396,10 +1491,10 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
  */
 static inline int tb_writer_release(struct tb_writer *w)
 {
-	bool held = w->own != TB_OWN_NONE;
+	bool held = w->own != TB__OWN_NONE;
 	int ret = TB_OK;
 
-	if (w->own == TB_OWN_ACQUIRED) {
+	if (w->own == TB__OWN_ACQUIRED) {
 		if (w->cur.open) {
 			w->cur.open = 0;
 			w->dropped_frags++;
@@ -1408,7 +1503,7 @@ static inline int tb_writer_release(struct tb_writer *w)
 		}
 		ret = tb__writer_publish(w, 0);
 	}
-	w->own = TB_OWN_NONE;
+	w->own = TB__OWN_NONE;
 	if (held)
 		tb__w_notify(w->ring);	/* final: no waiting for more */
 	return ret;
@@ -1457,7 +1552,12 @@ static inline int tb_writer_write_packet(struct tb_writer *w,
 /* ------------------------------------------------------------------------
  * Reader: one per ring.
  */
+#ifndef TB_READ_BUDGET		/* the reader's own: overridable */
 #define TB_READ_BUDGET		8	/* CAS losses per position */
+#endif
+#if TB_READ_BUDGET < 1
+#error "tbring.h: TB_READ_BUDGET must be >= 1"
+#endif
 #define TB__NO_WORD		0xffffffffu	/* matches no real state */
 
 enum tb_read_mode {
@@ -1569,14 +1669,14 @@ static inline int tb__reader_copy(struct tb_reader *rd, uint32_t pos,
 		return TB__COPY_MALFORMED;
 	/*
 	 * The payload goes to the same offset in scratch as in the chunk:
-	 * source and destination then have the same alignment, which makes
-	 * the copy of a 4 KiB chunk about a quarter cheaper (69 against 93 ns
-	 * on the machines of issue 11).  It ends where the directory copy
-	 * begins at the latest: total <= chunk_size - 6 - dlen.
+	 * source and destination then have the same alignment, which lets
+	 * memcpy() run aligned on both sides (measurably cheaper for large
+	 * chunks).  It ends where the directory copy begins at the latest:
+	 * total <= chunk_size - 6 - dlen.
 	 */
 	TB_MEMCPY(rd->scratch + TB_FRAG_PAYLOAD_OFF,
 		  chunk + TB_FRAG_PAYLOAD_OFF, (size_t)total);
-	v->flags = tb_state_flags(word);
+	v->flags = tb__state_flags(word);
 	v->nfrags = n;
 	v->lost = 0;
 	return TB__COPY_OK;
@@ -1598,7 +1698,7 @@ static inline int tb__reader_stop(struct tb_reader *rd,
 {
 	rd->stopped = rule;
 	/* relaxed: statistics; the reader touches this ring no more */
-	tb_atomic_store(&rd->ring->hdr->rstat[TB_RS_STOPPED], rule, TB_RLX);
+	tb_atomic_store(&rd->ring->hdr->stopped, rule, TB_RLX);
 	return TB_EPROTO;
 }
 
@@ -1861,12 +1961,12 @@ static inline bool tb__reader_spin(struct tb_reader *rd)
 		/* relaxed: a hint; the drain that follows loads it again */
 		if (tb_atomic_load(&rd->ring->hdr->write_pos, TB_RLX) !=
 		    rd->wait_pos) {
-			tb_spin_adapt(&rd->spin, true);
+			tb__spin_adapt(&rd->spin, true);
 			return true;
 		}
-		tb_cpu_relax();
+		tb__cpu_relax();
 	}
-	tb_spin_adapt(&rd->spin, false);
+	tb__spin_adapt(&rd->spin, false);
 	return false;
 }
 
@@ -1898,345 +1998,6 @@ static inline bool tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
 	}
 	tb_bell_cancel(b);
 	return true;
-}
-
-/* ------------------------------------------------------------------------
- * Packets, not fragments.  A packet longer than what a chunk has left is
- * split: its first fragment ends a chunk with "continues on next", the
- * rest begins the writer's next chunk with "continues from previous", and
- * other writers' chunks may come between the two.  A struct tb_reassembly
- * puts such packets back together in memory the caller gives, and reports
- * every packet it cannot deliver whole as loss; tb_reader_drain_packets()
- * hands each packet to the caller once, in each writer's order.  Packets
- * that lie in one chunk are handed over from the reader's scratch, with
- * no copy; only split ones are copied, into one of @max_open slots of
- * @max_packet bytes each (one slot per writer that may be between the two
- * halves of a packet at a time).
- */
-enum tb_oversize {
-	TB_OVERSIZE_DROP,	/* a packet longer than max_packet is lost */
-	TB_OVERSIZE_TRUNCATE,	/* delivered cut at max_packet bytes */
-};
-
-#define TB_PKT_LOSS		1u	/* this writer lost packets before it */
-#define TB_PKT_TRUNCATED	2u	/* longer than max_packet: cut */
-
-/* A packet handed to the caller; @data stays valid until the callback
- * returns. */
-struct tb_packet {
-	uint16_t writer;
-	uint16_t bid;
-	uint32_t flags;		/* TB_PKT_* */
-	const uint8_t *data;
-	uint32_t len;		/* bytes at @data */
-	uint32_t size;		/* the packet's own size (> len if cut) */
-};
-
-typedef void (*tb_packet_fn)(void *ctx, const struct tb_packet *p);
-
-enum tb_pstat {			/* what the reassembly delivered and lost */
-	TB_PS_PACKETS,		/* packets delivered */
-	TB_PS_CUT,		/* lost: their continuation never came */
-	TB_PS_ORPHANS,		/* lost: their start never came */
-	TB_PS_NO_SLOT,		/* lost: more split packets open than slots */
-	TB_PS_OVERSIZE,		/* lost: longer than max_packet */
-	TB_PS_TRUNCATED,	/* delivered cut (TB_OVERSIZE_TRUNCATE) */
-	TB_PS_MAX
-};
-
-/* A writer's slot: free, a packet being skipped to its end (lost), or a
- * split packet open.  A loss owed to a writer's next packet is no slot:
- * one bit per writer id, which nothing evicts. */
-enum { TB__SLOT_FREE, TB__SLOT_SKIP, TB__SLOT_OPEN };
-#define TB__RA_OWED_BYTES	(65536u / 8)
-
-struct tb__slot {
-	uint16_t writer;
-	uint16_t bid;
-	uint8_t state;		/* TB__SLOT_* */
-	uint8_t loss;		/* its next delivered packet: TB_PKT_LOSS */
-	uint8_t why;		/* SKIP: counted at its end (TB_PS_*) */
-	uint8_t pad;
-	uint32_t len;		/* bytes kept */
-	uint32_t size;		/* bytes seen */
-	uint32_t used;		/* last use, for eviction */
-};
-
-struct tb_reassembly {
-	struct tb__slot *slots;
-	uint8_t *owed;		/* a bit per writer id: loss owed */
-	uint8_t *buf;		/* max_open * max_packet bytes */
-	unsigned max_open;
-	uint32_t max_packet;
-	uint32_t clock;
-	enum tb_oversize oversize;
-	tb_packet_fn fn;
-	void *ctx;
-	uint32_t stat[TB_PS_MAX];
-};
-
-/*
- * Bytes tb_reassembly_init() needs for these limits, or 0 if too many:
- * a slot and @max_packet bytes for each of @max_open split packets, and
- * 8 KiB of owed loss flags (a bit per writer id).
- */
-static inline size_t tb_reassembly_size(unsigned max_open,
-					uint32_t max_packet)
-{
-	size_t per = sizeof(struct tb__slot) + (size_t)max_packet;
-
-	if (!max_open || !max_packet ||
-	    (SIZE_MAX - TB__RA_OWED_BYTES) / per < max_open)
-		return 0;
-	return (size_t)max_open * per + TB__RA_OWED_BYTES;
-}
-
-/*
- * Sets up @ra in @mem (@len >= tb_reassembly_size(), 4-byte aligned):
- * up to @max_open split packets at a time, each kept up to @max_packet
- * bytes; a longer one is dropped or truncated as @oversize says.
- * TB_EINVAL for a NULL pointer, limits tb_reassembly_size() refuses or
- * an unknown @oversize; TB_EALIGN, TB_ESHORT for memory as
- * tb_ring_init().
- */
-static inline int tb_reassembly_init(struct tb_reassembly *ra, void *mem,
-				     size_t len, unsigned max_open,
-				     uint32_t max_packet,
-				     enum tb_oversize oversize)
-{
-	size_t need = tb_reassembly_size(max_open, max_packet);
-	size_t slots = max_open * sizeof(struct tb__slot);
-
-	if (!ra || !mem || !need ||
-	    (oversize != TB_OVERSIZE_DROP && oversize != TB_OVERSIZE_TRUNCATE))
-		return TB_EINVAL;
-	if ((uintptr_t)mem % sizeof(uint32_t))
-		return TB_EALIGN;
-	if (len < need)
-		return TB_ESHORT;
-	TB_MEMSET(ra, 0, sizeof(*ra));
-	TB_MEMSET(mem, 0, slots + TB__RA_OWED_BYTES);
-	ra->slots = (struct tb__slot *)mem;
-	ra->owed = (uint8_t *)mem + slots;
-	ra->buf = ra->owed + TB__RA_OWED_BYTES;
-	ra->max_open = max_open;
-	ra->max_packet = max_packet;
-	ra->oversize = oversize;
-	return TB_OK;
-}
-
-/* The slot of @writer, or NULL. */
-static inline struct tb__slot *tb__ra_find(struct tb_reassembly *ra,
-					   uint16_t writer)
-{
-	unsigned i;
-
-	for (i = 0; i < ra->max_open; i++)
-		if (ra->slots[i].state != TB__SLOT_FREE &&
-		    ra->slots[i].writer == writer)
-			return &ra->slots[i];
-	return NULL;
-}
-
-/* @writer's next delivered packet says TB_PKT_LOSS. */
-static inline void tb__ra_owe(struct tb_reassembly *ra, uint16_t writer)
-{
-	ra->owed[writer >> 3] |= (uint8_t)(1u << (writer & 7));
-}
-
-/* Was a loss owed to @writer's next packet?  It is not any more. */
-static inline uint8_t tb__ra_take_owed(struct tb_reassembly *ra,
-				       uint16_t writer)
-{
-	uint8_t *b = &ra->owed[writer >> 3];
-	uint8_t bit = (uint8_t)(1u << (writer & 7)), was = (*b & bit) != 0;
-
-	*b &= (uint8_t)~bit;
-	return was;
-}
-
-/*
- * @writer's slot, made if it has none: a free one, else the least
- * recently used of the cheapest to give up, no dearer than @worst - a
- * packet being skipped, then an open packet, which is lost.  NULL if
- * there is none that cheap.  Either way the evicted writer's next packet
- * owes the loss flag, which no eviction takes.  (With fewer slots than
- * writers between the two halves of a packet, a lost packet may be
- * counted under two causes; nothing wrong is ever delivered, and no
- * packet after a loss comes without TB_PKT_LOSS.)
- */
-static inline struct tb__slot *tb__ra_victim(struct tb_reassembly *ra,
-					     unsigned worst)
-{
-	struct tb__slot *sl, *b = NULL;
-
-	for (sl = ra->slots; sl < ra->slots + ra->max_open; sl++) {
-		if (sl->state == TB__SLOT_FREE)
-			return sl;
-		if (sl->state <= worst && (!b || sl->state < b->state ||
-		    (sl->state == b->state && sl->used < b->used)))
-			b = sl;
-	}
-	return b;
-}
-
-static inline struct tb__slot *tb__ra_slot(struct tb_reassembly *ra,
-					   uint16_t writer, unsigned worst)
-{
-	struct tb__slot *sl = tb__ra_find(ra, writer);
-
-	if (!sl) {
-		sl = tb__ra_victim(ra, worst);
-		if (!sl)
-			return NULL;
-		if (sl->state == TB__SLOT_OPEN)
-			ra->stat[TB_PS_NO_SLOT]++;
-		else if (sl->state == TB__SLOT_SKIP && sl->why < TB_PS_MAX)
-			ra->stat[sl->why]++;
-		if (sl->state != TB__SLOT_FREE)
-			tb__ra_owe(ra, sl->writer);
-		TB_MEMSET(sl, 0, sizeof(*sl));
-		sl->writer = writer;
-	}
-	sl->used = ++ra->clock;
-	return sl;
-}
-
-static inline uint8_t *tb__ra_data(const struct tb_reassembly *ra,
-				   const struct tb__slot *sl)
-{
-	return ra->buf + (size_t)(sl - ra->slots) * ra->max_packet;
-}
-
-static inline void tb__ra_deliver(struct tb_reassembly *ra, uint16_t writer,
-				  uint16_t bid, uint8_t *loss,
-				  const uint8_t *data, uint32_t len,
-				  uint32_t size)
-{
-	struct tb_packet p;
-
-	p.writer = writer;
-	p.bid = bid;
-	p.flags = (*loss ? TB_PKT_LOSS : 0) |
-		  (len < size ? TB_PKT_TRUNCATED : 0);
-	p.data = data;
-	p.len = len;
-	p.size = size;
-	*loss = 0;
-	ra->stat[TB_PS_PACKETS]++;
-	ra->stat[TB_PS_TRUNCATED] += len < size;
-	ra->fn(ra->ctx, &p);
-}
-
-/* The packet in @sl is lost (counted as @why), the slot freed: the
- * writer's next packet says so. */
-static inline void tb__ra_lose(struct tb_reassembly *ra, struct tb__slot *sl,
-			       unsigned why)
-{
-	if (why < TB_PS_MAX)
-		ra->stat[why]++;
-	sl->state = TB__SLOT_FREE;
-	tb__ra_owe(ra, sl->writer);
-}
-
-/* Fragment bytes of the packet in @sl; at @end, the packet is whole. */
-static inline void tb__ra_add(struct tb_reassembly *ra, struct tb__slot *sl,
-			      const uint8_t *p, uint32_t n, bool end)
-{
-	uint32_t room = ra->max_packet - sl->len, take = n < room ? n : room;
-
-	if (sl->state == TB__SLOT_OPEN && n > room &&
-	    ra->oversize == TB_OVERSIZE_DROP) {
-		sl->state = TB__SLOT_SKIP;
-		sl->why = TB_PS_OVERSIZE;
-	}
-	if (sl->state == TB__SLOT_OPEN) {
-		TB_MEMCPY(tb__ra_data(ra, sl) + sl->len, p, take);
-		sl->len += take;
-		sl->size += n;
-	}
-	if (!end)
-		return;
-	if (sl->state == TB__SLOT_SKIP) {
-		tb__ra_lose(ra, sl, sl->why);
-		return;
-	}
-	tb__ra_deliver(ra, sl->writer, sl->bid, &sl->loss,
-		       tb__ra_data(ra, sl), sl->len, sl->size);
-	sl->state = TB__SLOT_FREE;
-}
-
-/* Splits one emitted chunk into packets (a tb_chunk_fn). */
-static inline void tb__ra_chunk(void *ctx, const struct tb_chunk_view *v)
-{
-	struct tb_reassembly *ra = (struct tb_reassembly *)ctx;
-	struct tb__slot *sl = tb__ra_find(ra, v->writer);
-	bool cont = v->flags & TB_F_CONT_PREV, next = v->flags &
-						       TB_F_CONT_NEXT;
-	uint8_t loss = (v->flags & TB_F_DATA_LOSS) != 0;
-	const uint8_t *p = v->payload;
-	uint32_t i = 0;
-
-	if (sl && (loss || !cont)) {
-		/* the continuation never came, or data was lost between */
-		tb__ra_lose(ra, sl, sl->state == TB__SLOT_OPEN ?
-				    (unsigned)TB_PS_CUT : sl->why);
-		sl = NULL;
-	} else if (sl) {
-		/* its first fragment ends the packet in @sl, or goes on */
-		sl->used = ++ra->clock;
-		tb__ra_add(ra, sl, p, v->sizes[0], v->nfrags > 1 || !next);
-	}
-	/* what this writer lost before, here or in an earlier chunk */
-	loss |= tb__ra_take_owed(ra, v->writer);
-	if (cont && !sl) {
-		ra->stat[TB_PS_ORPHANS]++;	/* its start was lost */
-		loss = 1;
-		if (v->nfrags == 1 && next &&	/* skip it to its end */
-		    (sl = tb__ra_slot(ra, v->writer, TB__SLOT_SKIP))) {
-			sl->state = TB__SLOT_SKIP;
-			sl->why = TB_PS_MAX;	/* counted already */
-			loss = 0;		/* owed at its end */
-		}
-	}
-	if (cont)
-		p += v->sizes[i++];
-	for (; i < v->nfrags; p += v->sizes[i++]) {
-		if (i + 1 < v->nfrags || !next) {
-			tb__ra_deliver(ra, v->writer, v->bid, &loss, p,
-				       v->sizes[i], v->sizes[i]);
-			continue;
-		}
-		/* the last fragment goes on in the writer's next chunk */
-		sl = tb__ra_slot(ra, v->writer, TB__SLOT_OPEN);
-		sl->state = TB__SLOT_OPEN;
-		sl->bid = v->bid;
-		sl->loss = loss;
-		sl->len = sl->size = 0;
-		tb__ra_add(ra, sl, p, v->sizes[i], false);
-		loss = 0;
-	}
-	if (loss)	/* nothing came after the loss: the next packet says */
-		tb__ra_owe(ra, v->writer);
-}
-
-/*
- * tb_reader_drain() for packets: resolves up to @max positions and hands
- * every whole packet to @fn, in each writer's order.  A packet split over
- * chunks is delivered when its last part arrives; one that can never be
- * completed is counted lost (ra->stat) and the writer's next packet
- * carries TB_PKT_LOSS, as does the first packet after a chunk the writer
- * flagged with data loss.  Returns why it stopped, as tb_reader_drain().
- */
-static inline int tb_reader_drain_packets(struct tb_reader *rd,
-					  struct tb_reassembly *ra,
-					  unsigned max, enum tb_read_mode mode,
-					  tb_packet_fn fn, void *ctx,
-					  unsigned *resolved)
-{
-	ra->fn = fn;
-	ra->ctx = ctx;
-	return tb_reader_drain(rd, max, mode, tb__ra_chunk, ra, resolved);
 }
 
 /*

@@ -55,7 +55,7 @@
  */
 #if defined(CK_MD_TSO) && !(defined(__x86_64__) || defined(__i386__) || \
 			    defined(__s390x__) || defined(__sparc__))
-#error "tbring.h: ck_md.h says CK_MD_TSO, but this architecture is not TSO: \
+#error "tbsync.h: ck_md.h says CK_MD_TSO, but this architecture is not TSO: \
 these are the build machine's ck headers, whose fences compile to nothing \
 here.  Put the target's ck headers first (-isystem <dir> with ck_md.h from \
 libck-dev for the target), or build with -DTB_ATOMIC_BUILTINS=1."
@@ -217,7 +217,7 @@ static inline void tb__fence_full(void)
 #endif
 }
 
-static inline void tb_fence_seq_cst(void)
+static inline void tb__fence_seq_cst(void)
 {
 	tb__seam(NULL, TB_TEST_FENCE, 0, 0, TB_RLX, TB_RLX);
 	tb__fence_full();
@@ -226,9 +226,10 @@ static inline void tb_fence_seq_cst(void)
 /*
  * The same store->load order right after a read-modify-write (a CAS or
  * an add).  On x86 a locked RMW already is a full barrier, so only the
- * compiler must be held back.
+ * compiler must be held back: call it only right after an atomic RMW of
+ * this file, never after a plain store (on x86 that orders nothing).
  */
-static inline void tb_fence_after_rmw(void)
+static inline void tb__fence_after_rmw(void)
 {
 	tb__seam(NULL, TB_TEST_FENCE, 0, 0, TB_RLX, TB_RLX);
 #if !TB_ATOMIC_BUILTINS && (defined(__x86_64__) || defined(__i386__))
@@ -239,7 +240,7 @@ static inline void tb_fence_after_rmw(void)
 }
 
 /* A spin-wait hint to the CPU (pause, yield), or nothing. */
-static inline void tb_cpu_relax(void)
+static inline void tb__cpu_relax(void)
 {
 #if !TB_ATOMIC_BUILTINS
 	ck_pr_stall();
@@ -254,18 +255,27 @@ static inline void tb_cpu_relax(void)
 
 /*
  * Spinning before a sleep.  A futex sleep and its wake cost two system
- * calls and two context switches, and a wake that crosses CPUs costs far
- * more in latency (about 26 us a wake on the 2-vCPU machines of issue 11,
- * against 0.5 us for a cache line's round trip): when the other side is
- * busy on another CPU, polling its word for a while is cheaper.  Each
+ * calls and two context switches, and a wake that crosses CPUs costs
+ * tens of times a cache line's round trip in latency: when the other side
+ * is busy on another CPU, polling its word for a while is cheaper.  Each
  * waiter keeps a budget of polls, doubled after a spin that saw the word
  * change and halved after one that ran out (the other side was not
- * running, or idle), between TB_SPIN_MIN and TB_SPIN_MAX.
+ * running, or idle), between TB_SPIN_MIN and TB_SPIN_MAX.  Both are
+ * local to each process (override them before including any tbring
+ * header: TB_SPIN_MIN >= 1, TB_SPIN_MAX >= 2 * TB_SPIN_MIN).
  */
+#ifndef TB_SPIN_MIN
 #define TB_SPIN_MIN	16u
+#endif
+#ifndef TB_SPIN_MAX
 #define TB_SPIN_MAX	1024u
+#endif
+#if TB_SPIN_MIN < 1 || TB_SPIN_MAX < 2 * TB_SPIN_MIN
+#error "tbsync.h: TB_SPIN_MIN must be >= 1 and TB_SPIN_MAX >= 2 * TB_SPIN_MIN"
+#endif
 
-static inline void tb_spin_adapt(uint32_t *budget, bool hit)
+/* Adapts a waiter's own @budget (no other thread touches it) after a spin. */
+static inline void tb__spin_adapt(uint32_t *budget, bool hit)
 {
 	uint32_t n = *budget;
 
@@ -277,11 +287,12 @@ static inline void tb_spin_adapt(uint32_t *budget, bool hit)
 
 /* ------------------------------------------------------------------------
  * Waiting: a writer stalled on a full ring waits for the reader to make
- * room (the ring's wake_seq), the reader for its doorbell.  On Linux these are shared (not private)
- * futexes: the words live in memory several processes map.  Anywhere
- * else, or with TB_NO_FUTEX, the platform's own wait can be plugged in by
- * defining both of these before including tbring.h (an RTOS event group,
- * a semaphore per word, a condition variable):
+ * room (the ring's wake_seq), the reader for its doorbell.  On Linux
+ * these are shared (not private) futexes: the words live in memory
+ * several processes map.  Anywhere else, or with TB_NO_FUTEX, the
+ * platform's own wait can be plugged in by defining both of these before
+ * including any tbring header (an RTOS event group, a semaphore per word,
+ * a condition variable):
  *
  *   int TB_WAIT_HOOK(uint32_t *word, uint32_t val, uint32_t timeout_ms)
  *	Sleeps while *word == val, at most timeout_ms.  Returns 1 when woken
@@ -295,19 +306,22 @@ static inline void tb_spin_adapt(uint32_t *budget, bool hit)
  *
  * With neither, waits are unavailable: a stalled writer spins briefly and
  * then gets TB_FULL, and tb_reader_wait() returns at once (poll instead).
+ *
+ * tb__wait() and tb__wake() below are private: a wait is only safe inside
+ * a handshake (a ticket taken, a flag set, a fence) that tells the other
+ * side to wake it, which tb_bell_*() and the ring's stall carry.
  */
 #if defined(TB_WAIT_HOOK) != defined(TB_WAKE_HOOK)
-#error "tbring.h: define both TB_WAIT_HOOK and TB_WAKE_HOOK, or neither"
+#error "tbsync.h: define both TB_WAIT_HOOK and TB_WAKE_HOOK, or neither"
 #endif
 #if defined(TB_WAIT_HOOK)
 #define TB_HAVE_WAIT 1
-static inline int tb_wait(uint32_t *word, uint32_t val,
-				  uint32_t timeout_ms)
+static inline int tb__wait(uint32_t *word, uint32_t val, uint32_t timeout_ms)
 {
 	return TB_WAIT_HOOK(word, val, timeout_ms);
 }
 
-static inline void tb_wake(uint32_t *word)
+static inline void tb__wake(uint32_t *word)
 {
 	TB_WAKE_HOOK(word);
 }
@@ -320,8 +334,7 @@ struct tb__timespec {
 };
 
 /* Waits while *@word == @val: 1 woken or changed, 0 timed out, -1 error. */
-static inline int tb_wait(uint32_t *word, uint32_t val,
-				  uint32_t timeout_ms)
+static inline int tb__wait(uint32_t *word, uint32_t val, uint32_t timeout_ms)
 {
 	struct tb__timespec ts;
 	int saved = errno, ret;
@@ -335,7 +348,7 @@ static inline int tb_wait(uint32_t *word, uint32_t val,
 	return ret;
 }
 
-static inline void tb_wake(uint32_t *word)
+static inline void tb__wake(uint32_t *word)
 {
 	int saved = errno;
 
@@ -344,14 +357,13 @@ static inline void tb_wake(uint32_t *word)
 }
 #else
 #define TB_HAVE_WAIT 0
-static inline int tb_wait(uint32_t *word, uint32_t val,
-				  uint32_t timeout_ms)
+static inline int tb__wait(uint32_t *word, uint32_t val, uint32_t timeout_ms)
 {
 	(void)word, (void)val, (void)timeout_ms;
 	return -1;
 }
 
-static inline void tb_wake(uint32_t *word)
+static inline void tb__wake(uint32_t *word)
 {
 	(void)word;
 }
@@ -386,7 +398,7 @@ static inline bool tb_bell_wake(struct tb_bell *b)
 	if (tb_atomic_load(&b->sleeping, TB_RLX) &&
 	    tb_atomic_cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
 		tb_atomic_add(&b->seq, 1);
-		tb_wake(&b->seq);
+		tb__wake(&b->seq);
 		return TB_HAVE_WAIT;	/* a system call, where there is one */
 	}
 	return false;
@@ -399,7 +411,7 @@ static inline bool tb_bell_wake(struct tb_bell *b)
  */
 static inline bool tb_bell_ring(struct tb_bell *b)
 {
-	tb_fence_seq_cst();	/* pairs with the fence in tb_bell_prepare */
+	tb__fence_seq_cst();	/* pairs with the fence in tb_bell_prepare */
 	return tb_bell_wake(b);
 }
 
@@ -419,7 +431,7 @@ static inline uint32_t tb_bell_prepare(struct tb_bell *b)
 	 * after its read-modify-write (tb__w_notify(), tb__ring_handover(),
 	 * tb__writer_full() in tbring.h).
 	 */
-	tb_fence_seq_cst();
+	tb__fence_seq_cst();
 	return seq;
 }
 
@@ -431,7 +443,7 @@ static inline uint32_t tb_bell_prepare(struct tb_bell *b)
 static inline bool tb_bell_wait(struct tb_bell *b, uint32_t seq,
 				uint32_t timeout_ms)
 {
-	int ret = tb_wait(&b->seq, seq, timeout_ms);
+	int ret = tb__wait(&b->seq, seq, timeout_ms);
 
 	tb_atomic_store(&b->sleeping, 0, TB_RLX);	/* relaxed: a hint */
 	return ret != 0;

@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "tbevent.h"
+#include "tbpacket.h"
 #include "bench.h"
 
 #define CHUNK_SIZE	4096u
@@ -199,7 +200,11 @@ static void setup(struct bench *b, const struct tb_ev_clock *clock,
 	size_t ralen = tb_reassembly_size(1, 64 * 1024);
 
 	memset(b, 0, sizeof(*b));
-	b->mem = calloc(1, len);
+	/* aligned to TB_RING_LINE, as tb_ring_init() requires */
+	if (posix_memalign(&b->mem, TB_RING_LINE, len))
+		b->mem = NULL;
+	else
+		memset(b->mem, 0, len);
 	b->ramem = malloc(ralen);
 	if (!b->mem || !b->ramem ||
 	    tb_ring_init(&b->ring, b->mem, len, CHUNK_SIZE, NUM_CHUNKS) ||

@@ -30,8 +30,7 @@ static int write_file(void *ctx, const void *data, size_t len)
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "events.pftrace";
-	size_t len = tb_ring_size(4096, 64);
-	void *mem = calloc(1, len);
+	static uint8_t mem[TB_RING_SIZE(4096, 64)] TB_RING_ALIGNED;
 	static uint8_t wscratch[4096], rscratch[4096];
 	int32_t pid = (int32_t)getpid();
 	struct tb_ring ring;
@@ -45,7 +44,7 @@ int main(int argc, char **argv)
 	unsigned i;
 	int ret;
 
-	if (!mem || tb_ring_init(&ring, mem, len, 4096, 64) ||
+	if (tb_ring_init(&ring, mem, sizeof(mem), 4096, 64) ||
 	    tb_writer_init(&w, &ring, 1, 0, TB_STALL, wscratch))
 		return 1;
 
@@ -97,6 +96,5 @@ int main(int argc, char **argv)
 	ret = fclose((FILE *)out.ctx) || out.error || ret < 0;
 	tb_bridge_destroy(&br);
 	tb_buf_destroy(buf);
-	free(mem);
 	return ret;
 }

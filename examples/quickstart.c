@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "tbring.h"
+#include "tbpacket.h"
 
 static void on_packet(void *ctx, const struct tb_packet *p)
 {
@@ -19,8 +20,8 @@ static void on_packet(void *ctx, const struct tb_packet *p)
 
 int main(void)
 {
-	size_t len = tb_ring_size(4096, 64);	/* 64 chunks of 4 KiB */
-	void *mem = calloc(1, len);		/* zero-filled: an empty ring */
+	/* 64 chunks of 4 KiB; static: zero-filled (an empty ring), aligned */
+	static uint8_t mem[TB_RING_SIZE(4096, 64)] TB_RING_ALIGNED;
 	/* reassembly: up to 4 split packets at a time, 16 KiB each */
 	size_t rlen = tb_reassembly_size(4, 16384);
 	void *rmem = malloc(rlen);
@@ -31,7 +32,7 @@ int main(void)
 	struct tb_reassembly ra;
 	int ret;
 
-	if (!mem || !rmem || tb_ring_init(&ring, mem, len, 4096, 64))
+	if (!rmem || tb_ring_init(&ring, mem, sizeof(mem), 4096, 64))
 		return 1;
 
 	/* a writer: one struct tb_writer per thread, ids 1..65535 */
@@ -53,6 +54,5 @@ int main(void)
 	if (ret == TB_NODATA)
 		tb_reader_wait(&rd, 100);	/* sleeps until a writer rings */
 	free(rmem);
-	free(mem);
 	return ret < 0;
 }

@@ -44,6 +44,7 @@
 
 #include "tbcheck.h"
 #include "tbevent.h"
+#include "tbpacket.h"
 #include "fuzz/fuzz_input.h"
 
 #define NW		2		/* writers */
@@ -337,7 +338,11 @@ static void setup(struct in *in)
 	S.ns = 1000000;
 	S.cs = 256u << (g & 1);
 	len = tb_ring_size(S.cs, n);
-	S.mem = calloc(1, len);
+	/* aligned to TB_RING_LINE, as tb_ring_init() requires */
+	if (posix_memalign(&S.mem, TB_RING_LINE, len))
+		S.mem = NULL;
+	else
+		memset(S.mem, 0, len);
 	S.ramem = malloc(ralen);
 	CHECK(S.mem && S.ramem);
 	CHECK(tb_ring_init(&S.ring, S.mem, len, S.cs, n) == TB_OK);

@@ -82,7 +82,7 @@ static void test_dir(struct in *in)
 	ref = (uint16_t *)xmalloc(n * sizeof(*ref));
 	if (!fits) {
 		/* refused before reading: dir is one byte, not n * w */
-		CHECK(tb_frag_parse_dir(dir, n, w, cs, sizes) == -1);
+		CHECK(tb_frag_parse_dir(dir, n, w, cs, sizes) == TB_EDIR);
 		goto out;
 	}
 	cap = cs - TB_FRAG_PAYLOAD_OFF - n * w;
@@ -113,7 +113,7 @@ static void test_dir(struct in *in)
 	}
 	ret = tb_frag_parse_dir(dir, n, w, cs, sizes);
 	if (!ok) {
-		CHECK(ret == -1);
+		CHECK(ret == TB_EDIR);
 		goto out;
 	}
 	CHECK(ret >= 0 && (uint32_t)ret == total && total <= cap);
@@ -147,7 +147,7 @@ static void same(const struct tb_frag_cursor *c, const struct shadow *s)
 static int32_t ref_room(const struct shadow *s, uint32_t w)
 {
 	if (s->nfrags >= TB_FRAG_MAX || s->dir - s->payload < w)
-		return -1;
+		return TB_ENOROOM;
 	return (int32_t)(s->dir - w - s->payload);
 }
 
@@ -164,10 +164,10 @@ static void intact(const uint8_t *chunk, uint32_t cs, uint32_t w,
 	CHECK(s->payload <= s->dir);
 	CHECK(s->dir == cs - s->nfrags * w);
 	if (s->nfrags)
-		CHECK(tb_frag_get_le(chunk + cs - w, w) == s->size[0]);
+		CHECK(tb__frag_get_le(chunk + cs - w, w) == s->size[0]);
 	for (i = s->nfrags > last ? s->nfrags - last : 0; i < s->nfrags; i++) {
-		CHECK(tb_frag_entry_off(cs, w, i) == cs - (i + 1) * w);
-		CHECK(tb_frag_get_le(chunk + tb_frag_entry_off(cs, w, i), w) ==
+		CHECK(tb__frag_entry_off(cs, w, i) == cs - (i + 1) * w);
+		CHECK(tb__frag_get_le(chunk + tb__frag_entry_off(cs, w, i), w) ==
 		      s->size[i]);
 		for (j = 0; j < s->size[i]; j++)
 			CHECK(chunk[s->off[i] + j] == pattern(i, j));
@@ -206,7 +206,7 @@ static void test_cursor(struct in *in)
 		case 0:		/* open: the range is the free middle */
 			ret = tb_frag_open(&c, &nb, &ne);
 			if (s.open || room < 0) {
-				CHECK(ret == -1);
+				CHECK(ret == (s.open ? TB_EOPEN : TB_ENOROOM));
 				break;
 			}
 			CHECK(ret == 0);
@@ -230,7 +230,7 @@ static void test_cursor(struct in *in)
 			}
 			ret = tb_frag_close(&c, len);
 			if (!s.open || len > s.dir - w - s.payload) {
-				CHECK(ret == -1);
+				CHECK(ret == (s.open ? TB_ESIZE : TB_ENOTOPEN));
 				break;
 			}
 			CHECK(ret == 0);
@@ -250,9 +250,9 @@ static void test_cursor(struct in *in)
 				len = sizeof(src);
 			for (j = 0; j < len; j++)
 				src[j] = pattern(s.nfrags, j);
-			ret = tb_frag_append(&c, src, len);
+			ret = tb__frag_append(&c, src, len);
 			if (s.open || room < 0 || len > (uint32_t)room) {
-				CHECK(ret == -1);
+				CHECK(ret == (s.open ? TB_EOPEN : TB_ENOROOM));
 				break;	/* an open fragment stays open */
 			}
 			CHECK(ret == 0);
@@ -264,7 +264,7 @@ static void test_cursor(struct in *in)
 		default:	/* many empty fragments: reach the 255 limit */
 			for (j = get(in); j && !s.open && ref_room(&s, w) >= 0;
 			     j--) {
-				CHECK(tb_frag_append(&c, src, 0) == 0);
+				CHECK(tb__frag_append(&c, src, 0) == 0);
 				s.off[s.nfrags] = s.payload;
 				s.size[s.nfrags++] = 0;
 				s.dir -= w;

@@ -675,7 +675,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	G.nbufs = 1 + (cfg2 & 1);
 	A.fail_at = cfg3 & 0x80 ? 1 + (cfg3 & 0x7f) : 0;
 	G.len = tb_ring_size(G.cs, G.nc);
-	G.mem = (uint8_t *)calloc(1, G.len);
+	/* aligned to TB_RING_LINE, as tb_ring_init() requires */
+	if (posix_memalign((void **)&G.mem, TB_RING_LINE, G.len))
+		G.mem = NULL;
+	else
+		memset(G.mem, 0, G.len);
 	G.rscratch = (uint8_t *)malloc(G.cs);
 	G.liar_scratch = (uint8_t *)malloc(G.cs);
 	CHECK(G.mem && G.rscratch && G.liar_scratch);

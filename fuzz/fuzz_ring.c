@@ -16,7 +16,7 @@
  * BufferIDs, payload, header), raw header bytes fed to tb_ring_attach() in a
  * separate mapping, or a plan of actions (more scribbles, or writer calls)
  * to run in the middle of the next reader call, between two of its atomic
- * accesses.  Every mapping and scratch buffer is malloc'd at its exact size,
+ * accesses.  Every mapping and scratch buffer is allocated at its exact size,
  * so ASan sees any access past it.
  *
  * The TB_TEST_HOOKS seam sees every atomic access of the reader; checked:
@@ -68,7 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tbring.h"
+#include "tbpacket.h"
 #include "fuzz/fuzz_input.h"
 
 
@@ -281,10 +281,11 @@ static void seam(const uint32_t *p, int op, uint32_t expect, uint32_t v,
 	}
 	if (p >= (const uint32_t *)(const void *)h &&
 	    off < TB_RING_HDR_SIZE) {
-		/* counters, the waiter hint: loads and counter stores only */
+		/* counters, the waiter hint, the stop word: loads, and
+		 * stores of the reader's counters and its stop rule only */
 		CHECK(op == TB_TEST_LOAD ||
-		      (op == TB_TEST_STORE && p >= h->rstat &&
-		       p < h->rstat + 16));
+		      (op == TB_TEST_STORE && ((p >= h->rstat &&
+		       p < h->rstat + 16) || p == &h->stopped)));
 		return;
 	}
 	/* a chunk: only its state word, only at the reader's position */
@@ -424,7 +425,7 @@ static void check_view(const struct tb_chunk_view *v)
 	n = tb_state_nfrags(word);
 	CHECK(n && v->nfrags == n);
 	CHECK(v->writer == tb_state_writer(word));
-	CHECK(v->flags == tb_state_flags(word));
+	CHECK(v->flags == tb__state_flags(word));
 	CHECK(!!v->scraped == (tb_state_of(word) == TB_ACQUIRED));
 	for (i = 0; i < n; i++)
 		sum += v->sizes[i];
@@ -443,8 +444,8 @@ static void check_view(const struct tb_chunk_view *v)
 		CHECK(v->bid == tb_frag_bid(chunk));
 		CHECK(!memcmp(v->payload, chunk + TB_FRAG_PAYLOAD_OFF, sum));
 		for (i = 0; i < n; i++)
-			CHECK(v->sizes[i] == tb_frag_get_le(chunk +
-			      tb_frag_entry_off(cs, w, i), w));
+			CHECK(v->sizes[i] == tb__frag_get_le(chunk +
+			      tb__frag_entry_off(cs, w, i), w));
 	}
 	check_honest(v, sum);
 }
@@ -906,7 +907,7 @@ static void craft_dir(struct in *in, uint32_t idx)
 
 			s = s < 0 ? 0 : s;
 			s = F.w == 1 && s > 255 ? 255 : s;
-			tb_frag_put_le(chunk + tb_frag_entry_off(F.cs, F.w, i),
+			tb__frag_put_le(chunk + tb__frag_entry_off(F.cs, F.w, i),
 				       F.w, (uint32_t)s);
 		}
 	}
@@ -1007,6 +1008,14 @@ static int run_actions(unsigned acc)
 
 /* ---- tb_ring_attach on raw header bytes ------------------------------ */
 
+/* Ring memory at its exact size, aligned to TB_RING_LINE as attach wants. */
+static void *line_alloc(size_t len)
+{
+	void *p;
+
+	return posix_memalign(&p, TB_RING_LINE, len ? len : 1) ? NULL : p;
+}
+
 static void attach_raw(struct in *in)
 {
 	static struct rchk rawc;
@@ -1041,7 +1050,8 @@ static void attach_raw(struct in *in)
 
 		hdr[at] = get(in) & 1 ? get32(in) : hdr[at] + (int8_t)get(in);
 	}
-	mis = get(in) % 8 == 0 ? 1 + get(in) % 3 : 0;
+	/* off the line by 1..63 bytes, 4-byte aligned ones included */
+	mis = get(in) % 8 == 0 ? 1 + get(in) % (TB_RING_LINE - 1) : 0;
 	/* the one code each cause gets, in the order they are checked */
 	want = mis ? TB_EALIGN : len < TB_RING_HDR_SIZE ? TB_ESHORT :
 	       hdr[0] != TB_RING_MAGIC ? TB_EMAGIC :
@@ -1052,7 +1062,7 @@ static void attach_raw(struct in *in)
 	       len < tb_ring_size(1u << hdr[3], 1u << hdr[4]) ? TB_ESHORT :
 	       TB_OK;
 	valid = want == TB_OK;
-	mem = (uint8_t *)malloc((len + mis) ? len + mis : 1);
+	mem = (uint8_t *)line_alloc(len + mis);
 	CHECK(mem);
 	memset(mem, 0, len + mis);
 	memcpy(mem + mis, hdr, len < sizeof(hdr) ? len : sizeof(hdr));
@@ -1149,7 +1159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	F.w = tb_frag_width(F.cs);
 	F.nw = 1 + (cfg >> 4 & 3) % NW;
 	F.len = tb_ring_size(F.cs, F.nc);
-	F.mem = (uint8_t *)malloc(F.len);
+	F.mem = (uint8_t *)line_alloc(F.len);
 	CHECK(F.mem);
 	memset(F.mem, 0, F.len);
 	CHECK(tb_ring_init_at(&F.ring, F.mem, F.len, F.cs, F.nc,

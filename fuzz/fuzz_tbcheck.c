@@ -144,8 +144,8 @@ static void convert(const uint8_t *data, size_t len, uint16_t producer)
 	uint8_t *img;
 	int st, ret;
 
-	img = (uint8_t *)malloc(len ? len : 1);
-	CHECK(img);
+	/* aligned to TB_RING_LINE, as tb_ring_attach() requires */
+	CHECK(!posix_memalign((void **)&img, TB_RING_LINE, len ? len : 1));
 	memcpy(img, data, len);
 	ret = tb_ring_attach(&r, img, len);
 	memset(&o, 0, sizeof(o));
@@ -213,7 +213,7 @@ static size_t mk_packet(uint8_t *p, uint16_t w, unsigned k)
 
 static int mkseeds(const char *dir)
 {
-	static uint8_t mem[512 + 16 * 256];
+	static uint8_t mem[TB_RING_SIZE(256, 16)] TB_RING_ALIGNED;
 	uint8_t scratch[3][256], pkt[128], trace[4096];
 	struct tb_writer w[3];
 	struct tb_span sp;

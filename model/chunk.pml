@@ -327,9 +327,9 @@ c_decl {
 #define FS(f)		(((f) - 1) % NF)
 #define NFRAG		(NW * NF + 1)
 
-#define O_NONE		0	/* TB_OWN_NONE */
-#define O_ACQ		1	/* TB_OWN_ACQUIRED: a fragment is open */
-#define O_CACHED	2	/* TB_OWN_CACHED */
+#define O_NONE		0	/* TB__OWN_NONE */
+#define O_ACQ		1	/* TB__OWN_ACQUIRED: a fragment is open */
+#define O_CACHED	2	/* TB__OWN_CACHED */
 
 /* ---- shared state ------------------------------------------------------ */
 short state[NCHUNK];		/* the state words */

@@ -84,6 +84,21 @@ struct tring {
 	uint32_t n;
 };
 
+/*
+ * Zero-filled memory for a ring, aligned to TB_RING_LINE as
+ * tb_ring_init() and tb_ring_attach() require (malloc()'s is not); free()
+ * releases it.
+ */
+static inline void *ring_mem(size_t len)
+{
+	void *p;
+
+	if (posix_memalign(&p, TB_RING_LINE, len ? len : 1))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
 static inline void tring_new_at(struct tring *t, uint32_t cs, uint32_t n,
 				uint32_t start)
 {
@@ -91,7 +106,7 @@ static inline void tring_new_at(struct tring *t, uint32_t cs, uint32_t n,
 	t->n = n;
 	t->len = tb_ring_size(cs, n);
 	ck_assert_uint_ne(t->len, 0);
-	t->mem = calloc(1, t->len);
+	t->mem = ring_mem(t->len);
 	ck_assert_ptr_nonnull(t->mem);
 	ck_assert_int_eq(tb_ring_init_at(&t->r, t->mem, t->len, cs, n, start),
 			 TB_OK);

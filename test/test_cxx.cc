@@ -15,6 +15,7 @@
 
 #include "tbfrag.h"
 #include "tbring.h"
+#include "tbpacket.h"
 #include "tbuffer.h"
 #include "tbservice.h"
 #include "tbevent.h"
@@ -32,9 +33,14 @@ struct Ring {
 
 	Ring()
 	{
-		mem.resize(tb_ring_size(kChunk, kChunks));
-		ck_assert_int_eq(tb_ring_init(&r, mem.data(), mem.size(),
-					      kChunk, kChunks), TB_OK);
+		size_t len = tb_ring_size(kChunk, kChunks);
+
+		/* over-sized: the ring starts at the first TB_RING_LINE */
+		mem.resize(len + TB_RING_LINE);
+		uint8_t *at = mem.data() + (TB_RING_LINE - (uintptr_t)mem.data() %
+					     TB_RING_LINE) % TB_RING_LINE;
+		ck_assert_int_eq(tb_ring_init(&r, at, len, kChunk, kChunks),
+				 TB_OK);
 	}
 };
 

@@ -46,7 +46,9 @@ static void full_ring_new(struct full_ring *f)
 	size_t len = tb_ring_size(256, 2);
 	int n = 0;
 
-	f->mem = calloc(1, len);
+	/* zeroed, aligned to TB_RING_LINE as tb_ring_init() requires */
+	ck_assert_int_eq(posix_memalign(&f->mem, TB_RING_LINE, len), 0);
+	memset(f->mem, 0, len);
 	ck_assert_ptr_nonnull(f->mem);
 	ck_assert_int_eq(tb_ring_init(&f->r, f->mem, len, 256, 2), TB_OK);
 	ck_assert_int_eq(tb_writer_init(&f->filler, &f->r, 1, 0, TB_DROP,

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "tbevent.h"
+#include "tbpacket.h"
 #include "ring_helpers.h"
 
 void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,

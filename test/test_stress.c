@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tbring.h"
+#include "tbpacket.h"
 #include "stress_helpers.h"
 
 #define ST_BID		0x5100u

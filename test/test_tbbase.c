@@ -16,6 +16,7 @@ static const int codes[] = {
 	TB_EPROTO, TB_EPINNED,
 	TB_ENOMEM, TB_ELIMIT, TB_EROFS, TB_EBUFFULL, TB_ESTALE, TB_ETOOBIG,
 	TB_EFRAMING, TB_ERECOMMIT, TB_EBADID, TB_ENOENT, TB_ERANGE, TB_EBUSY,
+	TB_ENOROOM, TB_EDIR,
 	TB_ENOCLOCK, TB_ECLOCKREF, TB_ECLOCKFN, TB_ECLOCKID,
 	TB_EPROTOBUF, TB_EIO, TB_ECONFIG,
 	TB_NODATA, TB_EMITTED, TB_SKIPPED, TB_RETRY_LATER, TB_PENDING,
@@ -59,11 +60,20 @@ START_TEST(test_version_string_matches_the_numbers)
 {
 	char v[32];
 
-	snprintf(v, sizeof(v), "%d.%d.%d", TB_VERSION_MAJOR, TB_VERSION_MINOR,
-		 TB_VERSION_PATCH);
-	ck_assert_str_eq(v, TB_VERSION_STRING);
+	snprintf(v, sizeof(v), "%d.%d.%d", TBRING_VERSION_MAJOR,
+		 TBRING_VERSION_MINOR, TBRING_VERSION_PATCH);
+	ck_assert_str_eq(v, TBRING_VERSION_STRING);
 }
 END_TEST
+
+/*
+ * The version macros carry the library's name: TB_VERSION_* are another
+ * C library's (tboox/tbox), and a program may include both.
+ */
+#if defined(TB_VERSION_MAJOR) || defined(TB_VERSION_MINOR) || \
+	defined(TB_VERSION_PATCH) || defined(TB_VERSION_STRING)
+#error "tbbase.h defines TB_VERSION_*: those names are tbox's"
+#endif
 
 int main(void)
 {

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "tbevent.h"
+#include "tbpacket.h"
 #include "ring_helpers.h"
 #include "trace_decode.h"
 
@@ -970,7 +971,7 @@ START_TEST(test_disabled_category_writes_nothing)
 	ck_assert_int_eq(evaluated, 0);
 	ck_assert_uint_eq(twrite_pos(&e->t), wp);
 	ck_assert_uint_eq(e->ew.stats.states, 0);
-	ck_assert_uint_eq(e->tw.w.own, TB_OWN_NONE);
+	ck_assert_uint_eq(e->tw.w.own, TB__OWN_NONE);
 	env_flush(e);
 	ck_assert_uint_eq(e->n, 0);
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tbevent.h"
+#include "tbpacket.h"
 #include "trace_decode.h"
 
 namespace {
@@ -45,10 +46,15 @@ struct Ring {
 
 	Ring() : rscratch(kChunk)
 	{
-		mem.resize(tb_ring_size(kChunk, kChunks));
+		size_t len = tb_ring_size(kChunk, kChunks);
+
+		/* over-sized: the ring starts at the first TB_RING_LINE */
+		mem.resize(len + TB_RING_LINE);
 		ramem.resize(tb_reassembly_size(4, 65536));
-		ck_assert_int_eq(tb_ring_init(&r, mem.data(), mem.size(),
-					      kChunk, kChunks), TB_OK);
+		uint8_t *at = mem.data() + (TB_RING_LINE - (uintptr_t)mem.data() %
+					     TB_RING_LINE) % TB_RING_LINE;
+		ck_assert_int_eq(tb_ring_init(&r, at, len, kChunk, kChunks),
+				 TB_OK);
 		ck_assert_int_eq(tb_reader_init(&rd, &r, rscratch.data()),
 				 TB_OK);
 		ck_assert_int_eq(tb_reassembly_init(&ra, ramem.data(),

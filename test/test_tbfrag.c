@@ -49,7 +49,7 @@ static int32_t validate(const uint8_t *chunk, uint32_t cs, unsigned n,
 	uint8_t copy[512];
 
 	if (!tb_frag_dir_fits(cs, n, w))
-		return -1;
+		return TB_EDIR;
 	ck_assert_uint_le(n * w, sizeof(copy));
 	memcpy(copy, chunk + cs - n * w, n * w);
 	return tb_frag_parse_dir(copy, n, w, cs, sizes);
@@ -82,10 +82,10 @@ START_TEST(test_directory_entries_grow_down_from_chunk_end)
 	ck_assert_uint_eq(c[253], 0x03);
 	ck_assert_uint_eq(c[252], 0x00);	/* no sentinel */
 	/* fragment i's entry: [chunk_size - (i + 1) * w, chunk_size - i * w) */
-	ck_assert_uint_eq(tb_frag_entry_off(256, 1, 0), 255);
-	ck_assert_uint_eq(tb_frag_entry_off(256, 1, 2), 253);
-	ck_assert_uint_eq(tb_frag_entry_off(512, 2, 0), 510);
-	ck_assert_uint_eq(tb_frag_entry_off(32768, 2, 254), 32768 - 255 * 2);
+	ck_assert_uint_eq(tb__frag_entry_off(256, 1, 0), 255);
+	ck_assert_uint_eq(tb__frag_entry_off(256, 1, 2), 253);
+	ck_assert_uint_eq(tb__frag_entry_off(512, 2, 0), 510);
+	ck_assert_uint_eq(tb__frag_entry_off(32768, 2, 254), 32768 - 255 * 2);
 	free(c);
 }
 END_TEST
@@ -103,10 +103,10 @@ START_TEST(test_two_byte_entries_are_little_endian_bytewise)
 	ck_assert_uint_eq(c[1020], 0xff);
 	ck_assert_uint_eq(c[1021], 0x00);
 	/* the helpers are bytewise too: an odd, unaligned address works */
-	tb_frag_put_le(c + 101, 2, 0xbeef);
+	tb__frag_put_le(c + 101, 2, 0xbeef);
 	ck_assert_uint_eq(c[101], 0xef);
 	ck_assert_uint_eq(c[102], 0xbe);
-	ck_assert_uint_eq(tb_frag_get_le(c + 101, 2), 0xbeef);
+	ck_assert_uint_eq(tb__frag_get_le(c + 101, 2), 0xbeef);
 	free(c);
 }
 END_TEST
@@ -124,13 +124,13 @@ START_TEST(test_entries_round_trip_at_interesting_sizes)
 		uint8_t *c = new_chunk(cs, 0xee);
 
 		for (i = 0; i < 6; i++)
-			tb_frag_put_le(c + tb_frag_entry_off(cs, w, i), w,
+			tb__frag_put_le(c + tb__frag_entry_off(cs, w, i), w,
 				       sizes[i]);
-		tb_frag_put_le(c + tb_frag_entry_off(cs, w, 6), w, max);
+		tb__frag_put_le(c + tb__frag_entry_off(cs, w, 6), w, max);
 		for (i = 0; i < 6; i++)
-			ck_assert_uint_eq(tb_frag_get_le(c + cs - (i + 1) * w,
+			ck_assert_uint_eq(tb__frag_get_le(c + cs - (i + 1) * w,
 							 w), sizes[i]);
-		ck_assert_uint_eq(tb_frag_get_le(c + cs - 7 * w, w), max);
+		ck_assert_uint_eq(tb__frag_get_le(c + cs - 7 * w, w), max);
 		/* the byte below the seventh entry is untouched */
 		ck_assert_uint_eq(c[cs - 7 * w - 1], 0xee);
 		if (w == 2) {
@@ -226,11 +226,11 @@ START_TEST(test_only_one_fragment_open_and_close_needs_open)
 	uint8_t *b, *e;
 
 	tb_frag_cursor_init(&cur, c, 512);
-	ck_assert_int_eq(tb_frag_close(&cur, 0), -1);
+	ck_assert_int_eq(tb_frag_close(&cur, 0), TB_ENOTOPEN);
 	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), 0);
-	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), -1);
+	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), TB_EOPEN);
 	ck_assert_int_eq(tb_frag_close(&cur, 4), 0);
-	ck_assert_int_eq(tb_frag_close(&cur, 4), -1);
+	ck_assert_int_eq(tb_frag_close(&cur, 4), TB_ENOTOPEN);
 	ck_assert_uint_eq(cur.nfrags, 1);
 	free(c);
 }
@@ -248,12 +248,12 @@ START_TEST(test_open_fails_at_255_fragments)
 
 	tb_frag_cursor_init(&cur, c, 32768);
 	for (i = 0; i < 255; i++)
-		ck_assert_int_eq(tb_frag_append(&cur, "", 0), 0);
+		ck_assert_int_eq(tb__frag_append(&cur, "", 0), 0);
 	ck_assert_uint_eq(cur.nfrags, 255);
 	/* plenty of space left, but no more fragments */
 	ck_assert_uint_gt(cur.dir - cur.payload, 30000);
-	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), -1);
-	ck_assert_int_lt(tb_frag_room(&cur), 0);
+	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), TB_ENOROOM);
+	ck_assert_int_eq(tb_frag_room(&cur), TB_ENOROOM);
 	ck_assert_uint_eq(cur.nfrags, 255);
 	ck_assert_uint_eq(cur.dir, 32768 - 255 * 2);
 	free(c);
@@ -274,8 +274,8 @@ START_TEST(test_directory_fills_first_in_small_chunks)
 
 		tb_frag_cursor_init(&cur, c, css[k]);
 		for (i = 0; i < most[k]; i++)
-			ck_assert_int_eq(tb_frag_append(&cur, "", 0), 0);
-		ck_assert_int_eq(tb_frag_open(&cur, &b, &e), -1);
+			ck_assert_int_eq(tb__frag_append(&cur, "", 0), 0);
+		ck_assert_int_eq(tb_frag_open(&cur, &b, &e), TB_ENOROOM);
 		ck_assert_uint_eq(cur.nfrags, most[k]);
 		free(c);
 	}
@@ -293,8 +293,8 @@ START_TEST(test_open_fails_when_dir_minus_payload_below_width)
 	append_fill(&cur, 1, 'a');
 	append_fill(&cur, 500, 'b');
 	ck_assert_uint_eq(cur.dir - cur.payload, 1);
-	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), -1);
-	ck_assert_int_lt(tb_frag_room(&cur), 0);
+	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), TB_ENOROOM);
+	ck_assert_int_eq(tb_frag_room(&cur), TB_ENOROOM);
 
 	/* dir - payload == w: an empty fragment still opens */
 	tb_frag_cursor_init(&cur, c, 512);
@@ -303,10 +303,10 @@ START_TEST(test_open_fails_when_dir_minus_payload_below_width)
 	ck_assert_int_eq(tb_frag_room(&cur), 0);
 	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), 0);
 	ck_assert_ptr_eq(b, e);
-	ck_assert_int_eq(tb_frag_close(&cur, 1), -1);
+	ck_assert_int_eq(tb_frag_close(&cur, 1), TB_ESIZE);
 	ck_assert_int_eq(tb_frag_close(&cur, 0), 0);
 	ck_assert_uint_eq(cur.dir, cur.payload);
-	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), -1);
+	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), TB_ENOROOM);
 
 	/* 256 B, w == 1: dir - payload == 0 fails, == 1 opens empty */
 	free(c);
@@ -317,7 +317,7 @@ START_TEST(test_open_fails_when_dir_minus_payload_below_width)
 	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), 0);
 	ck_assert_ptr_eq(b, e);
 	ck_assert_int_eq(tb_frag_close(&cur, 0), 0);
-	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), -1);
+	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), TB_ENOROOM);
 	free(c);
 }
 END_TEST
@@ -338,10 +338,10 @@ START_TEST(test_largest_fragment_fits_and_one_byte_more_does_not)
 		ck_assert_int_eq(tb_frag_room(&cur), (int32_t)max);
 		ck_assert_int_eq(tb_frag_open(&cur, &b, &e), 0);
 		ck_assert_uint_eq((size_t)(e - b), max);
-		ck_assert_int_eq(tb_frag_close(&cur, max + 1), -1);
+		ck_assert_int_eq(tb_frag_close(&cur, max + 1), TB_ESIZE);
 		ck_assert_int_eq(tb_frag_close(&cur, max), 0);
 		ck_assert_uint_eq(cur.payload, cur.dir);
-		ck_assert_uint_eq(tb_frag_get_le(c + cs - spec_width(cs),
+		ck_assert_uint_eq(tb__frag_get_le(c + cs - spec_width(cs),
 						 spec_width(cs)), max);
 		free(c);
 	}
@@ -362,8 +362,8 @@ START_TEST(test_close_too_big_fails_and_changes_nothing)
 	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), 0);
 	memcpy(before, c, 256);
 	saved = cur;
-	ck_assert_int_eq(tb_frag_close(&cur, (uint32_t)(e - b) + 1), -1);
-	ck_assert_int_eq(tb_frag_close(&cur, 0xffffffffu), -1);
+	ck_assert_int_eq(tb_frag_close(&cur, (uint32_t)(e - b) + 1), TB_ESIZE);
+	ck_assert_int_eq(tb_frag_close(&cur, 0xffffffffu), TB_ESIZE);
 	ck_assert_mem_eq(c, before, 256);
 	ck_assert_uint_eq(cur.payload, saved.payload);
 	ck_assert_uint_eq(cur.dir, saved.dir);
@@ -383,11 +383,11 @@ START_TEST(test_append_too_long_fails_without_writing)
 
 	memset(big, 'z', sizeof(big));
 	tb_frag_cursor_init(&cur, c, 256);
-	ck_assert_int_eq(tb_frag_append(&cur, big, 250), -1);
+	ck_assert_int_eq(tb__frag_append(&cur, big, 250), TB_ENOROOM);
 	ck_assert_uint_eq(cur.nfrags, 0);
 	ck_assert_uint_eq(c[255], 0x55);
 	/* a failed append leaves no fragment open */
-	ck_assert_int_eq(tb_frag_append(&cur, big, 249), 0);
+	ck_assert_int_eq(tb__frag_append(&cur, big, 249), 0);
 	ck_assert_uint_eq(c[255], 249);
 	ck_assert_uint_eq(cur.nfrags, 1);
 	free(c);
@@ -408,11 +408,50 @@ START_TEST(test_append_while_fragment_open_keeps_that_fragment_open)
 	tb_frag_cursor_init(&cur, c, 256);
 	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), 0);
 	memcpy(b, "hello", 5);
-	ck_assert_int_eq(tb_frag_append(&cur, "x", 1), -1);
+	ck_assert_int_eq(tb__frag_append(&cur, "x", 1), TB_EOPEN);
 	ck_assert_int_eq(tb_frag_close(&cur, 5), 0);
 	ck_assert_uint_eq(cur.nfrags, 1);
 	ck_assert_uint_eq(c[255], 5);
 	ck_assert_mem_eq(c + 6, "hello", 5);
+	free(c);
+}
+END_TEST
+
+/*
+ * Every failure names its cause in the one result space: none of them is
+ * a bare -1, which is TB_FULL there (tb_strerror() would say "ring full").
+ */
+START_TEST(test_failures_are_named_results_never_ring_full)
+{
+	uint8_t *c = new_chunk(256, 0);
+	struct tb_frag_cursor cur;
+	uint16_t sizes[255];
+	uint8_t dir[255];
+	uint8_t *b, *e;
+	int got[6];
+	unsigned i;
+
+	memset(dir, 0xff, sizeof(dir));
+	tb_frag_cursor_init(&cur, c, 256);
+	got[0] = tb_frag_close(&cur, 0);			/* none open */
+	ck_assert_int_eq(tb_frag_open(&cur, &b, &e), TB_OK);
+	got[1] = tb_frag_open(&cur, &b, &e);			/* one open */
+	got[2] = tb_frag_close(&cur, 250);			/* too big */
+	ck_assert_int_eq(tb_frag_close(&cur, 249), TB_OK);
+	got[3] = tb_frag_open(&cur, &b, &e);			/* full */
+	got[4] = tb_frag_room(&cur);
+	got[5] = tb_frag_parse_dir(dir, 2, 1, 256, sizes);	/* 510 > 248 */
+	ck_assert_int_eq(got[0], TB_ENOTOPEN);
+	ck_assert_int_eq(got[1], TB_EOPEN);
+	ck_assert_int_eq(got[2], TB_ESIZE);
+	ck_assert_int_eq(got[3], TB_ENOROOM);
+	ck_assert_int_eq(got[4], TB_ENOROOM);
+	ck_assert_int_eq(got[5], TB_EDIR);
+	for (i = 0; i < 6; i++) {
+		ck_assert_int_ne(got[i], TB_FULL);
+		ck_assert_str_ne(tb_strerror(got[i]), "unknown result");
+		ck_assert_str_ne(tb_strerror(got[i]), tb_strerror(TB_FULL));
+	}
 	free(c);
 }
 END_TEST
@@ -445,8 +484,8 @@ START_TEST(test_parse_alone_rejects_directory_larger_than_capacity)
 	uint16_t sizes[255];
 
 	memset(dir, 0, sizeof(dir));
-	ck_assert_int_lt(tb_frag_parse_dir(dir, 251, 1, 256, sizes), 0);
-	ck_assert_int_lt(tb_frag_parse_dir(dir, 254, 2, 512, sizes), 0);
+	ck_assert_int_eq(tb_frag_parse_dir(dir, 251, 1, 256, sizes), TB_EDIR);
+	ck_assert_int_eq(tb_frag_parse_dir(dir, 254, 2, 512, sizes), TB_EDIR);
 }
 END_TEST
 
@@ -483,13 +522,13 @@ START_TEST(test_validate_accepts_exact_fit)
 		uint32_t cap = cs - 6 - 3 * w;
 
 		/* three fragments that fill the payload area exactly */
-		tb_frag_put_le(c + cs - w, w, 1);
-		tb_frag_put_le(c + cs - 2 * w, w, cap - 1 - (cap - 1) / 2);
-		tb_frag_put_le(c + cs - 3 * w, w, (cap - 1) / 2);
+		tb__frag_put_le(c + cs - w, w, 1);
+		tb__frag_put_le(c + cs - 2 * w, w, cap - 1 - (cap - 1) / 2);
+		tb__frag_put_le(c + cs - 3 * w, w, (cap - 1) / 2);
 		ck_assert_int_eq(validate(c, cs, 3, sizes), (int32_t)cap);
 		ck_assert_uint_eq(sizes[0], 1);
 		/* one byte more anywhere is rejected */
-		tb_frag_put_le(c + cs - w, w, 2);
+		tb__frag_put_le(c + cs - w, w, 2);
 		ck_assert_int_lt(validate(c, cs, 3, sizes), 0);
 		free(c);
 	}
@@ -508,8 +547,8 @@ START_TEST(test_validate_no_overflow_with_many_0xffff_entries)
 	/* a total that would wrap a 16-bit sum if it were not checked */
 	memset(dir, 0, sizeof(dir));
 	for (n = 0; n < 255; n++)
-		tb_frag_put_le(dir + 2 * n, 2, n & 1 ? 0xffff : 1);
-	ck_assert_int_lt(tb_frag_parse_dir(dir, 255, 2, 32768, sizes), 0);
+		tb__frag_put_le(dir + 2 * n, 2, n & 1 ? 0xffff : 1);
+	ck_assert_int_eq(tb_frag_parse_dir(dir, 255, 2, 32768, sizes), TB_EDIR);
 	free(c);
 }
 END_TEST
@@ -579,6 +618,7 @@ static Suite *layout_suite(void)
 	TCase *tc = tcase_create("layout");
 
 	tcase_add_test(tc, test_entry_width_is_one_byte_only_for_256_byte_chunks);
+	tcase_add_test(tc, test_failures_are_named_results_never_ring_full);
 	tcase_add_test(tc, test_directory_entries_grow_down_from_chunk_end);
 	tcase_add_test(tc, test_two_byte_entries_are_little_endian_bytewise);
 	tcase_add_test(tc, test_entries_round_trip_at_interesting_sizes);

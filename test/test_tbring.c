@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define TB_TEST_HOOKS 1
-#include "tbring.h"
+#include "tbpacket.h"
 #include "ring_helpers.h"
 
 /* The atomics seam of tbring.h (TB_TEST_HOOKS): NULL unless a test sets it. */
@@ -89,7 +89,7 @@ START_TEST(test_data_bearing_fields_round_trip)
 		ck_assert_uint_eq(tb_state_of(word), states[s]);
 		ck_assert(tb_state_is_data(tb_state_of(word)));
 		ck_assert_uint_eq(tb_state_format(word), fmt);
-		ck_assert_uint_eq(tb_state_flags(word), flags[f]);
+		ck_assert_uint_eq(tb__state_flags(word), flags[f]);
 		ck_assert_uint_eq(tb_state_nfrags(word), counts[n]);
 		ck_assert_uint_eq(tb_state_writer(word), writers[w]);
 	}
@@ -106,7 +106,7 @@ START_TEST(test_free_word_carries_only_the_wrap_count)
 
 		ck_assert_uint_eq(word, wraps[i]);
 		ck_assert_uint_eq(tb_state_of(word), TB_FREE);
-		ck_assert_uint_eq(tb_state_wrap(word), wraps[i]);
+		ck_assert_uint_eq(tb__state_wrap(word), wraps[i]);
 		ck_assert(!tb_state_is_data(tb_state_of(word)));
 	}
 	/* masked to 29 bits, never spilling into the state */
@@ -338,7 +338,7 @@ END_TEST
 START_TEST(test_init_rejects_bad_memory_and_geometry)
 {
 	size_t len = tb_ring_size(256, 4);
-	uint8_t *mem = (uint8_t *)calloc(1, len + 8);
+	uint8_t *mem = (uint8_t *)ring_mem(len + TB_RING_LINE);
 	struct tb_ring r;
 
 	ck_assert_int_eq(tb_ring_init(&r, mem, len - 1, 256, 4), TB_ESHORT);
@@ -349,6 +349,70 @@ START_TEST(test_init_rejects_bad_memory_and_geometry)
 	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 1), TB_EGEOMETRY);
 	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 4), TB_OK);
 	free(mem);
+}
+END_TEST
+
+/*
+ * The header's lines are the ABI's (TB_RING_LINE): a mapping that is
+ * not aligned to them is refused by init and by attach, at every offset
+ * that 4-byte alignment (all that was checked once) let through.
+ */
+START_TEST(test_init_and_attach_refuse_memory_not_line_aligned)
+{
+	size_t len = tb_ring_size(256, 4);
+	uint8_t *mem = (uint8_t *)ring_mem(len + TB_RING_LINE);
+	struct tb_ring r;
+	unsigned off;
+
+	ck_assert_ptr_nonnull(mem);
+	ck_assert_uint_eq(TB_RING_LINE, 64);
+	for (off = 4; off < TB_RING_LINE; off += 4) {
+		ck_assert_int_eq(tb_ring_init(&r, mem + off, len, 256, 4),
+				 TB_EALIGN);
+		ck_assert_uint_eq(mem[off], 0);	/* nothing written */
+	}
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 4), TB_OK);
+	/* a valid header copied to a misaligned place: still refused */
+	for (off = 4; off < TB_RING_LINE; off += 4) {
+		memmove(mem + off, mem, len);
+		ck_assert_int_eq(tb_ring_attach(&r, mem + off, len),
+				 TB_EALIGN);
+		memmove(mem, mem + off, len);
+	}
+	ck_assert_int_eq(tb_ring_attach(&r, mem, len), TB_OK);
+	ck_assert_int_eq(tb_ring_attach(&r, mem + TB_RING_LINE, len),
+			 TB_EMAGIC);	/* aligned: validated further */
+	free(mem);
+}
+END_TEST
+
+/*
+ * The control header's layout, field by field, from the ABI's table
+ * (docs/protocol.md); the header checks the same at compile time.
+ */
+START_TEST(test_control_header_offsets_are_the_abi)
+{
+	ck_assert_uint_eq(TB_RING_VERSION, 3);
+	ck_assert_uint_eq(TB_RING_HDR_SIZE, 512);
+	ck_assert_uint_eq(sizeof(struct tb_ring_hdr), 512);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, magic), 0);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, version), 4);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, hdr_size), 8);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, chunk_log2), 12);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, count_log2), 16);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, write_pos), 64);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, read_pos), 128);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, waiters), 132);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, wake_req), 136);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, wake_seq), 140);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, bell.seq), 192);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, bell.sleeping), 196);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, wstat), 256);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, rstat), 320);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, gen), 384);
+	ck_assert_uint_eq(offsetof(struct tb_ring_hdr, stopped), 448);
+	ck_assert_uint_le(TB_WS_MAX, 16);
+	ck_assert_uint_le(TB_RS_MAX, 16);
 }
 END_TEST
 
@@ -374,7 +438,7 @@ START_TEST(test_init_makes_no_stamping_pass_over_chunks)
 {
 	/* section 3.2: no initialization pass over every chunk */
 	size_t len = tb_ring_size(512, 8);
-	uint8_t *mem = (uint8_t *)calloc(1, len);
+	uint8_t *mem = (uint8_t *)ring_mem(len);
 	struct tb_ring r;
 	size_t i;
 
@@ -1744,6 +1808,7 @@ static void expect_eproto(uint32_t word, uint32_t write_pos,
 	struct treader tr;
 	struct tb_chunk_view v;
 	struct tb_ring_stats st;
+	unsigned i;
 
 	forge(&t, &tr, 256, word);
 	tset_write_pos(&t, write_pos);
@@ -1754,6 +1819,10 @@ static void expect_eproto(uint32_t word, uint32_t write_pos,
 	/* the rule that was broken is kept for tb_ring_stats() */
 	tb_ring_stats(&t.r, &st);
 	ck_assert_uint_eq(st.stopped, rule);
+	/* in a word of its own: no counter slot holds it */
+	ck_assert_uint_eq(peek32(&t.r.hdr->stopped), rule);
+	for (i = TB_RS_MAX; i < 16; i++)
+		ck_assert_uint_eq(peek32(&t.r.hdr->rstat[i]), 0);
 	/* latched, also in a drain pass and in lazy mode */
 	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL,
 					 NULL), TB_EPROTO);
@@ -2030,7 +2099,7 @@ START_TEST(test_writer_never_reuses_chunk_with_continues_on_next)
 	twriter_new(&a, &t, WA, BID, TB_DROP);
 	ck_assert_int_eq(twrite(&a, "head", 0, TB_CLOSE_CONT_NEXT), TB_OK);
 	/* the chunk is handed over at once, not kept for reuse */
-	ck_assert_int_eq(tb_writer_room(&a.w), -1);
+	ck_assert_int_eq(tb_writer_room(&a.w), TB_ENOROOM);
 	/* the continuation starts a new chunk; its Acquired word has no N */
 	topen_with(&a, "tail", 4, TB_OPEN_CONT_PREV, &sp);
 	ck_assert_uint_eq(tword(&t, 1), spec_word(SPEC_ACQ, 0, SPEC_P, 0, WA));
@@ -2440,12 +2509,13 @@ START_TEST(test_writer_room_is_what_the_next_fragment_could_take)
 
 	tring_new(&t, 512, 4);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
-	ck_assert_int_eq(tb_writer_room(&a.w), -1);	/* nothing held */
+	/* nothing held */
+	ck_assert_int_eq(tb_writer_room(&a.w), TB_ENOROOM);
 	ck_assert_int_eq(twrite(&a, "hello", 0, 0), TB_OK);
 	/* 506 - 5 payload - 2 (entry 0) - 2 (entry 1 to come) */
 	ck_assert_int_eq(tb_writer_room(&a.w), 497);
 	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_int_eq(tb_writer_room(&a.w), -1);
+	ck_assert_int_eq(tb_writer_room(&a.w), TB_ENOROOM);
 	twriter_free(&a);
 	tring_free(&t);
 }
@@ -2980,16 +3050,16 @@ START_TEST(test_spin_budget_doubles_on_a_hit_and_halves_on_a_miss)
 {
 	uint32_t n = TB_SPIN_MAX;
 
-	tb_spin_adapt(&n, true);
+	tb__spin_adapt(&n, true);
 	ck_assert_uint_eq(n, TB_SPIN_MAX);
-	tb_spin_adapt(&n, false);
+	tb__spin_adapt(&n, false);
 	ck_assert_uint_eq(n, TB_SPIN_MAX / 2);
 	while (n > TB_SPIN_MIN)
-		tb_spin_adapt(&n, false);
+		tb__spin_adapt(&n, false);
 	ck_assert_uint_eq(n, TB_SPIN_MIN);
-	tb_spin_adapt(&n, false);
+	tb__spin_adapt(&n, false);
 	ck_assert_uint_eq(n, TB_SPIN_MIN);
-	tb_spin_adapt(&n, true);
+	tb__spin_adapt(&n, true);
 	ck_assert_uint_eq(n, 2 * TB_SPIN_MIN);
 }
 END_TEST
@@ -3576,6 +3646,41 @@ START_TEST(test_writer_misuse_gets_a_code_per_cause)
 	ck_assert_int_eq(tb_writer_close(&a.w, 0, 0), TB_OK);
 	ck_assert_int_eq(tb_writer_open(&a.w, 300, 0, &sp), TB_TOO_LARGE);
 	ck_assert_uint_eq(twrite_pos(&t), 1);	/* nothing more reserved */
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * The open and close flags cannot be swapped unnoticed: they differ, and
+ * each call refuses the other's with TB_EINVAL, changing nothing.
+ */
+typedef char flags_differ[TB_OPEN_CONT_PREV != TB_CLOSE_CONT_NEXT ? 1 : -1];
+
+START_TEST(test_open_and_close_flags_swapped_are_refused)
+{
+	struct tring t;
+	struct twriter a;
+	struct tb_span sp;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	ck_assert_uint_ne(TB_OPEN_CONT_PREV, TB_CLOSE_CONT_NEXT);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, TB_CLOSE_CONT_NEXT, &sp),
+			 TB_EINVAL);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0x80, &sp), TB_EINVAL);
+	ck_assert_uint_eq(twrite_pos(&t), 0);	/* nothing reserved */
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, TB_OPEN_CONT_PREV, &sp),
+			 TB_OK);
+	ck_assert_int_eq(tb_writer_close(&a.w, 1, TB_OPEN_CONT_PREV),
+			 TB_EINVAL);
+	ck_assert_int_eq(tb_writer_close(&a.w, 1, 0x80), TB_EINVAL);
+	ck_assert(a.w.cur.open);		/* still open */
+	/* Acquired, continuing from previous, nothing published yet */
+	ck_assert_uint_eq(tword(&t, 0), spec_word(SPEC_ACQ, 0, SPEC_P, 0, WA));
+	ck_assert_int_eq(tb_writer_close(&a.w, 1, TB_CLOSE_CONT_NEXT), TB_OK);
+	ck_assert_uint_eq(tword(&t, 0),
+			  spec_word(SPEC_CMP, 0, SPEC_P | SPEC_N, 1, WA));
 	twriter_free(&a);
 	tring_free(&t);
 }
@@ -5054,6 +5159,8 @@ static Suite *geometry_suite(void)
 	tcase_add_test(tc, test_ring_size_accepts_every_legal_geometry);
 	tcase_add_test(tc, test_init_accepts_each_legal_chunk_size);
 	tcase_add_test(tc, test_init_rejects_bad_memory_and_geometry);
+	tcase_add_test(tc, test_init_and_attach_refuse_memory_not_line_aligned);
+	tcase_add_test(tc, test_control_header_offsets_are_the_abi);
 	tcase_add_test(tc,
 		test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere);
 	tcase_add_test(tc, test_init_makes_no_stamping_pass_over_chunks);
@@ -5243,6 +5350,7 @@ static Suite *relocation_suite(void)
 	tcase_add_test(tc, test_relocated_open_fragment_can_be_scraped_again);
 	tcase_add_test(tc, test_sync_rejects_bad_calls);
 	tcase_add_test(tc, test_writer_misuse_gets_a_code_per_cause);
+	tcase_add_test(tc, test_open_and_close_flags_swapped_are_refused);
 	tcase_set_timeout(tc, 20);
 	suite_add_tcase(s, tc);
 	return s;

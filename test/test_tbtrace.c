@@ -619,7 +619,7 @@ START_TEST(test_ring_shows_a_live_ring_read_only)
 	live_ring(mem, len);
 	ck_assert_int_eq(tbtrace(ring), 0);
 	ck_assert_out("16 x 1024 B chunks");
-	ck_assert_out("magic TBR1, ABI version 2, header 512 B");
+	ck_assert_out("magic TBR1, ABI version 3, header 512 B");
 	ck_assert_out("write_pos 3, read_pos 2: distance 1 of 16 chunks");
 	ck_assert_out("scrapes 1");
 	/* every counter by its name, none by an index */
@@ -764,7 +764,7 @@ START_TEST(test_usage_errors_exit_2)
 	ck_assert_out("3 lossy: data");
 	ck_assert_out("1 violations of");
 	ck_assert_int_eq(tbtrace(version), 0);
-	ck_assert_out("tbtrace " TB_VERSION_STRING " (tbring, ring ABI ");
+	ck_assert_out("tbtrace " TBRING_VERSION_STRING " (tbring, ring ABI ");
 	ck_assert_int_eq(tbtrace(two), 2);
 	ck_assert_int_eq(tbtrace(prod), 2);
 	ck_assert_out("a producer id is 1 to 65535");

@@ -982,8 +982,8 @@ static void tbt_drop_first(const struct tb_ring *r, uint32_t pos)
 	memmove(chunk + TB_FRAG_PAYLOAD_OFF, chunk + TB_FRAG_PAYLOAD_OFF +
 		first, (size_t)total - first);
 	for (i = 1; i < n; i++)
-		tb_frag_put_le(chunk + cs - i * w, w, sizes[i]);
-	tb_frag_put_le(chunk + cs - n * w, w, 0);
+		tb__frag_put_le(chunk + cs - i * w, w, sizes[i]);
+	tb__frag_put_le(chunk + cs - n * w, w, 0);
 	*word = (*word & ~(TB_F_CONT_PREV | 0xffu << TB_NFRAGS_SHIFT)) |
 		(uint32_t)(n - 1) << TB_NFRAGS_SHIFT;
 }
@@ -1149,8 +1149,9 @@ static void tbt_another(FILE *f, const uint8_t *img, size_t len, size_t off,
  * aligned offset holding a valid header (a RAM dump holds other memory
  * around it); without one, at the first magic (or 0), for attach to say
  * what is wrong there.  The ring is moved to the start of @img.  An
- * image that ends inside the ring (after its header) is copied into
- * *@grown, zero-filled to the ring's size (the caller frees it), and
+ * image that ends inside the ring (after its header), or that is not
+ * aligned to TB_RING_LINE, is copied into *@grown (aligned), zero-filled
+ * to the ring's size (the caller frees it), and
  * res->complete says how many chunks it holds whole.  Returns 0, or -1
  * (reported) when @o->offset is outside the image.
  */
@@ -1196,12 +1197,22 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 	}
 	if (valid)
 		need = tb_ring_size(1u << h->chunk_log2, 1u << h->count_log2);
-	if (!need || avail >= need || need > TBT_GROW_MAX)
+	if ((!need || avail >= need) && (uintptr_t)*img % TB_RING_LINE == 0)
+		return 0;
+	if (need > avail && need > TBT_GROW_MAX)
 		return 0;	/* attach says TB_ESHORT for a cut one */
-	*grown = (uint8_t *)calloc(1, need);
-	if (!*grown)
-		return 0;	/* attach says TB_ESHORT */
+	/* a copy aligned to TB_RING_LINE, as attach wants; zero past avail */
+	if (posix_memalign((void **)grown, TB_RING_LINE,
+			   need > avail ? need : avail)) {
+		*grown = NULL;
+		return 0;	/* attach says TB_EALIGN or TB_ESHORT */
+	}
 	memcpy(*grown, *img, avail);
+	if (!need || avail >= need) {
+		*img = *grown;
+		return 0;
+	}
+	memset(*grown + avail, 0, need - avail);
 	res->truncated = true;
 	res->complete = (uint32_t)((avail - TB_RING_HDR_SIZE) >>
 				   h->chunk_log2);
@@ -1777,8 +1788,8 @@ static int tbt_main(int argc, char **argv)
 	if (!strcmp(cmd, "convert"))
 		return tbt_convert_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("tbtrace %s (tbring, ring ABI %u)\n", TB_VERSION_STRING,
-		       (unsigned)TB_RING_VERSION);
+		printf("tbtrace %s (tbring, ring ABI %u)\n",
+		       TBRING_VERSION_STRING, (unsigned)TB_RING_VERSION);
 		return 0;
 	}
 	if (!strcmp(cmd, "stream"))

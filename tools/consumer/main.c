@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <tbring.h>
+#include <tbpacket.h>
 
 static int got;
 
@@ -23,14 +23,13 @@ int main(void)
 {
 	static uint32_t ram[4096];	/* the reassembly's memory */
 	static uint8_t wscratch[256], rscratch[256];
-	size_t len = tb_ring_size(256, 4);
-	void *mem = calloc(1, len);
+	static uint8_t mem[TB_RING_SIZE(256, 4)] TB_RING_ALIGNED;
 	struct tb_reassembly ra;
 	struct tb_ring ring;
 	struct tb_writer w;
 	struct tb_reader rd;
 
-	if (!mem || tb_ring_init(&ring, mem, len, 256, 4) ||
+	if (tb_ring_init(&ring, mem, sizeof(mem), 256, 4) ||
 	    tb_writer_init(&w, &ring, 1, 0, TB_DROP, wscratch) ||
 	    tb_writer_write_packet(&w, "hello", 5) ||
 	    tb_writer_release(&w) ||
@@ -40,8 +39,7 @@ int main(void)
 		return 1;
 	tb_reader_drain_packets(&rd, &ra, 16, TB_READ_LAZY, on_packet, NULL,
 				NULL);
-	free(mem);
-	printf("tbring %s consumer: %s\n", TB_VERSION_STRING,
+	printf("tbring %s consumer: %s\n", TBRING_VERSION_STRING,
 	       got == 1 ? "ok" : "FAILED");
 	return got == 1 ? 0 : 1;
 }

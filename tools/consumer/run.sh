@@ -26,7 +26,7 @@ case "$flags" in
 *-D__*|*-lck*) fail "pkg-config hands out ck's flags: $flags" ;;
 esac
 [ "$(PKG_CONFIG_PATH=$pc pkg-config --modversion tbring)" = \
-  "$(sed -n 's/^#define TB_VERSION_STRING[^"]*"\(.*\)"/\1/p' "$top/tbbase.h")" ] ||
+  "$(sed -n 's/^#define TBRING_VERSION_STRING[^"]*"\(.*\)"/\1/p' "$top/tbbase.h")" ] ||
 	fail "tbring.pc has another version than tbbase.h"
 # shellcheck disable=SC2086
 ${CC:-cc} -std=c99 -Wall -Wextra -Werror $flags "$src/main.c" -o "$work/pkgconfig"
@@ -47,7 +47,7 @@ if command -v meson >/dev/null 2>&1 && command -v ninja >/dev/null 2>&1; then
 		--force-fallback-for=tbring
 	quiet "$work/meson-build.log" ninja -C "$work/meson"
 	printf 'meson:      '; "$work/meson/consumer"
-	grep -q "version: '$(sed -n 's/^#define TB_VERSION_STRING[^"]*"\(.*\)"/\1/p' "$top/tbbase.h")'" \
+	grep -q "version: '$(sed -n 's/^#define TBRING_VERSION_STRING[^"]*"\(.*\)"/\1/p' "$top/tbbase.h")'" \
 		"$top/meson.build" || fail "meson.build has another version than tbbase.h"
 else
 	fail "meson and ninja are needed (apt-get install meson)"
