@@ -2,8 +2,9 @@
 /*
  * examples/quickstart.c - the README's ring example, built and run by
  * make test: a writer thread and a reader over one ring in memory you own
- * (here calloc; in real use a MAP_SHARED mapping every producer maps, at
- * any address), whole packets out, loss reported.
+ * (here a static array aligned to TB_RING_LINE; in real use a MAP_SHARED
+ * mapping every producer maps, at any address), whole packets out, loss
+ * reported.
  */
 #include <stdio.h>
 #include <stdlib.h>
