@@ -29,7 +29,11 @@ PREFIX	?= /usr/local
 DESTDIR	?=
 VERSION	:= $(shell sed -n 's/^\#define TB_VERSION_STRING[^"]*"\(.*\)"/\1/p' tbbase.h)
 BUILD	?= build
-HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpb.h tbuffer.h tbbridge.h tbtrace.h tbservice.h tbevent.h tbcheck.h tblink.h
+# The library: what make install installs and a vendor copies.  Tooling
+# (the trace checker, build/tbtrace) lives under tools/ and is not
+# installed.
+HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpb.h tbuffer.h tbbridge.h tbtracefmt.h tbtrace.h tbservice.h tbevent.h tblink.h
+TOOL_HEADERS := tools/tbcheck.h
 FUZZ_SECONDS ?= 30
 
 WARN	:= -Wall -Wextra -Werror
@@ -54,7 +58,7 @@ BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
 TOOLS	:= tbtrace
-TEST_DEPS := $(HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
+TEST_DEPS := $(HEADERS) $(TOOL_HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
 
 .PHONY: all test check demo bench tsan asan m32 fuzz headers deps deps-m32 \
 	deps-fuzz install uninstall clean help
@@ -140,11 +144,11 @@ run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 	echo "tests ($(BUILD)): $$pass passed, $$fail failed$${failed:+:$$failed}"; \
 	[ $$fail = 0 ]
 
-# Each public header compiles alone (twice, to check its guard) as C99 with
-# gcc and clang, and as C++11 and C++17 with g++ and clang++, when they
-# are there.
+# Each public header, and each header of the tooling, compiles alone
+# (twice, to check its guard) as C99 with gcc and clang, and as C++11 and
+# C++17 with g++ and clang++, when they are there.
 headers: deps
-	@set -e; for h in $(wildcard $(HEADERS)); do \
+	@set -e; for h in $(wildcard $(HEADERS) $(TOOL_HEADERS)); do \
 	for cc in gcc $$(command -v clang >/dev/null && echo clang); do \
 	printf '#include "%s"\n#include "%s"\n' $$h $$h | \
 	$$cc -std=c99 $(WARN) -pedantic -I. -x c -fsyntax-only - || exit 1; \
@@ -389,7 +393,7 @@ build/firmware/fwcheck: examples/firmware/fwcheck.c test/trace_decode.h
 	$(CC) $(BASE) -Itest $(CFLAGS) $< -o $@
 
 # --- fuzzing ---------------------------------------------------------------
-build/fuzz/%: fuzz/%.c fuzz/fuzz_input.h $(HEADERS)
+build/fuzz/%: fuzz/%.c fuzz/fuzz_input.h $(HEADERS) $(TOOL_HEADERS)
 	@mkdir -p build/fuzz
 	clang -std=c99 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -g -O1 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -415,7 +419,7 @@ fuzz: deps-fuzz $(addprefix build/fuzz/,$(FUZZERS))
 	fi; done
 
 # --- tools -----------------------------------------------------------------
-$(BUILD)/tbtrace: tools/tbtrace.c tools/tbt_stream.c $(HEADERS) | $(BUILD)
+$(BUILD)/tbtrace: tools/tbtrace.c tools/tbt_stream.c $(HEADERS) $(TOOL_HEADERS) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@
 
 build/fuzz/fuzz_tbcheck build/fuzz/fuzz_link: tools/tbtrace.c tools/tbt_stream.c
@@ -428,7 +432,7 @@ $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)
 bench: deps $(addprefix $(BUILD)/,$(BENCHES))
 	@set -e; for b in $(BENCHES); do ./$(BUILD)/$$b; done
 
-$(BUILD)/%: examples/%.c $(HEADERS) $(wildcard examples/*.h) | $(BUILD)
+$(BUILD)/%: examples/%.c $(HEADERS) $(TOOL_HEADERS) $(wildcard examples/*.h) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@ -pthread
 
 demo: deps $(BUILD)/demo

@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tbcheck.h"
+#include "tools/tbcheck.h"
 #include "tbevent.h"
 #include "tbservice.h"
 

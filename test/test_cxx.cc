@@ -18,7 +18,7 @@
 #include "tbuffer.h"
 #include "tbservice.h"
 #include "tbevent.h"
-#include "tbcheck.h"
+#include "tools/tbcheck.h"
 
 TB_CATEGORY_DEFINE(cat_cxx, "cxx", 1);
 

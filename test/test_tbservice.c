@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tbcheck.h"
+#include "tools/tbcheck.h"
 #include "tbservice.h"
 #include "ring_helpers.h"
 #include "trace_decode.h"

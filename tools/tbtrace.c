@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "tbbridge.h"
+#include "tbtrace.h"
 #include "tbcheck.h"
 
 #define TBT_MAX_BUFS	16		/* central buffers convert makes */
