@@ -4,9 +4,11 @@
 #   make test    every check suite (installs missing packages first)
 #   make bench   throughput tables beside a memcpy baseline
 #   make tsan | asan | m32 | fuzz | headers | install | uninstall | clean
+#   make lint    no function over 80 lines in the library and the checker
 #   make consumers  a consumer project built through pkg-config, CMake and
 #                meson (the tree as a subproject)
-#   make deps    installs libck-dev, check, pkg-config (apt-get)
+#   make deps    installs libck-dev and check (apt-get) if the compiler
+#                cannot find them
 #   make model   the Promela model of the chunk protocol under spin
 #   make cross ARCH=aarch64|armhf|s390x
 #                every suite and example cross-built with the target's own
@@ -60,8 +62,8 @@ EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
 TOOLS	:= tbtrace
 TEST_DEPS := $(HEADERS) $(TOOL_HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
 
-.PHONY: all test check demo bench tsan asan m32 fuzz headers deps deps-m32 \
-	deps-fuzz install uninstall clean help
+.PHONY: all test check demo bench tsan asan m32 fuzz headers lint deps \
+	deps-m32 deps-fuzz install uninstall clean help
 
 # have-deps first: without ck a plain make says what to install.
 all: have-deps $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(BENCHES) $(EXAMPLES) $(TOOLS))
@@ -82,9 +84,17 @@ APT_INSTALL = sh -c 'if ! command -v apt-get >/dev/null; then \
 	tail -n 20 $(BUILD)/apt.log >&2; echo "tbring: apt-get could not install $$*; install them by hand" >&2; exit 1; }' apt-install
 
 # What make test and make demo install; a plain make only names them.
-MISSING = $(shell [ -f /usr/include/ck_pr.h ] || echo libck-dev; \
-	command -v pkg-config >/dev/null || echo pkg-config; \
-	pkg-config --exists check 2>/dev/null || echo check)
+# Found by trying what the build does, not by where a distribution puts
+# files: ck_pr.h through the compiler's include path, check compiled and
+# linked with CHECK_LIBS (which needs no pkg-config).  Nothing is missing
+# when everything is installed, wherever it is, and nothing then reaches
+# for apt-get.
+PROBE_CK = printf '\043include <ck_pr.h>\n' | \
+	$(CC) $(CFLAGS) $(EXTRA) -E -x c - >/dev/null 2>&1
+PROBE_CHECK = printf '\043include <check.h>\nint main(void) { return !srunner_create(0); }\n' | \
+	$(CC) $(CFLAGS) $(EXTRA) -x c - -o /dev/null $(CHECK_LIBS) >/dev/null 2>&1
+MISSING = $(shell $(PROBE_CK) || echo libck-dev; $(PROBE_CHECK) || echo check)
+MISSING_PC = $(shell command -v pkg-config >/dev/null || echo pkg-config)
 
 deps:
 	@m="$(strip $(MISSING))"; [ -z "$$m" ] || $(APT_INSTALL) $$m
@@ -99,12 +109,15 @@ have-deps:
 
 deps-m32: deps
 	@gcc -m32 -print-libgcc-file-name 2>/dev/null | grep -q 32 && \
-	[ -f /usr/lib/i386-linux-gnu/pkgconfig/check.pc ] || { \
+	[ -f /usr/lib/i386-linux-gnu/pkgconfig/check.pc ] && \
+	[ -z "$(MISSING_PC)" ] || { \
 	dpkg --print-foreign-architectures | grep -q i386 || dpkg --add-architecture i386; \
-	$(APT_INSTALL) gcc-12-multilib check:i386; }
+	$(APT_INSTALL) gcc-12-multilib check:i386 $(MISSING_PC); }
 
+# libFuzzer, found by linking a fuzz target (any clang version).
 deps-fuzz: deps
-	@command -v clang >/dev/null && ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || \
+	@printf 'int LLVMFuzzerTestOneInput(const char *p, unsigned long n) { return p && n > 1 << 30; }\n' | \
+	clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 || \
 	$(APT_INSTALL) clang libclang-rt-14-dev
 
 # --- tests -----------------------------------------------------------------
@@ -160,6 +173,16 @@ headers: deps
 	done; done; done; \
 	echo "headers: each compiles on its own as C99, C++11 and C++17"; \
 	sh tools/readme-check.sh
+
+# Short functions: none over FN_MAX lines in the library headers and the
+# checker (tools/fnlen.sh lists each one longer, longest first).  CI runs
+# it.
+FN_MAX	?= 80
+lint:
+	@sh tools/fnlen.sh -n $(FN_MAX) $(HEADERS) $(TOOL_HEADERS) || { \
+	echo "lint: functions over $(FN_MAX) lines (above): split them" >&2; \
+	exit 1; }
+	@echo "lint: no function over $(FN_MAX) lines in $(words $(HEADERS) $(TOOL_HEADERS)) headers"
 
 # Under ThreadSanitizer the atomics helpers switch to __atomic builtins
 # (TSan cannot see ck's inline assembly); stress tests run longer.
@@ -240,6 +263,7 @@ deps-cross: deps
 	command -v $(X_TRIPLE)-g++ >/dev/null || missing="$$missing g++-$(X_TRIPLE)"; \
 	command -v $(X_QEMU_$(ARCH)) >/dev/null || missing="$$missing qemu-user"; \
 	[ -f /usr/lib/$(X_TRIPLE)/pkgconfig/check.pc ] || missing="$$missing check:$(X_DEB)"; \
+	missing="$$missing $(MISSING_PC)"; missing=$$(echo $$missing); \
 	[ -z "$$missing" ] || { \
 	dpkg --print-foreign-architectures | grep -qx $(X_DEB) || \
 	$(SUDO_IF) dpkg --add-architecture $(X_DEB); \
@@ -481,8 +505,9 @@ model: deps-model
 # CMake, and against the tree as a meson subproject.
 .PHONY: consumers model deps-model
 consumers:
-	@command -v cmake >/dev/null && command -v meson >/dev/null || \
-	$(APT_INSTALL) cmake meson ninja-build
+	@command -v cmake >/dev/null && command -v meson >/dev/null && \
+	command -v ninja >/dev/null && [ -z "$(MISSING_PC)" ] || \
+	$(APT_INSTALL) cmake meson ninja-build $(MISSING_PC)
 	@sh tools/consumer/run.sh
 
 clean:
