@@ -397,7 +397,7 @@ static inline void tb_service_record_ring(struct tb_service *s,
  * replaced, the rings served and seen).  Once; tb_service_poll() calls it at stop, after the
  * final flush and write.
  */
-static inline void tb_service_finish(struct tb_service *s)
+static inline void tb__service_finish(struct tb_service *s)
 {
 	const struct tb_buf_stats *bs[16];
 	struct tb_trace_stats_extra x;
@@ -751,7 +751,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 	if (tb_service_stopping(s)) {
 		tb_service_flush(s);
 		tb_service_write_buffers(s);
-		tb_service_finish(s);
+		tb__service_finish(s);
 		return false;
 	}
 	s->stats.passes++;
