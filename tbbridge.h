@@ -243,7 +243,9 @@ static inline struct tb__bridge_key *tb__bridge_key_of(struct tb_bridge *br,
 /*
  * A chunk of @v->writer's was lost in the ring (a lost view): the next
  * chunk of that writer's sequence into its buffer carries the data-loss
- * flag.  A malformed chunk names its buffer; a chunk of another format
+ * flag and follows a gap in its chunk ids, so the buffer never joins
+ * the start of a packet before the lost chunk to the tail of another
+ * after it.  A malformed chunk names its buffer; a chunk of another format
  * does not, so every buffer the writer wrote to hears of it (a lookup per
  * known BufferID: a hostile producer's lost chunks cost no table walk).
  */
@@ -256,15 +258,19 @@ static inline void tb__bridge_lost(struct tb_bridge *br,
 	br->stat[TB_BS_LOST]++;
 	if (v->lost == TB_VIEW_MALFORMED) {
 		k = tb__bridge_key_of(br, v->writer, v->bid);
-		if (k)		/* else counted by tb__bridge_grow() */
+		if (k) {	/* else counted by tb__bridge_grow() */
 			k->loss = 1;
+			k->next_id++;	/* it had an id: a gap, no chain */
+		}
 		return;
 	}
 	for (bid = 0; br->keys_cap && bid < br->nbufs; bid++) {
 		k = tb__bridge_slot(br->keys, br->keys_cap,
 				    (uint32_t)v->writer << 16 | bid);
-		if (k->used)	/* only buffers it wrote to */
+		if (k->used) {	/* only buffers it wrote to */
 			k->loss = 1;
+			k->next_id++;
+		}
 	}
 }
 

@@ -319,6 +319,9 @@ struct tb_buf {
 	uint32_t seq_shift;
 	uint32_t nempty;
 	uint64_t age;
+	/* The sequence the last patch found; NULL when the table moved. */
+	struct tb__buf_seq *pseq;
+	uint32_t pkey;
 	/* Slices of the packet being returned. */
 	struct tb_buf_slice *slices;
 	uint32_t slices_cap;
@@ -441,6 +444,7 @@ static inline int tb__buf_table_alloc(struct tb_buf *b, uint32_t cap)
 	b->seqs = t;
 	b->seq_cap = cap;
 	b->seq_shift = shift;
+	b->pseq = NULL;
 	return TB_OK;
 }
 
@@ -485,6 +489,7 @@ static inline void tb__buf_table_del(struct tb_buf *b, uint32_t i)
 		tb__buf_mem(b, s->ring, (size_t)s->cap * sizeof(*s->ring), 0);
 	TB_MEMSET(s, 0, sizeof(*s));
 	b->seq_n--;
+	b->pseq = NULL;			/* entries move back */
 	for (;;) {
 		uint32_t home;
 
@@ -591,12 +596,28 @@ static inline uint32_t tb__buf_ring_lower(const struct tb__buf_seq *s,
 	return lo;
 }
 
-/* Index of chunk @id in the sequence, or -1. */
+/*
+ * Index of chunk @id in the sequence, or -1.  A patch nearly always comes
+ * for one of a writer's newest chunks, most often the newest itself: that
+ * one is tried first, then the direct guess, then the search.
+ */
 static inline int64_t tb__buf_ring_find(const struct tb__buf_seq *s,
 					 uint32_t id)
 {
-	uint32_t i = tb__buf_ring_lower(s, id);
+	uint32_t last, rel, i;
 
+	if (!s->n)
+		return -1;
+	last = tb__buf_ref(s, s->n - 1)->id;
+	if (id == last)
+		return s->n - 1;
+	rel = id - tb__buf_ref(s, 0)->id;
+	/* Outside [first, last]: no such chunk (ids span < 2^31). */
+	if (rel & 0x80000000u || tb_buf_id_cmp(id, last) > 0)
+		return -1;
+	if (rel < s->n && tb__buf_ref(s, rel)->id == id)
+		return rel;
+	i = tb__buf_ring_lower(s, id);
 	if (i < s->n && tb__buf_ref(s, i)->id == id)
 		return i;
 	return -1;
@@ -834,23 +855,21 @@ enum {
 };
 
 /*
- * Reassembles the packet whose first fragment @f ends the head chunk @c,
- * walking the following chunks of the sequence read-only.  On success or
- * loss it consumes the fragments it collected (and on success fills the
- * slices when @want).  When more data may still come (a chunk of the chain
- * is missing or waits for patches) reading consumes nothing and waits,
- * but erasing cannot wait: the packet is lost to the overwrite, and every
- * fragment collected for it goes with the chunk being erased.  A Begin
- * whose own chunk waits for patches is not read ahead of at all, as in
- * TraceBufferV2: erasing takes the Begin alone, and the fragments after
- * it are read later as orphans (ORPHAN_CONTINUATION).
+ * Collecting: walks the chunks after the head chunk @c of @s read-only,
+ * from the Begin that ends @c, to the End that completes the packet.
+ * Returns TB__BUF_RA_OK when it found the End, TB__BUF_RA_WAIT when a
+ * chunk of the chain may still come (missing at the end, or waiting for
+ * patches), TB__BUF_RA_LOSS with the reason in *@loss when the chain is
+ * broken.  *@nfrags gets the fragments found, *@end the index of the last
+ * chunk collected (the End's chunk, no other that stopped the walk).
  */
-static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
-				      struct tb__buf_hdr *c,
-				      const struct tb__buf_frag *f, bool erase,
-				      bool want, uint32_t *loss)
+static inline int tb__buf_ra_collect(const struct tb_buf *b,
+				      const struct tb__buf_seq *s,
+				      const struct tb__buf_hdr *c,
+				      uint32_t *nfrags, uint32_t *end,
+				      uint32_t *loss)
 {
-	uint32_t prev = c->id, i, nfrags = 1, end = 0;
+	uint32_t prev = c->id, i, found = 1;
 	bool unpatched = c->flags & TB_BUF_NEEDS_PATCH;
 	int res = TB__BUF_RA_WAIT;
 
@@ -876,11 +895,11 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 		if (r != TB_PB_FRAG_OK)
 			continue;	/* empty chunk inside the chain */
 		if (nf.type == TB__BUF_CONT) {
-			nfrags++;
+			found++;
 			continue;
 		}
 		if (nf.type == TB__BUF_END) {
-			nfrags++;
+			found++;
 			res = TB__BUF_RA_OK;
 			break;
 		}
@@ -888,30 +907,54 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 		res = TB__BUF_RA_LOSS;
 		break;
 	}
-	/* Collected: chunks 1..end (the End's chunk, no other that stopped). */
-	end = res == TB__BUF_RA_OK ? i : i - 1;
+	*nfrags = found;
+	*end = res == TB__BUF_RA_OK ? i : i - 1;
+	return res;
+}
+
+/*
+ * Deciding what a collection @res of @nfrags fragments comes to: reading
+ * waits for a chain that may still complete, erasing cannot (the packet
+ * is lost to the overwrite), and a packet whose slices find no memory is
+ * dropped (*@loss 0: recorded as PRESENT alone).
+ */
+static inline int tb__buf_ra_decide(struct tb_buf *b, int res, bool erase,
+				     bool want, uint32_t nfrags,
+				     uint32_t *loss)
+{
 	if (res == TB__BUF_RA_WAIT) {
 		if (!erase)
 			return res;
 		*loss = TB_BUF_LOSS_OVERWRITE;
-		res = TB__BUF_RA_LOSS;
+		return TB__BUF_RA_LOSS;
 	}
 	if (res == TB__BUF_RA_OK && want &&
 	    !tb__buf_slices_reserve(b, nfrags)) {
 		*loss = 0;		/* no memory to describe it: dropped */
-		res = TB__BUF_RA_LOSS;
+		return TB__BUF_RA_LOSS;
 	}
-	want = want && res == TB__BUF_RA_OK;
+	return res;
+}
+
+/*
+ * Consuming what was collected: the Begin @f of the head chunk @c and the
+ * first fragment of chunks 1..@end, described as the packet's slices when
+ * @want.  A chunk reached here is never a fresh head later (reading
+ * starts inside it), so its own data-loss flag is reported now, with this
+ * packet.
+ */
+static inline void tb__buf_ra_consume(struct tb_buf *b, struct tb__buf_seq *s,
+				       struct tb__buf_hdr *c,
+				       const struct tb__buf_frag *f,
+				       uint32_t end, bool erase, bool want)
+{
+	uint32_t i;
+
 	b->nslices = 0;
 	b->pkt_size = 0;
 	if (want)
 		tb__buf_add_slice(b, f);
 	tb__buf_consume(b, c, f->len, erase);
-	/*
-	 * Second pass: consume what was collected.  A chunk reached here is
-	 * never a fresh head later (reading starts inside it), so its own
-	 * data-loss flag is reported now, with this packet.
-	 */
 	for (i = 1; i <= end; i++) {
 		struct tb__buf_hdr *n = tb__buf_chunk(b, s, i);
 		struct tb__buf_frag nf;
@@ -927,6 +970,33 @@ static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
 			tb__buf_add_slice(b, &nf);
 		tb__buf_consume(b, n, nf.len, erase);
 	}
+}
+
+/*
+ * Reassembles the packet whose first fragment @f ends the head chunk @c,
+ * walking the following chunks of the sequence read-only.  On success or
+ * loss it consumes the fragments it collected (and on success fills the
+ * slices when @want).  When more data may still come (a chunk of the chain
+ * is missing or waits for patches) reading consumes nothing and waits,
+ * but erasing cannot wait: the packet is lost to the overwrite, and every
+ * fragment collected for it goes with the chunk being erased.  A Begin
+ * whose own chunk waits for patches is not read ahead of at all, as in
+ * TraceBufferV2: erasing takes the Begin alone, and the fragments after
+ * it are read later as orphans (ORPHAN_CONTINUATION).
+ */
+static inline int tb__buf_reassemble(struct tb_buf *b, struct tb__buf_seq *s,
+				      struct tb__buf_hdr *c,
+				      const struct tb__buf_frag *f, bool erase,
+				      bool want, uint32_t *loss)
+{
+	uint32_t nfrags, end;
+	int res = tb__buf_ra_collect(b, s, c, &nfrags, &end, loss);
+
+	res = tb__buf_ra_decide(b, res, erase, want, nfrags, loss);
+	if (res == TB__BUF_RA_WAIT)
+		return res;
+	tb__buf_ra_consume(b, s, c, f, end, erase,
+			   want && res == TB__BUF_RA_OK);
 	return res;
 }
 
@@ -1524,16 +1594,30 @@ static inline void tb__buf_gc(struct tb_buf *b)
 	}
 }
 
-static inline int tb__buf_copy_one(struct tb_buf *b,
-				    const struct tb_buf_chunk_in *in,
-				    const struct tb__buf_src *src,
-				    uint32_t nfrags)
+/* What one commit carries from step to step of tb__buf_copy_one(). */
+struct tb__buf_commit {
+	uint32_t key;
+	uint32_t nfrags;		/* fragments that count */
+	uint32_t all;			/* their framed bytes */
+	uint32_t stored;		/* payload bytes the record reserves */
+	uint32_t outer;			/* the record's size in the buffer */
+	uint32_t prev;			/* consumed before (re-admission) */
+	uint8_t flags;
+	int src;			/* TB__BUF_SRC_* of the measure */
+	int ret;			/* TB_OK, or TB_EFRAMING (part kept) */
+};
+
+/*
+ * Validating: checks what can be checked before the sequence is looked at
+ * and measures the fragments into @w.  Returns TB_OK to go on, or why the
+ * chunk is dropped.
+ */
+static inline int tb__buf_commit_check(struct tb_buf *b,
+					const struct tb_buf_chunk_in *in,
+					const struct tb__buf_src *src,
+					uint32_t nfrags,
+					struct tb__buf_commit *w)
 {
-	uint32_t key, all, stored, outer, prev, pos;
-	uint8_t flags = in->flags & (TB_BUF_ABI_FLAGS | TB_BUF_DATA_LOSS);
-	struct tb__buf_seq *s;
-	struct tb__buf_hdr *c;
-	int ret = TB_OK, st;
 	bool plain;
 
 	if (!in->writer_id) {
@@ -1548,64 +1632,88 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
 		b->stats.abi_violations++;
 		return TB_ETOOBIG;
 	}
+	w->flags = in->flags & (TB_BUF_ABI_FLAGS | TB_BUF_DATA_LOSS);
 	if (!in->complete) {
 		/* Scraped: the last fragment may still be being written. */
-		flags |= TB__BUF_INCOMPLETE;
+		w->flags |= TB__BUF_INCOMPLETE;
 		if (nfrags) {
 			nfrags--;
-			flags &= (uint8_t)~(TB_BUF_LAST_CONT |
-					    TB_BUF_NEEDS_PATCH);
+			w->flags &= (uint8_t)~(TB_BUF_LAST_CONT |
+					       TB_BUF_NEEDS_PATCH);
 		}
 	}
-	st = tb__buf_src_measure(src, nfrags, 0, &all, &plain);
+	w->nfrags = nfrags;
+	w->src = tb__buf_src_measure(src, nfrags, 0, &w->all, &plain);
 	if (plain)
-		flags |= TB__BUF_PLAIN;
-	if (st == TB__BUF_SRC_BAD) {
+		w->flags |= TB__BUF_PLAIN;
+	w->ret = TB_OK;
+	if (w->src == TB__BUF_SRC_BAD) {
 		b->stats.abi_violations++;
-		ret = TB_EFRAMING;
+		w->ret = TB_EFRAMING;
 	}
-	stored = in->complete ? all : src->size;
-	outer = tb__buf_outer(stored);
-	if (outer > b->size) {
+	w->stored = in->complete ? w->all : src->size;
+	w->outer = tb__buf_outer(w->stored);
+	if (w->outer > b->size) {
 		b->stats.abi_violations++;
 		return TB_ETOOBIG;
 	}
-	key = tb__buf_key(in->producer_id, in->writer_id);
-	s = tb__buf_seq_get(b, key, &in->ident);
-	if (!s)
-		return TB_ENOMEM;
-	if (st == TB__BUF_SRC_ABORT) {
-		b->stats.trace_writer_packet_loss++;
-		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_WRITER_ABORT;
-	}
-	if (!tb__buf_admit(s, in->chunk_id, all, &prev)) {
+	w->key = tb__buf_key(in->producer_id, in->writer_id);
+	return TB_OK;
+}
+
+/*
+ * Admitting or recommitting chunk @id into @s.  Returns TB_OK with *@place
+ * set when the chunk goes on to be placed as a new record (new, re-admitted
+ * or relocated), TB_OK with *@place clear when a recommit took it in its
+ * record, or why it is dropped.
+ */
+static inline int tb__buf_commit_admit(struct tb_buf *b, struct tb__buf_seq *s,
+					uint32_t id,
+					const struct tb__buf_src *src,
+					bool complete,
+					struct tb__buf_commit *w, bool *place)
+{
+	uint32_t pos;
+
+	*place = false;
+	if (!tb__buf_admit(s, id, w->all, &w->prev)) {
 		b->stats.chunks_discarded++;
 		return TB_ESTALE;
 	}
-	if (!tb__buf_id_fits(s, in->chunk_id)) {
+	if (!tb__buf_id_fits(s, id)) {
 		b->stats.abi_violations++;
 		return TB_EBADID;
 	}
-	pos = tb__buf_ring_lower(s, in->chunk_id);
-	if (pos < s->n && tb__buf_ref(s, pos)->id == in->chunk_id) {
+	pos = tb__buf_ring_lower(s, id);
+	if (pos < s->n && tb__buf_ref(s, pos)->id == id) {
 		bool relocate;
-		int r = tb__buf_recommit(b, s, pos, src, nfrags, all, flags,
-					  in->complete, &relocate);
+		int r = tb__buf_recommit(b, s, pos, src, w->nfrags, w->all,
+					  w->flags, complete, &relocate);
 
 		if (r != TB_OK || !relocate)
-			return r != TB_OK ? r : ret;
-		tb__buf_admit(s, in->chunk_id, all, &prev);
+			return r;
+		tb__buf_admit(s, id, w->all, &w->prev);
 	}
-	if (!tb__buf_src_boundary(src, nfrags, prev)) {
+	if (!tb__buf_src_boundary(src, w->nfrags, w->prev)) {
 		/* A re-admitted chunk must extend what was consumed. */
 		b->stats.abi_violations++;
 		return TB_ERECOMMIT;
 	}
 	if (tb__buf_ring_reserve(b, s))
 		return TB_ENOMEM;
+	*place = true;
+	return TB_OK;
+}
 
-	/* Make room, wrapping at the end of the buffer. */
-	if (outer > b->size - b->wr) {
+/*
+ * Making room for the record of chunk @id at the write cursor, wrapping at
+ * the end of the buffer.  Returns TB_OK, or why the chunk is dropped.
+ */
+static inline int tb__buf_commit_room(struct tb_buf *b, struct tb__buf_seq *s,
+				       uint32_t id,
+				       struct tb__buf_commit *w)
+{
+	if (w->outer > b->size - b->wr) {
 		if (b->policy == TB_BUF_DISCARD) {
 			b->discard = 1;
 			b->stats.chunks_discarded++;
@@ -1616,36 +1724,80 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
 		b->wr = 0;
 		b->stats.write_wrap_count++;
 	}
-	tb__buf_make_room(b, outer);
+	tb__buf_make_room(b, w->outer);
 	/* The overwrite may have consumed this sequence past the chunk. */
-	if (!tb__buf_admit(s, in->chunk_id, all, &prev)) {
+	if (!tb__buf_admit(s, id, w->all, &w->prev)) {
 		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_OVERWRITE;
 		b->stats.chunks_discarded++;
 		return TB_ESTALE;
 	}
+	return TB_OK;
+}
 
-	c = tb__buf_hdr_at(b, b->wr);
-	c->id = in->chunk_id;
-	c->key = key;
-	c->size = (uint16_t)stored;
-	c->payload_size = (uint16_t)all;
-	c->payload_avail = (uint16_t)(all - prev);
-	c->flags = flags;
+/* Placing: the record at the write cursor, and its entry in @s's index. */
+static inline void tb__buf_commit_place(struct tb_buf *b, struct tb__buf_seq *s,
+					 uint32_t id,
+					 const struct tb__buf_src *src,
+					 const struct tb__buf_commit *w)
+{
+	struct tb__buf_hdr *c = tb__buf_hdr_at(b, b->wr);
+	uint32_t pos;
+
+	c->id = id;
+	c->key = w->key;
+	c->size = (uint16_t)w->stored;
+	c->payload_size = (uint16_t)w->all;
+	c->payload_avail = (uint16_t)(w->all - w->prev);
+	c->flags = w->flags;
 	c->spare = 0;
-	tb__buf_src_copy(src, tb__buf_payload(c), all);
+	tb__buf_src_copy(src, tb__buf_payload(c), w->all);
 
-	pos = tb__buf_ring_lower(s, in->chunk_id);
+	pos = tb__buf_ring_lower(s, id);
 	if (pos != s->n)
 		b->stats.chunks_committed_out_of_order++;
 	if (!s->n)
 		b->nempty--;
-	tb__buf_ring_insert(s, pos, in->chunk_id, b->wr);
-	b->wr += outer;
+	tb__buf_ring_insert(s, pos, id, b->wr);
+	b->wr += w->outer;
 	if (b->wr > b->used)
 		b->used = b->wr;
 	b->stats.chunks_written++;
-	b->stats.bytes_written += outer;
-	return ret;
+	b->stats.bytes_written += w->outer;
+}
+
+/*
+ * One commit, in four steps: validate it, admit it to its sequence (or
+ * recommit it in place), make room for its record, place the record.
+ */
+static inline int tb__buf_copy_one(struct tb_buf *b,
+				    const struct tb_buf_chunk_in *in,
+				    const struct tb__buf_src *src,
+				    uint32_t nfrags)
+{
+	struct tb__buf_commit w;
+	struct tb__buf_seq *s;
+	bool place;
+	int r;
+
+	r = tb__buf_commit_check(b, in, src, nfrags, &w);
+	if (r != TB_OK)
+		return r;
+	s = tb__buf_seq_get(b, w.key, &in->ident);
+	if (!s)
+		return TB_ENOMEM;
+	if (w.src == TB__BUF_SRC_ABORT) {
+		b->stats.trace_writer_packet_loss++;
+		s->loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_WRITER_ABORT;
+	}
+	r = tb__buf_commit_admit(b, s, in->chunk_id, src, in->complete, &w,
+				 &place);
+	if (r != TB_OK || !place)
+		return r != TB_OK ? r : w.ret;
+	r = tb__buf_commit_room(b, s, in->chunk_id, &w);
+	if (r != TB_OK)
+		return r;
+	tb__buf_commit_place(b, s, in->chunk_id, src, &w);
+	return w.ret;
 }
 
 /*
@@ -1658,7 +1810,8 @@ static inline int tb__buf_may_write(struct tb_buf *b)
 		return TB_EBUSY;
 	if (b->read_only)
 		return TB_EROFS;
-	b->rd_valid = 0;
+	if (b->rd_valid)
+		b->rd_valid = 0;
 	return TB_OK;
 }
 
@@ -1737,6 +1890,22 @@ static inline int tb_buf_copy_frags(struct tb_buf *b,
 }
 
 /*
+ * The sequence @key for a patch.  Patches come in runs for one writer
+ * (its newest chunks, one commit after another): the sequence the last
+ * patch found is tried first.  The table only moves entries when it grows
+ * or deletes one, and both forget it.
+ */
+static inline struct tb__buf_seq *tb__buf_patch_seq(struct tb_buf *b,
+						     uint32_t key)
+{
+	if (!b->pseq || b->pkey != key) {
+		b->pseq = tb__buf_seq_find(b, key);
+		b->pkey = key;
+	}
+	return b->pseq;
+}
+
+/*
  * Applies @n 4-byte patches to chunk @chunk_id of {@producer, @writer}.
  * Offsets are relative to the chunk payload.  Fails (counted once) when
  * the chunk is not in the buffer (consumed, overwritten or never seen) or
@@ -1750,6 +1919,7 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 {
 	struct tb__buf_seq *s;
 	struct tb__buf_hdr *c;
+	uint8_t clear;
 	int64_t i;
 	size_t k;
 	int ret;
@@ -1760,7 +1930,7 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	ret = tb__buf_may_write(b);
 	if (ret != TB_OK)
 		return ret;
-	s = tb__buf_seq_find(b, tb__buf_key(producer, writer));
+	s = tb__buf_patch_seq(b, tb__buf_key(producer, writer));
 	i = s ? tb__buf_ring_find(s, chunk_id) : -1;
 	if (i < 0) {
 		b->stats.patches_failed++;
@@ -1779,9 +1949,14 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 		       patches[k].data, TB_BUF_PATCH_SIZE);
 	}
 	b->stats.patches_succeeded += n;
-	/* Its bytes may have changed: one update of the flags for both. */
-	c->flags &= (uint8_t)~(TB__BUF_PLAIN |
-			       (more_pending ? 0 : TB_BUF_NEEDS_PATCH));
+	/*
+	 * Its bytes may have changed: one update of the flags for both,
+	 * stored only when it changes them, so that patches in a row to one
+	 * chunk do not each wait on the store of the one before.
+	 */
+	clear = TB__BUF_PLAIN | (more_pending ? 0 : TB_BUF_NEEDS_PATCH);
+	if (c->flags & clear)
+		c->flags &= (uint8_t)~clear;
 	return TB_OK;
 }
 

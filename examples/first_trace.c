@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * examples/first_trace.c - the shortest whole path from events to a
- * .pftrace file, shown in full in the README (make test runs it and
+ * .pftrace file, shown in full in docs/events.md (make test runs it and
  * checks its trace with build/tbtrace stat).
  *
  *   ./build/first_trace [FILE]     (default first.pftrace)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * examples/quickstart.c - the README's first example, built and run by
+ * examples/quickstart.c - the README's ring example, built and run by
  * make test: a writer thread and a reader over one ring in memory you own
  * (here calloc; in real use a MAP_SHARED mapping every producer maps, at
  * any address), whole packets out, loss reported.

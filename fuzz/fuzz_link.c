@@ -92,7 +92,8 @@ static void trace_is_sane(const struct tbt_mem *m)
 
 	tb_pb_reader_init(&r, m->p, m->len);
 	while ((ret = tb_trace_next(&r, &tp)) > 0)
-		CHECK(tp.trusted_seq_id >> 16 == PRODUCER &&
+		CHECK((tp.trusted_seq_id >> 16 == PRODUCER ||
+		       tp.trusted_seq_id == TB_TRACE_SERVICE_SEQ) &&
 		      (tp.has & TB_TRACE_HAS_UID) && (tp.has & TB_TRACE_HAS_PID));
 	CHECK(ret == 0);
 }
@@ -350,6 +351,8 @@ static void verify(const struct target *g, const struct tbt_mem *m)
 
 	tb_pb_reader_init(&r, m->p, m->len);
 	while ((ret = tb_trace_next(&r, &tp)) > 0) {
+		if (tp.trusted_seq_id == TB_TRACE_SERVICE_SEQ)
+			continue;	/* the converter's own: its tail */
 		w = (unsigned)(tp.trusted_seq_id & 0xffff);
 		CHECK(tp.trusted_seq_id >> 16 == PRODUCER && w >= 1 &&
 		      w <= NW);

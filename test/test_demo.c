@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_demo.c - the demo under every option set the README shows.
+ * test_demo.c - the demo under every option set docs/demo.md shows.
  *
  * Each test runs build/demo (found in $TB_BUILD_DIR, default "build";
  * $TB_EXEC_WRAP, as in test_e2e.c, goes in front of it) for one second
@@ -39,7 +39,7 @@ struct option_set {
 				   their ends: the checker must see it */
 };
 
-/* The README's option sets, and the corners between them. */
+/* The option sets of docs/demo.md, and the corners between them. */
 static const struct option_set sets[] = {
 	{ "default", "", false, false },
 	{ "stall", "-s", false, false },

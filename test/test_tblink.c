@@ -682,6 +682,75 @@ START_TEST(test_stream_losing_the_middle_of_a_split_packet)
 }
 END_TEST
 
+/*
+ * A chunk its reader could not use (a lost view: here a directory that
+ * does not parse) in the middle of a packet split over three chunks,
+ * drained from the ring by the bridge as the service does: the packet is
+ * lost, the start of the one before the lost chunk is never joined to
+ * the tail of another after it, and the next packet is flagged.
+ */
+START_TEST(test_bridge_never_joins_across_a_lost_view)
+{
+	static bool ok[NW][NPKT];
+	struct tb_buf *buf;
+	struct tb_buf_ident id = { 0, 0 };
+	struct tb_trace_out out;
+	struct tb_bridge br;
+	struct twriter w;
+	struct tring t;
+	struct tbt_mem m;
+	struct verdict v;
+	struct pkt p;
+	uint8_t *scratch, *c;
+	uint32_t word, i, n;
+	int ret;
+
+	tring_new(&t, 256, 16);
+	twriter_new(&w, &t, 1, 0, TB_DROP);
+	for (i = 0; i < 14; i++) {	/* packet 10: 700 B, four chunks */
+		mk_packet(&p, 1, i);
+		ok[0][i] = !tb_writer_write_packet(&w.w, p.b, (uint32_t)p.n);
+		ck_assert(ok[0][i]);
+	}
+	tb_writer_release(&w.w);
+	for (i = 0; i < 16; i++) {
+		word = tword(&t, i);
+		if ((word & (TB_F_CONT_PREV | TB_F_CONT_NEXT)) ==
+		    (TB_F_CONT_PREV | TB_F_CONT_NEXT))
+			break;
+	}
+	ck_assert_uint_lt(i, 16);
+	c = tchunk(&t, i);
+	n = word >> 16 & 0xff;
+	memset(c + 256 - n, 0xff, n);	/* sizes past the chunk */
+	buf = tb_buf_create(1 << 20, TB_BUF_DISCARD);
+	scratch = (uint8_t *)malloc(256);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(tb_bridge_init(&br, &t.r, scratch, PRODUCER, id,
+					&buf, 1, NULL, NULL), TB_OK);
+	do
+		ret = tb_bridge_drain(&br, ~0u, TB_READ_SCRAPE, NULL);
+	while (ret == TB_LIMIT);
+	ck_assert_int_eq(ret, TB_NODATA);
+	ck_assert_uint_eq(br.stat[TB_BS_LOST], 1);
+	memset(&m, 0, sizeof(m));
+	memset(&out, 0, sizeof(out));
+	out.write = tbt_mem_write;
+	out.ctx = &m;
+	ck_assert_int_ge(tb_trace_write(&out, buf), 0);
+	verify(m.p, m.len, &v, ok);
+	ck_assert_uint_eq(v.gaps[0], 1);
+	ck_assert_uint_eq(v.last[0], 13);
+	ck_assert_uint_eq(v.delivered[0], 13);
+	tb_bridge_destroy(&br);
+	tb_buf_destroy(buf);
+	free(scratch);
+	free(m.p);
+	twriter_free(&w);
+	tring_free(&t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * The command line: tbtrace stream and convert, as a user runs them.
  */
@@ -754,6 +823,7 @@ START_TEST(test_stream_command_line)
 	char in[512], trace[512];
 	const char *args[] = { "stream", in, trace, NULL };
 	const char *dash[] = { "stream", "-", trace, NULL };
+	const char *stat[] = { "stat", trace, NULL };
 	struct target g;
 	struct verdict v;
 
@@ -765,6 +835,10 @@ START_TEST(test_stream_command_line)
 	ck_assert_out("lost      nothing");
 	verify_file(trace, &v, g.ok);
 	ck_assert_uint_eq(v.delivered[0] + v.delivered[1], NW * NPKT);
+	/* it ends as convert's and the service's traces do */
+	ck_assert_int_eq(tbtrace(stat, NULL), 0);
+	ck_assert_out("stats     TraceStats: 1 buffers");
+	ck_assert_out("check     clean");
 	/* from stdin, with a byte flipped: reported, exit 1 */
 	g.out.p[g.out.n / 2] ^= 0x01;
 	spit(in, g.out.p, g.out.n);
@@ -938,6 +1012,7 @@ int main(void)
 	tcase_add_test(t, test_stream_with_bytes_flipped);
 	tcase_add_test(t, test_stream_ended_early);
 	tcase_add_test(t, test_stream_losing_the_middle_of_a_split_packet);
+	tcase_add_test(t, test_bridge_never_joins_across_a_lost_view);
 	tcase_add_test(t, test_stream_command_line);
 	tcase_add_test(t, test_convert_finds_the_ring_in_a_larger_dump);
 	tcase_add_test(t, test_convert_salvages_a_dump_cut_in_the_ring);

@@ -954,6 +954,117 @@ START_TEST(test_patch_lookup_finds_every_chunk_among_thousands)
 }
 END_TEST
 
+START_TEST(test_patch_lookup_across_the_id_wrap)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct tb_buf_patch p = mk_patch(1, "PQRS");
+	static const uint32_t ids[4] = { 0xfffffffeu, 0xffffffffu, 0, 2 };
+	struct chunk c;
+	unsigned i;
+
+	ch_init(&c);
+	ch_frag(&c, 8, '-');
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(put(b, 1, 1, ids[i], 0, &c), TB_OK);
+	/* The newest, the oldest, and the ones between, across 2^32. */
+	for (i = 4; i-- > 0;)
+		ck_assert_int_eq(tb_buf_patch(b, 1, 1, ids[i], &p, 1, false),
+				 TB_OK);
+	/* Before the first, the hole, after the last. */
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 0xfffffffdu, &p, 1, false),
+			 TB_ENOENT);
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 1, &p, 1, false), TB_ENOENT);
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 3, &p, 1, false), TB_ENOENT);
+	ck_assert_int_eq(read_all(b, pk, 10), 4);
+	for (i = 0; i < 4; i++)
+		ck_assert_str_eq(pk[i].str, "PQRS----");
+	ck_assert_uint_eq(tb_buf_stats(b)->patches_succeeded, 4);
+	ck_assert_uint_eq(tb_buf_stats(b)->patches_failed, 3);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_patch_finds_its_sequence_after_the_table_grows)
+{
+	struct tb_buf *b = tb_buf_create(1 << 20, TB_BUF_RING_BUFFER);
+	struct tb_buf_patch p = mk_patch(1, "PQRS");
+	uint32_t w;
+
+	put_f(b, 1, 1, 1, 0, "--------", NULL);
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 1, &p, 1, false), TB_OK);
+	/* 3000 more sequences: the table grows and moves every entry. */
+	for (w = 1; w <= 3000; w++)
+		put_s(b, 2, (uint16_t)w, 1, "a");
+	p = mk_patch(5, "WXYZ");
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 1, &p, 1, false), TB_OK);
+	ck_assert_int_eq(read_all(b, pk, 8192), 3001);
+	ck_assert_str_eq(pk[0].str, "PQRSWXYZ");
+	tb_buf_destroy(b);
+}
+END_TEST
+
+/* The home slot of @key in a sequence table of 4096 entries. */
+static uint32_t home4096(uint32_t key)
+{
+	return (uint32_t)(key * 0x9e3779b1u) >> 20;
+}
+
+START_TEST(test_patch_misses_a_swept_sequence_whose_slot_another_took)
+{
+	struct tb_buf *b = tb_buf_create(1 << 20, TB_BUF_RING_BUFFER);
+	struct tb_buf_patch p = mk_patch(1, "PQRS");
+	static unsigned char near[4096];
+	uint32_t w, wa = 0, wb = 0, h = 0, ka, kb;
+
+	/*
+	 * Writers A and B of producer 1 share a home slot h of the 4096-entry
+	 * table that no filler (producer 2, writers 1..1160) comes near.
+	 */
+	for (w = 1; w <= 1160; w++) {
+		uint32_t k;
+
+		for (k = 0; k < 3; k++)
+			near[(home4096(2u << 16 | w) + k) & 4095] = 1;
+	}
+	for (w = 1; w < 65536 && !wb; w++) {
+		uint32_t hw = home4096(1u << 16 | w);
+
+		if (near[hw] || near[(hw + 1) & 4095])
+			continue;
+		if (!wa) {
+			wa = w;
+			h = hw;
+		} else if (hw == h) {
+			wb = w;
+		}
+	}
+	ck_assert_uint_ne(wb, 0);
+	ka = 1u << 16 | wa;
+	kb = 1u << 16 | wb;
+	/* A first, so that it is the oldest empty sequence. */
+	put_f(b, 1, (uint16_t)wa, 7, 0, "--------", NULL);
+	for (w = 1; w <= 1160; w++)
+		put_s(b, 2, (uint16_t)w, 5, "f");
+	ck_assert_uint_eq(b->seq_cap, 4096);
+	ck_assert_uint_eq(b->seqs[h].key, ka);
+	ck_assert_int_eq(read_all(b, pk, 8192), 1161);
+	/* A's chunk is consumed; the lookup still finds A's sequence. */
+	ck_assert_int_eq(tb_buf_patch(b, 1, (uint16_t)wa, 7, &p, 1, false),
+			 TB_ENOENT);
+	/*
+	 * B lands next to A; the sweep after its commit deletes A (the
+	 * oldest of 1161 empty sequences) and moves B into A's slot.
+	 */
+	put_f(b, 1, (uint16_t)wb, 7, 0, "--------", NULL);
+	ck_assert_uint_eq(b->seqs[h].key, kb);
+	ck_assert_int_eq(tb_buf_patch(b, 1, (uint16_t)wa, 7, &p, 1, false),
+			 TB_ENOENT);
+	ck_assert_int_eq(read_all(b, pk, 10), 1);
+	ck_assert_str_eq(pk[0].str, "--------");
+	tb_buf_destroy(b);
+}
+END_TEST
+
 /* ---- Scraped chunks and recommits --------------------------------------- */
 
 START_TEST(test_scraped_chunk_ignores_last_fragment_and_stalls)
@@ -2884,6 +2995,10 @@ static Suite *patch_suite(void)
 	tcase_add_test(t, test_patch_to_unknown_sequence_or_chunk_fails);
 	tcase_add_test(t, test_patch_to_consumed_chunk_fails);
 	tcase_add_test(t, test_patch_lookup_finds_every_chunk_among_thousands);
+	tcase_add_test(t, test_patch_lookup_across_the_id_wrap);
+	tcase_add_test(t, test_patch_finds_its_sequence_after_the_table_grows);
+	tcase_add_test(t,
+		test_patch_misses_a_swept_sequence_whose_slot_another_took);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -206,12 +206,59 @@ static uint64_t tbt_stream_ring(struct tbt_stream *s)
 }
 
 /*
+ * The end of the trace, as convert and a service end theirs (tbtrace.h):
+ * what the ring's last STATS counted, on the service's track at the
+ * trace's last timestamp (an END frame is the target's goodbye), and
+ * the TraceStats packet of the buffers.
+ */
+static void tbt_stream_tail(struct tbt_stream *s,
+			    const struct tb_buf_stats *const *bs,
+			    uint64_t refused)
+{
+	const struct tbt_mem *m = (const struct tbt_mem *)s->out->ctx;
+	const struct tb_link_stats *ls = &s->stats;
+	struct tb_trace_ring_record rec;
+	struct tb_trace_stats_extra x;
+	struct tb_buf_ident ident;
+	uint64_t ts = 0;
+
+	if (s->out->write == tbt_mem_write)	/* the trace so far */
+		ts = tbt_last_time(m->p, m->len);
+	ident.uid = s->o->uid;
+	ident.pid = s->o->pid;
+	memset(&rec, 0, sizeof(rec));
+	rec.producer = s->o->producer;
+	rec.pid = s->o->pid;
+	rec.end = s->rx->stat[TB_LR_ENDS] ? TB_TRACE_END_CLEAN :
+					   TB_TRACE_END_LIVE;
+	if (s->have_stats) {
+		rec.held = 0;	/* the target's own business */
+		rec.full = ls->wstat[TB_WS_FULL];
+		rec.no_chunk = ls->wstat[TB_WS_NO_CHUNK];
+		rec.dropped_frags = ls->wstat[TB_WS_DROPPED_FRAGS];
+		rec.holes = ls->rstat[TB_RS_HOLES];
+		rec.scrapes = ls->rstat[TB_RS_SCRAPES];
+		rec.malformed = ls->rstat[TB_RS_MALFORMED];
+	}
+	if (ts) {	/* an instant needs a time: none if no packet has */
+		tb_trace_service_track(s->out, ident);
+		tb_trace_ring_record(s->out, ident, ts, &rec);
+	}
+	memset(&x, 0, sizeof(x));
+	x.chunks_discarded = refused;
+	tb_trace_write_stats(s->out, ident, ts, bs, s->nb, &x);
+	if (s->out->error)
+		s->write_failed = true;
+}
+
+/*
  * The stream ended: the last packets out, every count reported.  Returns
  * the exit status: 0 nothing lost, 1 losses (reported), 2 not a stream.
  */
 static int tbt_stream_end(struct tbt_stream *s, struct tbt_stream_result *res)
 {
 	struct tb_bridge *br = &s->br;
+	const struct tb_buf_stats *bs[TBT_MAX_BUFS];
 	uint64_t lost = 0, unread, rejected;
 	int status = 0;
 	unsigned k;
@@ -238,22 +285,24 @@ static int tbt_stream_end(struct tbt_stream *s, struct tbt_stream_result *res)
 			 !s->rx->stat[TB_LR_ENDS];
 	for (k = 0; k < s->nb; k++) {
 		struct tb_buf *b = s->bufs[s->ids[k]];
-		const struct tb_buf_stats *bs;
+		const struct tb_buf_stats *st;
 
 		tbt_stream_flush(s, s->ids[k]);
-		bs = tb_buf_stats(b);
-		unread = bs->bytes_written - bs->bytes_read;
+		bs[k] = st = tb_buf_stats(b);
+		unread = st->bytes_written - st->bytes_read;
 		say(s->f, "buffer    BufferID %u, %llu B: %llu chunks; %llu "
 		    "bytes never completed (a packet's continuation was "
 		    "lost), %llu ABI violations, %llu chunks overwritten, "
-		    "%llu discarded\n", s->ids[k], ull(bs->buffer_size),
-		    ull(bs->chunks_written), ull(unread),
-		    ull(bs->abi_violations), ull(bs->chunks_overwritten),
-		    ull(bs->chunks_discarded));
-		lost += (unread != 0) + bs->abi_violations +
-			bs->chunks_discarded + bs->chunks_overwritten;
-		res->tail_lost |= unread || bs->chunks_overwritten;
+		    "%llu discarded\n", s->ids[k], ull(st->buffer_size),
+		    ull(st->chunks_written), ull(unread),
+		    ull(st->abi_violations), ull(st->chunks_overwritten),
+		    ull(st->chunks_discarded));
+		lost += (unread != 0) + st->abi_violations +
+			st->chunks_discarded + st->chunks_overwritten;
+		res->tail_lost |= unread || st->chunks_overwritten;
 	}
+	if (res->frames)
+		tbt_stream_tail(s, bs, rejected);
 	if (s->write_failed || s->read_failed) {
 		say(s->f, "trace     %s failed\n", s->read_failed ?
 		    "reading the stream" : "writing the trace");

@@ -827,7 +827,8 @@ struct tbt_convert_opts {
 	uint32_t uid;
 	uint64_t buf_size;		/* 0: from the image */
 	size_t budget;			/* checker's, 0: default */
-	int64_t offset;			/* the ring's in the image; -1: find */
+	bool at;			/* -O: the ring is at @offset */
+	uint64_t offset;		/* else it is looked for */
 };
 
 struct tbt_convert_result {
@@ -1120,6 +1121,8 @@ static bool tbt_ring_header(const uint8_t *p, size_t n)
 	return true;
 }
 
+#define TBT_GROW_MAX	(64u << 20)	/* the largest ring salvaged cut */
+
 static uint32_t tbt_peek32(const uint8_t *p)
 {
 	uint32_t v;
@@ -1161,11 +1164,11 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 	bool valid;
 
 	*grown = NULL;
-	if (o->offset >= 0) {
-		if ((uint64_t)o->offset >= *len || o->offset % 4) {
-			say(f, "ring      -O %lld: not a 4-byte aligned offset "
-			    "inside the %zu-byte image\n",
-			    (long long)o->offset, *len);
+	if (o->at) {
+		if (o->offset >= *len || o->offset % 4) {
+			say(f, "ring      -O %llu: not a 4-byte aligned offset "
+			    "inside the %zu-byte image\n", ull(o->offset),
+			    *len);
 			return -1;
 		}
 		off = (size_t)o->offset;
@@ -1183,19 +1186,19 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 	res->offset = off;
 	avail = *len - off;
 	valid = tbt_ring_header(*img + off, avail);
-	tbt_another(f, *img, *len, off, valid && o->offset < 0);
+	tbt_another(f, *img, *len, off, valid && !o->at);
 	h = (const struct tb_ring_hdr *)(const void *)*img;
 	if (off) {
 		say(f, "ring      %s at offset %zu%s of the %zu-byte image\n",
 		    valid ? "found" : "looked for", off,
-		    o->offset >= 0 ? " (-O)" : "", *len);
+		    o->at ? " (-O)" : "", *len);
 		memmove(*img, *img + off, avail);
 		*len = avail;
 	}
 	if (valid)
 		need = tb_ring_size(1u << h->chunk_log2, 1u << h->count_log2);
-	if (!need || avail >= need)
-		return 0;
+	if (!need || avail >= need || need > TBT_GROW_MAX)
+		return 0;	/* attach says TB_ESHORT for a cut one */
 	*grown = (uint8_t *)calloc(1, need);
 	if (!*grown)
 		return 0;	/* attach says TB_ESHORT */
@@ -1213,38 +1216,38 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 /*
  * The chunks a cut image lacks, from res->complete on, read as holes: a
  * pending position among them lost what it held, and named no writer we
- * can see, so it goes into @holes to be charged to every writer after it.
+ * can see.  The first position of each run of them goes into @holes, to
+ * be charged to every writer with chunks after it (tbt_charge_holes():
+ * the same for any position of the run, as none inside holds data).
  */
 static void tbt_missing(FILE *f, struct tb_ring *r,
-			struct tbt_convert_result *res)
+			struct tbt_convert_result *res, uint32_t *holes,
+			unsigned *nholes)
 {
 	uint32_t rp = r->hdr->read_pos, wp = r->hdr->write_pos, pos, n = 0;
-	uint32_t holes[TBT_HOLES] = { 0 };
-	unsigned nholes = 0;
+	bool run = false;
 
 	if (!res->truncated)
 		return;
 	if (wp - rp > r->num_chunks)
 		wp = rp + r->num_chunks;	/* as salvage clamps it */
 	for (pos = rp; pos != wp; pos++) {
-		if ((pos & (r->num_chunks - 1)) < res->complete)
+		if ((pos & (r->num_chunks - 1)) < res->complete) {
+			run = false;
 			continue;
-		*tbt_wordp(r, pos) = tbt_free_tag(r, pos);
-		holes[nholes++] = pos;
-		n++;
-		if (nholes == TBT_HOLES) {
-			tbt_charge_holes(NULL, r, holes, nholes);
-			nholes = 0;
 		}
+		*tbt_wordp(r, pos) = tbt_free_tag(r, pos);
+		if (!run && *nholes < TBT_HOLES)
+			holes[(*nholes)++] = pos;	/* at most two runs */
+		run = true;
+		n++;
 	}
-	tbt_charge_holes(NULL, r, holes, nholes);
 	res->missing = r->num_chunks - res->complete;
 	res->missing_pending = n;
 	say(f, "salvage   image truncated: %u of %u chunks complete (it ends "
 	    "%u bytes into chunk %u); %u missing chunk%s held pending "
-	    "positions: lost, and charged to every writer with chunks after "
-	    "them\n", res->complete, r->num_chunks, res->cut_bytes,
-	    res->complete, n, n == 1 ? "" : "s");
+	    "positions: lost\n", res->complete, r->num_chunks,
+	    res->cut_bytes, res->complete, n, n == 1 ? "" : "s");
 }
 
 /*
@@ -1375,7 +1378,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 		before.wstat[TB_WS_DROPPED_FRAGS];
 	/* a fresh reader starts at read_pos: forget the image's own */
 	memset(r.hdr->rstat, 0, sizeof(r.hdr->rstat));
-	tbt_missing(f, &r, res);
+	tbt_missing(f, &r, res, holes, &nholes);
 	lost += res->missing_pending;
 	if (tbt_salvage(f, &r, res, holes, &nholes))
 		lost++;
@@ -1624,17 +1627,17 @@ static int tbt_convert_main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	o.producer = 1;
-	o.offset = -1;
 	while ((opt = getopt(argc, argv, "P:p:u:b:m:qO:")) != -1) {
 		errno = 0;
 		switch (opt) {
 		case 'O':
-			if (tbt_size(optarg, &v) || v > INT64_MAX) {
+			if (tbt_size(optarg, &v)) {
 				fprintf(stderr, "tbtrace convert: -O: not an "
 					"offset\n");
 				return 2;
 			}
-			o.offset = (int64_t)v;
+			o.at = true;
+			o.offset = v;
 			break;
 		case 'P':
 			n = strtol(optarg, &end, 0);
