@@ -124,6 +124,15 @@ deps-fuzz: deps
 $(BUILD)/test_%: test/test_%.c $(TEST_DEPS) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@ $(CHECK_LIBS)
 
+# Two translation units, the second built with other TB_EV_* sizes: each
+# refuses the other's event writer (TB_ECONFIG).
+EV_UNIT_SIZES := -DTB_EV_TRACKS=4 -DTB_EV_NAME_BYTES=64 -DTB_EV_FLOWS=2
+$(BUILD)/test_tbevent_config: test/test_tbevent_config.c \
+		test/tbevent_config_unit.c $(TEST_DEPS) | $(BUILD)
+	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $(EV_UNIT_SIZES) -Itest -c \
+		test/tbevent_config_unit.c -o $@-unit.o
+	$(CC) $(BASE) -Itest $(CFLAGS) $(EXTRA) $< $@-unit.o -o $@ $(CHECK_LIBS)
+
 CXX	?= c++
 CXXSTD	?= -std=c++17
 $(BUILD)/test_%: test/test_%.cc $(TEST_DEPS) | $(BUILD)

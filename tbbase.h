@@ -98,6 +98,10 @@ enum tb_result {
 	TB_ECLOCKREF = -61,	/* not BOOTTIME, and no reference clock */
 	TB_ECLOCKFN = -62,	/* no function to read it or its reference */
 	TB_ECLOCKID = -63,	/* clock id 0, or above 127 */
+	/* protobuf, the trace output, the event writer's build (tbpb.h...) */
+	TB_EPROTOBUF = -65,	/* input is not valid protobuf */
+	TB_EIO = -66,		/* a trace output's write failed */
+	TB_ECONFIG = -67,	/* event writer of another TB_EV_* build */
 	/* a byte-link frame that cannot be used (tblink.h) */
 	TB_ECRC = -70,		/* its CRC-32 does not match */
 	TB_ELINK = -71,		/* it does not decode or parse */
@@ -154,6 +158,9 @@ static inline const char *tb_strerror(int result)
 	case TB_ECLOCKFN: return "no function to read the clock or its "
 				 "reference";
 	case TB_ECLOCKID: return "clock id 0, or above 127";
+	case TB_EPROTOBUF: return "malformed protobuf";
+	case TB_EIO: return "trace output: a write failed";
+	case TB_ECONFIG: return "event writer built with other TB_EV_* sizes";
 	case TB_ECRC: return "link frame: CRC mismatch";
 	case TB_ELINK: return "link frame malformed";
 	case TB_ELINKVER: return "link frame of another format version";

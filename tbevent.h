@@ -27,7 +27,7 @@
  *               and an explicit timestamp (TB_AT).  Each macro has a _W
  *               form taking the writer first; functions underneath do
  *               everything (tb_ev_begin, _end, _instant, _counter,
- *               _counter_double, tb_ev_emit for a struct tb_event).
+ *               _counter_double, tb_ev_emit for a struct tb_ev_event).
  *
  *       TB_CATEGORY_DEFINE(cat_io, "io", 1);
  *       ...
@@ -176,7 +176,10 @@
  *   - TB_EV_INTERN_SLOTS, TB_EV_NAME_BYTES, TB_EV_TRACKS, TB_EV_FLOWS,
  *     TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size struct tb_ev_writer and the
  *     encoder's stack frame: define them the same in every translation
- *     unit, before including this header.
+ *     unit, before including this header.  A writer set up (and so
+ *     allocated: its size is this unit's) in a unit whose sizes differ
+ *     is refused by every call here with TB_ECONFIG (tb_ev_forget_track()
+ *     and tb_ev_reset() leave it alone).
  *   - Tracks must outlive the writers that used them (or be dropped from
  *     them with tb_ev_forget_track()), and their names stay static.
  *
@@ -220,6 +223,21 @@ typedef char tb__ev_names_check[TB_EV_NAME_BYTES >= 16 &&
 				TB_EV_NAME_BYTES <= 65535 ? 1 : -1];
 typedef char tb__ev_flows_check[TB_EV_FLOWS >= 1 ? 1 : -1];
 
+/*
+ * The sizes of struct tb_ev_writer's tables, hashed into one nonzero word
+ * that tb_ev_writer_init() stores first in the writer and every other call
+ * compares (one load and a compare per event): a writer set up where the
+ * sizes differ is refused with TB_ECONFIG, never read with the wrong
+ * layout.  (A link-time check would need a symbol that one translation
+ * unit defines; this header asks no file to own anything.)
+ */
+#define TB__EV_MIX(h, v)	(((uint32_t)(h) ^ (uint32_t)(v)) * 0x01000193u)
+#define TB__EV_CONFIG							\
+	TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(		\
+	0x811c9dc5u, TB_EV_INTERN_SLOTS), TB_EV_TRACKS), TB_EV_OWED_ENDS), \
+	TB_EV_NAME_BYTES), TB_EV_FLOWS)
+typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
+
 /* The default clock: CLOCK_BOOTTIME where the platform declares it. */
 #if !defined(TB_EV_HAVE_BOOTTIME)
 #if defined(__STDC_HOSTED__) && __STDC_HOSTED__ && \
@@ -261,7 +279,11 @@ extern "C" {
 
 /* ------------------------------------------------------------------------
  * Perfetto's field numbers and enum values, each checked against the
- * .proto files named at the top.
+ * .proto files named at the top.  The trace checker (tbcheck.h) keeps a
+ * table of its own, on purpose: it is an independent model of Perfetto's
+ * importer, so a number wrong here is not wrong there as well and the
+ * tests catch it.  The wire format itself (varints, keys, wire types) is
+ * tbpb.h's, shared by every header.
  */
 enum {
 	/* TracePacket */
@@ -675,20 +697,20 @@ static inline struct tb_arg tb__arg_static(struct tb_arg a)
 /* ------------------------------------------------------------------------
  * Events, as the functions take them.
  */
-enum tb_event_type {		/* TrackEvent.Type */
+enum tb_ev_type {		/* TrackEvent.Type */
 	TB_EV_SLICE_BEGIN = 1,
 	TB_EV_SLICE_END = 2,
 	TB_EV_INSTANT = 3,
 	TB_EV_COUNTER = 4,
 };
 
-/* struct tb_event.flags */
+/* struct tb_ev_event.flags */
 #define TB_EV_COPY_NAMES	1u	/* every name inline, none interned */
 #define TB_EV_DOUBLE		2u	/* counters: value.d, not .i */
 #define TB_EV_STATIC_NAME	4u	/* @name never changes: by address */
 
-struct tb_event {
-	uint8_t type;			/* enum tb_event_type */
+struct tb_ev_event {
+	uint8_t type;			/* enum tb_ev_type */
 	uint8_t flags;		/* TB_EV_COPY_NAMES, _DOUBLE, _STATIC_NAME */
 	const struct tb_category *cat;	/* NULL: none, always enabled */
 	const char *name;		/* slices and instants */
@@ -754,6 +776,7 @@ struct tb__ev_track {
 };
 
 struct tb_ev_writer {
+	uint32_t config;	/* TB__EV_CONFIG where it was set up */
 	struct tb_writer *w;
 	const struct tb_track *track;	/* the default track */
 	const struct tb_ev_clock *clock;	/* NULL: CLOCK_BOOTTIME */
@@ -812,83 +835,18 @@ static inline uint32_t tb__ev_clock_id(const struct tb_ev_writer *ew)
 }
 
 /* ------------------------------------------------------------------------
- * Sizes of protobuf fields (the field numbers are constants: these fold).
+ * Sizes and encodings of protobuf fields: tbpb.h's codec.  The field
+ * numbers are constants, so the sizes fold and a key is one or two byte
+ * stores.
  */
-/* Tags here are of fields below 2048: one byte or two. */
-static inline uint32_t tb__ev_tag(uint32_t field)
-{
-	return field < 16 ? 1 : 2;
-}
-
-/* tb_pb_varint_len() without the loop (the hot path sizes every field) */
-static inline uint32_t tb__ev_vlen(uint64_t v)
-{
-	if (v < 0x80u)
-		return 1;	/* types, flags, iids, most lengths */
-#if defined(__GNUC__)
-	return 1 + (uint32_t)(63 - __builtin_clzll(v)) / 7;
-#else
-	return tb_pb_varint_len(v);
-#endif
-}
-
 static inline uint32_t tb__ev_vsize(uint32_t field, uint64_t v)
 {
-	return tb__ev_tag(field) + tb__ev_vlen(v);
+	return tb__pb_tag_len(field) + tb_pb_varint_len(v);
 }
 
 static inline uint32_t tb__ev_lsize(uint32_t field, uint32_t len)
 {
-	return tb__ev_tag(field) + tb__ev_vlen(len) + len;
-}
-
-/* A tag of a constant field: folds to one or two byte stores. */
-static inline uint8_t *tb__ev_tag_put(uint8_t *p, uint32_t field,
-				      unsigned type)
-{
-	uint32_t k = field << 3 | type;
-
-	if (field < 16) {
-		*p++ = (uint8_t)k;
-		return p;
-	}
-	*p++ = (uint8_t)(k | 0x80u);
-	*p++ = (uint8_t)(k >> 7);
-	return p;
-}
-
-static inline uint8_t *tb__ev_varint_put(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80u) {
-		*p++ = (uint8_t)(v | 0x80u);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-/* A varint field at @p (room for TB__EV_FAST bytes); returns its end. */
-static inline uint8_t *tb__ev_uint_at(uint8_t *p, uint32_t field,
-				      uint64_t v)
-{
-	return tb__ev_varint_put(tb__ev_tag_put(p, field, TB_PB_VARINT), v);
-}
-
-static inline uint8_t *tb__ev_len_at(uint8_t *p, uint32_t field,
-				     uint32_t len)
-{
-	return tb__ev_varint_put(tb__ev_tag_put(p, field, TB_PB_LEN), len);
-}
-
-static inline uint8_t *tb__ev_fixed64_at(uint8_t *p, uint32_t field,
-					 uint64_t v)
-{
-	unsigned i;
-
-	p = tb__ev_tag_put(p, field, TB_PB_FIXED64);
-	for (i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-	return p + 8;
+	return tb__pb_tag_len(field) + tb_pb_varint_len(len) + len;
 }
 
 /* ------------------------------------------------------------------------
@@ -998,10 +956,10 @@ static inline void tb__ev_put_uint(struct tb__ev_out *o, uint32_t field,
 	uint8_t t[TB__EV_FAST];
 
 	if (tb__ev_fast(o)) {
-		o->p = tb__ev_uint_at(o->p, field, v);
+		o->p = tb__pb_uint_at(o->p, field, v);
 		return;
 	}
-	tb__ev_put(o, t, (uint32_t)(tb__ev_uint_at(t, field, v) - t));
+	tb__ev_put(o, t, (uint32_t)(tb__pb_uint_at(t, field, v) - t));
 }
 
 /* The header of a length-delimited field (a nested message's). */
@@ -1011,10 +969,10 @@ static inline void tb__ev_put_hdr(struct tb__ev_out *o, uint32_t field,
 	uint8_t t[TB__EV_FAST];
 
 	if (tb__ev_fast(o)) {
-		o->p = tb__ev_len_at(o->p, field, len);
+		o->p = tb__pb_len_at(o->p, field, len);
 		return;
 	}
-	tb__ev_put(o, t, (uint32_t)(tb__ev_len_at(t, field, len) - t));
+	tb__ev_put(o, t, (uint32_t)(tb__pb_len_at(t, field, len) - t));
 }
 
 /*
@@ -1041,10 +999,10 @@ static inline void tb__ev_put_fixed64(struct tb__ev_out *o, uint32_t field,
 	uint8_t t[TB__EV_FAST];
 
 	if (tb__ev_fast(o)) {
-		o->p = tb__ev_fixed64_at(o->p, field, v);
+		o->p = tb__pb_fixed64_at(o->p, field, v);
 		return;
 	}
-	tb__ev_put(o, t, (uint32_t)(tb__ev_fixed64_at(t, field, v) - t));
+	tb__ev_put(o, t, (uint32_t)(tb__pb_fixed64_at(t, field, v) - t));
 }
 
 static inline uint64_t tb__ev_dbits(double d)
@@ -1550,7 +1508,7 @@ static inline struct tb__ev_track *tb__ev_add_track(struct tb_ev_writer *ew,
 	s->lost = 0;
 	s->depth = 0;
 	s->epoch = 0;
-	s->ulen = (uint8_t)(tb__ev_uint_at(s->ufield, TB__TE_TRACK_UUID,
+	s->ulen = (uint8_t)(tb__pb_uint_at(s->ufield, TB__TE_TRACK_UUID,
 					   t->uuid) - s->ufield);
 	return s;
 }
@@ -1750,7 +1708,7 @@ static inline void tb__ev_flow_add(struct tb_ev_writer *ew, uint64_t id,
 
 /* After @ev was written (@ok) or not: its flows start, go on or end. */
 TB__EV_SLOW void tb__ev_flows_after(struct tb_ev_writer *ew,
-				    const struct tb_event *ev, bool ok)
+				    const struct tb_ev_event *ev, bool ok)
 {
 	struct tb__ev_flow *f;
 	uint32_t i;
@@ -1780,7 +1738,7 @@ TB__EV_SLOW void tb__ev_flows_after(struct tb_ev_writer *ew,
 	}
 }
 
-static inline bool tb__ev_has_flows(const struct tb_event *ev)
+static inline bool tb__ev_has_flows(const struct tb_ev_event *ev)
 {
 	uint32_t i;
 
@@ -1827,7 +1785,7 @@ static inline void tb__ev_plan_track(const struct tb_ev_writer *ew,
 		pl->ulen = slot->ulen;
 	} else if (t) {
 		pl->ufield = pl->ubuf;
-		pl->ulen = (uint32_t)(tb__ev_uint_at(pl->ubuf,
+		pl->ulen = (uint32_t)(tb__pb_uint_at(pl->ubuf,
 						     TB__TE_TRACK_UUID,
 						     t->uuid) - pl->ubuf);
 	} else {
@@ -1852,7 +1810,7 @@ static inline uint32_t tb__ev_value_size(const struct tb_arg *a)
 	case TB_ARG_T_INT:
 		return tb__ev_vsize(TB__DA_INT, (uint64_t)a->v.i);
 	case TB_ARG_T_DOUBLE:
-		return tb__ev_tag(TB__DA_DOUBLE) + 8;
+		return tb__pb_tag_len(TB__DA_DOUBLE) + 8;
 	case TB_ARG_T_STRING:
 		return tb__ev_lsize(TB__DA_STRING, a->len);
 	case TB_ARG_T_POINTER:
@@ -1886,14 +1844,14 @@ static inline void tb__ev_value_put(struct tb__ev_out *o,
 	}
 }
 
-static inline bool tb__ev_has_cat(const struct tb_event *ev)
+static inline bool tb__ev_has_cat(const struct tb_ev_event *ev)
 {
 	return ev->cat && ev->cat->name && ev->type != TB_EV_SLICE_END &&
 	       ev->type != TB_EV_COUNTER;
 }
 
 static inline void tb__ev_plan(struct tb_ev_writer *ew,
-			       const struct tb_event *ev,
+			       const struct tb_ev_event *ev,
 			       struct tb__ev_plan *pl)
 {
 	bool copy = ev->flags & TB_EV_COPY_NAMES;
@@ -1920,17 +1878,17 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 	te += pl->ulen;
 	if (ev->type == TB_EV_COUNTER)
 		te += ev->flags & TB_EV_DOUBLE ?
-		      tb__ev_tag(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
+		      tb__pb_tag_len(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
 		      tb__ev_vsize(TB__TE_COUNTER_VALUE,
 				   (uint64_t)ev->value.i);
 	for (i = 0; i < ev->nargs; i++) {
 		const struct tb_arg *a = &ev->args[i];
 
 		if (a->type == TB_ARG_T_FLOW)
-			te += tb__ev_tag(TB__TE_FLOW_IDS) + 8;
+			te += tb__pb_tag_len(TB__TE_FLOW_IDS) + 8;
 		else if (a->type == TB_ARG_T_FLOW_END &&
 			 (pl->al[i] = !tb__ev_flow_lost(ew, a->v.u)))
-			te += tb__ev_tag(TB__TE_TERMINATING_FLOW_IDS) + 8;
+			te += tb__pb_tag_len(TB__TE_TERMINATING_FLOW_IDS) + 8;
 		if (!tb__ev_is_annotation(a->type))
 			continue;
 		pl->al[i] = tb__ev_str_plan(ew, &pl->an[i],
@@ -1953,7 +1911,7 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 
 static inline void tb__ev_body_put(struct tb__ev_out *o,
 				   const struct tb_ev_writer *ew,
-				   const struct tb_event *ev,
+				   const struct tb_ev_event *ev,
 				   const struct tb__ev_plan *pl)
 {
 	uint32_t i;
@@ -2002,7 +1960,7 @@ static inline void tb__ev_body_put(struct tb__ev_out *o,
 
 /* The event's track and timestamp, from its items or its defaults. */
 static inline const struct tb_track *tb__ev_items(const struct tb_ev_writer *ew,
-						  const struct tb_event *ev,
+						  const struct tb_ev_event *ev,
 						  uint64_t *ts)
 {
 	const struct tb_track *t = ev->track ? ev->track : ew->track;
@@ -2018,7 +1976,7 @@ static inline const struct tb_track *tb__ev_items(const struct tb_ev_writer *ew,
 	return t;
 }
 
-static inline bool tb__ev_valid(const struct tb_event *ev)
+static inline bool tb__ev_valid(const struct tb_ev_event *ev)
 {
 	uint32_t i;
 
@@ -2039,7 +1997,7 @@ static inline bool tb__ev_valid(const struct tb_event *ev)
  * with the interned data it needs.
  */
 static inline int tb__ev_write(struct tb_ev_writer *ew,
-			       const struct tb_event *ev,
+			       const struct tb_ev_event *ev,
 			       const struct tb_track *t,
 			       struct tb__ev_plan *pl,
 			       struct tb__ev_track **slot)
@@ -2073,7 +2031,7 @@ TB__EV_SLOW int tb__ev_pay_ends(struct tb_ev_writer *ew)
 {
 	struct tb__ev_track *slot;
 	struct tb__ev_plan pl;
-	struct tb_event e;
+	struct tb_ev_event e;
 	uint32_t i;
 	int ret;
 
@@ -2114,13 +2072,15 @@ static inline void tb__ev_owe_end(struct tb_ev_writer *ew,
  * whatever happens, a BEGIN and an END move the track's slice stack.
  */
 static inline int tb__ev_emit(struct tb_ev_writer *ew,
-			      const struct tb_event *ev)
+			      const struct tb_ev_event *ev)
 {
 	struct tb__ev_track *slot = NULL;
 	struct tb__ev_plan pl;
 	const struct tb_track *t;
 	int ret;
 
+	if (ew->config != TB__EV_CONFIG)
+		return TB_ECONFIG;
 	if (!tb__ev_valid(ev))
 		return TB_EINVAL;
 	t = tb__ev_items(ew, ev, &pl.ts);
@@ -2197,6 +2157,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	if (ret)
 		return ret;
 	TB_MEMSET(ew, 0, sizeof(*ew));
+	ew->config = TB__EV_CONFIG;
 	ew->w = w;
 	ew->track = track;
 	ew->clock = clock;
@@ -2219,7 +2180,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 
 /* Full control: any event type, track, items, flags. */
 static inline int tb_ev_emit(struct tb_ev_writer *ew,
-			     const struct tb_event *ev)
+			     const struct tb_ev_event *ev)
 {
 	if (!ew || !ev)
 		return TB_EINVAL;
@@ -2228,7 +2189,7 @@ static inline int tb_ev_emit(struct tb_ev_writer *ew,
 	return tb__ev_emit(ew, ev);
 }
 
-static inline void tb__ev_fill(struct tb_event *ev, unsigned type,
+static inline void tb__ev_fill(struct tb_ev_event *ev, unsigned type,
 			       const struct tb_category *cat,
 			       const char *name, const struct tb_track *track,
 			       const struct tb_arg *args, uint32_t nargs)
@@ -2253,7 +2214,7 @@ static inline int tb__ev_event(struct tb_ev_writer *ew, unsigned type,
 			       const char *name, const struct tb_arg *args,
 			       uint32_t nargs)
 {
-	struct tb_event ev;
+	struct tb_ev_event ev;
 
 	tb__ev_fill(&ev, type, cat, name, NULL, args, nargs);
 	ev.flags = (uint8_t)flags;
@@ -2265,7 +2226,7 @@ static inline int tb__ev_counter(struct tb_ev_writer *ew,
 				 const struct tb_track *track, bool dbl,
 				 int64_t i, double d)
 {
-	struct tb_event ev;
+	struct tb_ev_event ev;
 
 	tb__ev_fill(&ev, TB_EV_COUNTER, cat, NULL, track, NULL, 0);
 	ev.flags = dbl ? TB_EV_DOUBLE : 0;
@@ -2353,6 +2314,8 @@ static inline int tb_ev_add_track(struct tb_ev_writer *ew,
 
 	if (!ew || !track)
 		return TB_EINVAL;
+	if (ew->config != TB__EV_CONFIG)
+		return TB_ECONFIG;
 	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;	/* they come first */
 	if (!ret)
 		ret = tb__ev_check_state(ew);
@@ -2365,6 +2328,8 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 {
 	uint32_t i, j;
 
+	if (ew->config != TB__EV_CONFIG)
+		return;		/* another build's writer: not ours to touch */
 	for (i = j = 0; i < ew->ntracks; i++)
 		if (ew->tracks[i].t != track)
 			ew->tracks[j++] = ew->tracks[i];
@@ -2383,7 +2348,8 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 /* Starts a fresh incremental state before the next event. */
 static inline void tb_ev_reset(struct tb_ev_writer *ew)
 {
-	ew->fresh = 1;
+	if (ew->config == TB__EV_CONFIG)
+		ew->fresh = 1;
 }
 
 /*
@@ -2401,6 +2367,8 @@ static inline int tb_ev_writer_finish(struct tb_ev_writer *ew)
 
 	if (!ew)
 		return TB_EINVAL;
+	if (ew->config != TB__EV_CONFIG)
+		return TB_ECONFIG;
 	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;
 	if (ret)
 		return ret;
@@ -2436,7 +2404,7 @@ static inline int tb__ev_scope_begin(struct tb_ev_scope *s, unsigned flags,
 				     const char *name,
 				     const struct tb_arg *args, uint32_t nargs)
 {
-	struct tb_event ev;
+	struct tb_ev_event ev;
 	uint64_t ts;
 
 	if (!s->w)
@@ -2455,7 +2423,7 @@ static inline int tb_ev_scope_begin(struct tb_ev_scope *s, const char *name,
 
 static inline void tb_ev_scope_end(struct tb_ev_scope *s)
 {
-	struct tb_event ev;
+	struct tb_ev_event ev;
 
 	if (!s->w)
 		return;

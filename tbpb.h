@@ -4,9 +4,11 @@
  * https://opensource.org/license/bsd-2-clause for the text.
  *
  * tbpb.h - the protobuf wire format, as much as tbring needs: varints,
- * field tags, a validating reader of fields, and Perfetto's framing of
- * chunk payloads, in which each fragment is a LEB128 length followed by
- * that many bytes (the central buffer's input format).
+ * field keys, the field writers, a validating reader of fields, and
+ * Perfetto's framing of chunk payloads, in which each fragment is a
+ * LEB128 length followed by that many bytes (the central buffer's input
+ * format).  The one codec of tbring: every header that encodes or
+ * decodes protobuf does it with these functions.
  *
  * Everything here is pure byte logic over memory the caller owns.  Input
  * is untrusted: every length is checked against what is left before it
@@ -21,7 +23,10 @@
 extern "C" {
 #endif
 
-/* Wire types. */
+/*
+ * Wire types: the low three bits of a field's key.  Groups (3, 4) and
+ * the unused 6 and 7 are not read: a field of those is malformed input.
+ */
 enum {
 	TB_PB_VARINT = 0,
 	TB_PB_FIXED64 = 1,
@@ -30,30 +35,49 @@ enum {
 };
 
 #define TB_PB_VARINT_MAX	10u	/* bytes of the longest varint */
+#define TB_PB_FIELD_MAX		0x1fffffffu	/* the largest field number */
 
-/* Bytes the shortest encoding of @v takes. */
+/* Bytes the shortest encoding of @v takes (folds for a constant @v). */
 static inline unsigned tb_pb_varint_len(uint64_t v)
 {
-	unsigned n = 1;
+	if (v < 0x80u)
+		return 1;	/* types, flags, iids, most lengths */
+#if defined(__GNUC__)
+	return 1 + (unsigned)(63 - __builtin_clzll(v)) / 7;
+#else
+	{
+		unsigned n = 1;
 
-	while (v >= 0x80u) {
-		v >>= 7;
-		n++;
+		while (v >= 0x80u) {
+			v >>= 7;
+			n++;
+		}
+		return n;
 	}
-	return n;
+#endif
+}
+
+/*
+ * The encoder.  Each writer has two forms: tb_pb_X() returns the bytes it
+ * wrote, tb__pb_X_at() the end of them (what an encoder that moves a
+ * pointer along wants: no length to add back).
+ */
+
+/* Writes the shortest encoding of @v at @p; returns its end. */
+static inline uint8_t *tb__pb_varint_at(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80u) {
+		*p++ = (uint8_t)(v | 0x80u);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
 }
 
 /* Writes the shortest encoding of @v at @p; returns its length. */
 static inline unsigned tb_pb_varint_put(uint8_t *p, uint64_t v)
 {
-	unsigned n = 0;
-
-	while (v >= 0x80u) {
-		p[n++] = (uint8_t)(v | 0x80u);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
+	return (unsigned)(tb__pb_varint_at(p, v) - p);
 }
 
 /*
@@ -77,18 +101,91 @@ static inline unsigned tb_pb_varint_get(const uint8_t *p, size_t avail,
 	return 0;
 }
 
-/* A field's tag; returns its length. */
-static inline size_t tb_pb_tag(uint8_t *p, uint32_t field, unsigned type)
+/* ---- Field keys: (number << 3 | wire type), a varint -------------------- */
+
+static inline uint64_t tb__pb_key(uint32_t field, unsigned type)
 {
-	return tb_pb_varint_put(p, (uint64_t)field << 3 | type);
+	return (uint64_t)field << 3 | type;
 }
 
-/* A varint field: tag and value. */
+/* Whether @key has a field number 1 to TB_PB_FIELD_MAX, a type read here. */
+static inline bool tb__pb_key_ok(uint64_t key)
+{
+	unsigned type = (unsigned)(key & 7);
+
+	if (!(key >> 3) || key >> 3 > TB_PB_FIELD_MAX)
+		return false;
+	return type == TB_PB_VARINT || type == TB_PB_FIXED64 ||
+	       type == TB_PB_LEN || type == TB_PB_FIXED32;
+}
+
+/* The bytes of a fixed field's value: 8, 4, or 0 (not a fixed type). */
+static inline unsigned tb__pb_fixed_size(unsigned type)
+{
+	return type == TB_PB_FIXED64 ? 8 : type == TB_PB_FIXED32 ? 4 : 0;
+}
+
+/* Bytes of the key of @field (folds for a constant @field). */
+static inline unsigned tb__pb_tag_len(uint32_t field)
+{
+	if (field < 16)
+		return 1;
+	return field < 2048 ? 2 : tb_pb_varint_len(tb__pb_key(field, 0));
+}
+
+/*
+ * Writes the key of @field, @type at @p; returns its end.  A constant
+ * field below 2048 folds to one or two byte stores.
+ */
+static inline uint8_t *tb__pb_tag_at(uint8_t *p, uint32_t field,
+				     unsigned type)
+{
+	uint64_t k = tb__pb_key(field, type);
+
+	if (field < 16) {
+		*p++ = (uint8_t)k;
+		return p;
+	}
+	if (field < 2048) {
+		*p++ = (uint8_t)(k | 0x80u);
+		*p++ = (uint8_t)(k >> 7);
+		return p;
+	}
+	return tb__pb_varint_at(p, k);
+}
+
+/* ---- Writing fields ------------------------------------------------------ */
+
+/* A varint field: key and value. */
+static inline uint8_t *tb__pb_uint_at(uint8_t *p, uint32_t field,
+				      uint64_t v)
+{
+	return tb__pb_varint_at(tb__pb_tag_at(p, field, TB_PB_VARINT), v);
+}
+
+/* The header of a length-delimited field of @len bytes. */
+static inline uint8_t *tb__pb_len_at(uint8_t *p, uint32_t field,
+				     uint64_t len)
+{
+	return tb__pb_varint_at(tb__pb_tag_at(p, field, TB_PB_LEN), len);
+}
+
+/* A fixed64 field (a double's bits, for one): little-endian. */
+static inline uint8_t *tb__pb_fixed64_at(uint8_t *p, uint32_t field,
+					 uint64_t v)
+{
+	unsigned i;
+
+	p = tb__pb_tag_at(p, field, TB_PB_FIXED64);
+	for (i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	return p + 8;
+}
+
+/* The same, each returning the bytes it wrote at @p. */
 static inline size_t tb_pb_uint(uint8_t *p, uint32_t field, uint64_t v)
 {
-	size_t n = tb_pb_tag(p, field, TB_PB_VARINT);
-
-	return n + tb_pb_varint_put(p + n, v);
+	return (size_t)(tb__pb_uint_at(p, field, v) - p);
 }
 
 /* An int32 or int64 field: negative values are sign-extended to 64 bits. */
@@ -97,23 +194,14 @@ static inline size_t tb_pb_int(uint8_t *p, uint32_t field, int64_t v)
 	return tb_pb_uint(p, field, (uint64_t)v);
 }
 
-/* The header of a length-delimited field of @len bytes. */
 static inline size_t tb_pb_len(uint8_t *p, uint32_t field, uint64_t len)
 {
-	size_t n = tb_pb_tag(p, field, TB_PB_LEN);
-
-	return n + tb_pb_varint_put(p + n, len);
+	return (size_t)(tb__pb_len_at(p, field, len) - p);
 }
 
-/* A fixed64 field (a double's bits, for one). */
 static inline size_t tb_pb_fixed64(uint8_t *p, uint32_t field, uint64_t v)
 {
-	size_t n = tb_pb_tag(p, field, TB_PB_FIXED64);
-	unsigned i;
-
-	for (i = 0; i < 8; i++)
-		p[n + i] = (uint8_t)(v >> (8 * i));
-	return n + 8;
+	return (size_t)(tb__pb_fixed64_at(p, field, v) - p);
 }
 
 /* ---- Reading fields ---------------------------------------------------- */
@@ -149,9 +237,9 @@ static inline bool tb__pb_take(struct tb_pb_reader *r, uint64_t *v)
 }
 
 /*
- * The next field: 1, 0 at the end of the input, -1 when it is malformed
- * (a truncated varint or field, field number 0 or past 2^29 - 1, a group
- * or an unknown wire type; latched).
+ * The next field: 1, 0 at the end of the input, TB_EPROTOBUF when it is
+ * malformed (a truncated varint or field, field number 0 or past
+ * TB_PB_FIELD_MAX, a group or an unknown wire type; latched).
  */
 static inline int tb_pb_next(struct tb_pb_reader *r, struct tb_pb_field *f)
 {
@@ -159,31 +247,22 @@ static inline int tb_pb_next(struct tb_pb_reader *r, struct tb_pb_field *f)
 	unsigned i;
 
 	if (r->bad)
-		return -1;
+		return TB_EPROTOBUF;
 	if (r->p == r->end)
 		return 0;
-	if (!tb__pb_take(r, &key) || !(key >> 3) || key >> 3 > 0x1fffffffu)
+	if (!tb__pb_take(r, &key) || !tb__pb_key_ok(key))
 		goto bad;
 	f->number = (uint32_t)(key >> 3);
 	f->type = (unsigned)(key & 7);
 	f->value = 0;
 	f->data = NULL;
 	f->size = 0;
-	switch (f->type) {
-	case TB_PB_VARINT:
+	if (f->type == TB_PB_VARINT) {
 		if (!tb__pb_take(r, &f->value))
 			goto bad;
 		return 1;
-	case TB_PB_FIXED64:
-	case TB_PB_FIXED32:
-		n = f->type == TB_PB_FIXED64 ? 8 : 4;
-		if ((uint64_t)(r->end - r->p) < n)
-			goto bad;
-		for (i = 0; i < n; i++)
-			f->value |= (uint64_t)r->p[i] << (8 * i);
-		r->p += n;
-		return 1;
-	case TB_PB_LEN:
+	}
+	if (f->type == TB_PB_LEN) {
 		if (!tb__pb_take(r, &n) || n > (uint64_t)(r->end - r->p))
 			goto bad;
 		f->data = r->p;
@@ -191,9 +270,16 @@ static inline int tb_pb_next(struct tb_pb_reader *r, struct tb_pb_field *f)
 		r->p += n;
 		return 1;
 	}
+	n = tb__pb_fixed_size(f->type);		/* fixed64, fixed32 */
+	if ((uint64_t)(r->end - r->p) < n)
+		goto bad;
+	for (i = 0; i < n; i++)
+		f->value |= (uint64_t)r->p[i] << (8 * i);
+	r->p += n;
+	return 1;
 bad:
 	r->bad = 1;
-	return -1;
+	return TB_EPROTOBUF;
 }
 
 /* ---- Perfetto's chunk framing: LEB128-length-prefixed fragments -------- */

@@ -16,7 +16,9 @@
  * trusted fields nor swallow them into an open field at its end.
  *
  * Optional: only what writes Perfetto traces needs it.  Output goes
- * through a callback (a file, a socket, memory).  One thread.
+ * through a callback (a file, a socket, memory): one piece per call, or
+ * a whole read of a buffer per vectored call (writev), its bigger
+ * packets by reference.  One thread.
  */
 #ifndef TBTRACE_H
 #define TBTRACE_H
@@ -30,17 +32,80 @@ extern "C" {
 
 /* ------------------------------------------------------------------------
  * The trace writer.
+ *
+ * Two kinds of output.  @write takes the trace one piece at a time (a
+ * packet's framing, each of its slices, its trusted fields): simple, but
+ * a call per piece.  @writev, when set, is used instead: the writer
+ * gathers a whole batch as a vector of pieces and hands it over in one
+ * call, the buffer's packet bytes by reference (no copy) when a slice is
+ * at least TB_TRACE_COPY_MIN bytes, and everything smaller (framing,
+ * trusted fields, small packets) copied once into the output's stage,
+ * where consecutive pieces form one element.  For small packets one copy
+ * into the stage costs less than a vector element per piece; a POSIX
+ * writev(2) adapter is a loop over the elements.
+ *
+ * @writev returns the bytes it took, from the start of the vector: all of
+ * them, fewer (a short write: it is called again with the rest), 0 (an
+ * interruption, EINTR: called again; TB_TRACE_RETRIES in a row without
+ * progress are a failure) or a negative value (a failure).  Either way
+ * the first failure is latched in @error and nothing more is handed out.
+ * Every tb_trace_* call hands out all it gathered before it returns, so
+ * the output may be closed (or fsync'ed) between calls.  The stage and
+ * the vector live in the struct (about 33 KiB with the defaults below;
+ * define TB_TRACE_STAGE and TB_TRACE_IOV_MAX smaller where that is too
+ * much: a smaller stage means more calls).
+ */
+/*
+ * A write callback returns 0 when it took all @len bytes, anything else
+ * (a negative value, say) when it failed; whatever it returned, the
+ * writer latches TB_EIO in @error and writes nothing more.
  */
 typedef int (*tb_trace_write_fn)(void *ctx, const void *data, size_t len);
 
+/* One piece of a vectored write (the layout of a POSIX struct iovec). */
+struct tb_trace_iov {
+	const void *base;
+	size_t len;
+};
+
+typedef long (*tb_trace_writev_fn)(void *ctx, const struct tb_trace_iov *iov,
+				   unsigned n);
+
+#ifndef TB_TRACE_IOV_MAX
+#define TB_TRACE_IOV_MAX	64u	/* vector elements per call */
+#endif
+#ifndef TB_TRACE_STAGE
+#define TB_TRACE_STAGE		32768u	/* bytes staged per call, at most */
+#endif
+#ifndef TB_TRACE_COPY_MIN
+#define TB_TRACE_COPY_MIN	256u	/* slices this big go by reference */
+#endif
+#define TB_TRACE_RETRIES	16u	/* calls in a row without progress */
+#if TB_TRACE_COPY_MIN > TB_TRACE_STAGE / 2
+#error "TB_TRACE_COPY_MIN must be at most half of TB_TRACE_STAGE"
+#endif
+
 struct tb_trace_out {
-	tb_trace_write_fn write;	/* returns 0, or the write failed */
+	tb_trace_write_fn write;	/* 0, or nonzero: it failed */
 	void *ctx;
 	uint64_t packets;
 	uint64_t bytes;
 	uint64_t lossy_packets;		/* packets that carried loss bits */
 	uint64_t invalid_packets;	/* replaced: not valid TracePackets */
 	int error;			/* the first failed write, latched */
+	tb_trace_writev_fn writev;	/* optional: used instead of @write */
+	uint64_t writev_calls;		/* ... and how often it was called */
+	/* the writer's own: the batch being gathered for @writev */
+	unsigned niov;
+	size_t nstage;
+	int stage_open;			/* the last element ends the stage */
+	struct tb_trace_iov iov[TB_TRACE_IOV_MAX];
+	uint8_t stage[TB_TRACE_STAGE];
+	/* the trusted fields of the last packet's sequence, encoded */
+	uint64_t tail_key;		/* seq id << 32 | uid; 0: none */
+	int32_t tail_pid;
+	uint8_t tail_len;
+	uint8_t tail[3 * (2 + TB_PB_VARINT_MAX)];
 };
 
 /*
@@ -56,12 +121,121 @@ static inline uint32_t tb_trace_seq_id(uint16_t producer, uint16_t writer)
 			  (uint32_t)writer << 16;
 }
 
+/* Hands the gathered vector to @writev: short writes resumed, retried. */
+static inline void tb__trace_flush(struct tb_trace_out *o)
+{
+	struct tb_trace_iov *v = o->iov;
+	unsigned n = o->niov, idle = 0;
+
+	o->niov = 0;
+	o->nstage = 0;
+	o->stage_open = 0;
+	while (n && !o->error) {
+		long r = o->writev(o->ctx, v, n);
+
+		o->writev_calls++;
+		if (r < 0 || (!r && ++idle >= TB_TRACE_RETRIES)) {
+			o->error = TB_EIO;
+			return;
+		}
+		if (r)
+			idle = 0;
+		/* a short write: skip what was taken, resume mid-element */
+		while (n && (size_t)r >= v->len) {
+			r -= (long)v->len;
+			v++;
+			n--;
+		}
+		if (n && r) {	/* ours: resumed in place */
+			v->base = (const uint8_t *)v->base + r;
+			v->len -= (size_t)r;
+		}
+	}
+}
+
+/* Room for one more element: the batch is handed out first if full. */
+static inline void tb__trace_room(struct tb_trace_out *o, size_t n)
+{
+	if (o->niov == TB_TRACE_IOV_MAX || o->nstage + n > TB_TRACE_STAGE)
+		tb__trace_flush(o);
+}
+
+/* @n bytes at @p copied into the stage, joined to the stage's last run. */
+static inline void tb__trace_stage(struct tb_trace_out *o, const void *p,
+				   size_t n)
+{
+	tb__trace_room(o, n);
+	TB_MEMCPY(o->stage + o->nstage, p, n);
+	if (o->stage_open) {
+		o->iov[o->niov - 1].len += n;
+	} else {
+		o->iov[o->niov].base = o->stage + o->nstage;
+		o->iov[o->niov++].len = n;
+		o->stage_open = 1;
+	}
+	o->nstage += n;
+}
+
+/* @n bytes at @p by reference: they must stay until the next flush. */
+static inline void tb__trace_ref(struct tb_trace_out *o, const void *p,
+				 size_t n)
+{
+	tb__trace_room(o, 0);
+	o->iov[o->niov].base = p;
+	o->iov[o->niov++].len = n;
+	o->stage_open = 0;
+}
+
+/*
+ * Output of @n bytes at @p, which the caller may reuse once this returns
+ * (copied into the stage; a piece larger than the stage goes out now).
+ */
 static inline void tb__trace_put(struct tb_trace_out *o, const void *p,
 				  size_t n)
 {
-	if (!o->error && n && o->write(o->ctx, p, n))
-		o->error = -1;
 	o->bytes += n;
+	if (o->error || !n)
+		return;
+	if (!o->writev) {
+		if (o->write(o->ctx, p, n))
+			o->error = TB_EIO;
+		return;
+	}
+	if (n <= TB_TRACE_STAGE) {
+		tb__trace_stage(o, p, n);
+		return;
+	}
+	tb__trace_ref(o, p, n);
+	tb__trace_flush(o);
+}
+
+/*
+ * Output of @n bytes of a central buffer's packet, which stay where they
+ * are until the caller's next write to that buffer: by reference when
+ * they are many, else copied.
+ */
+static inline void tb__trace_put_slice(struct tb_trace_out *o, const void *p,
+				       size_t n)
+{
+	o->bytes += n;
+	if (o->error || !n)
+		return;
+	if (!o->writev) {
+		if (o->write(o->ctx, p, n))
+			o->error = TB_EIO;
+	} else if (n >= TB_TRACE_COPY_MIN || n > TB_TRACE_STAGE) {
+		tb__trace_ref(o, p, n);
+	} else {
+		tb__trace_stage(o, p, n);
+	}
+}
+
+/* Hands out what was gathered; 0, or TB_EIO once a write failed. */
+static inline int tb__trace_done(struct tb_trace_out *o)
+{
+	if (o->writev && o->niov)
+		tb__trace_flush(o);
+	return o->error;
 }
 
 /* Reads a packet's bytes across its slices, for validation. */
@@ -80,28 +254,6 @@ static inline bool tb__trace_pb_at_end(struct tb__trace_pb_cursor *c)
 		c->off = 0;
 	}
 	return c->i == c->n;
-}
-
-static inline int tb__trace_pb_byte(struct tb__trace_pb_cursor *c)
-{
-	return tb__trace_pb_at_end(c) ? -1 : c->s[c->i].data[c->off++];
-}
-
-static inline bool tb__trace_pb_get_varint(struct tb__trace_pb_cursor *c, uint64_t *v)
-{
-	unsigned shift;
-
-	*v = 0;
-	for (shift = 0; shift < 64; shift += 7) {
-		int b = tb__trace_pb_byte(c);
-
-		if (b < 0)
-			return false;
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return true;
-	}
-	return false;
 }
 
 static inline bool tb__trace_pb_skip(struct tb__trace_pb_cursor *c, uint64_t n)
@@ -123,19 +275,158 @@ static inline bool tb__trace_pb_skip(struct tb__trace_pb_cursor *c, uint64_t n)
 	return true;
 }
 
-/*
- * Top-level TracePacket fields only the service may write: the trusted
- * fields, trace_config 33, trace_stats 35, synchronization_marker 36,
- * compressed_packets 50, machine_id 98 (Perfetto reserves the same).
- */
-static inline bool tb__trace_pb_reserved(uint64_t field)
+/* A varint at the cursor, by tbpb.h's decoder (gathered across slices). */
+static inline bool tb__trace_pb_get_varint(struct tb__trace_pb_cursor *c,
+					   uint64_t *v)
 {
-	switch (field) {
-	case TB_PB_TRUSTED_UID: case TB_PB_TRUSTED_SEQ_ID: case 33: case 35:
-	case 36: case 50: case TB_PB_TRUSTED_PID: case 98:
+	struct tb__trace_pb_cursor p = *c;
+	uint8_t b[TB_PB_VARINT_MAX];
+	unsigned n = 0;
+
+	if (tb__trace_pb_at_end(c))
+		return false;
+	n = tb_pb_varint_get(c->s[c->i].data + c->off,
+			     c->s[c->i].size - c->off, v);
+	if (n) {			/* within one slice: the common case */
+		c->off += n;
 		return true;
 	}
-	return false;
+	while (n < sizeof(b) && !tb__trace_pb_at_end(&p))
+		b[n++] = p.s[p.i].data[p.off++];
+	n = tb_pb_varint_get(b, n, v);
+	return n && tb__trace_pb_skip(c, n);
+}
+
+/*
+ * Top-level TracePacket fields only the service may write: the trusted
+ * fields and these (Perfetto reserves the same).
+ */
+#define TB__TRACE_F_CONFIG		33	/* trace_config */
+#define TB__TRACE_F_STATS		35	/* trace_stats */
+#define TB__TRACE_F_SYNC_MARKER		36	/* synchronization_marker */
+#define TB__TRACE_F_COMPRESSED		50	/* compressed_packets */
+#define TB__TRACE_F_MACHINE_ID		98	/* machine_id */
+#define TB__TRACE_RESERVED_LO						\
+	(1ull << TB_PB_TRUSTED_UID | 1ull << TB_PB_TRUSTED_SEQ_ID |	\
+	 1ull << TB__TRACE_F_CONFIG | 1ull << TB__TRACE_F_STATS |	\
+	 1ull << TB__TRACE_F_SYNC_MARKER | 1ull << TB__TRACE_F_COMPRESSED)
+#define TB__TRACE_RESERVED_HI						\
+	(1ull << (TB_PB_TRUSTED_PID - 64) |				\
+	 1ull << (TB__TRACE_F_MACHINE_ID - 64))
+
+static inline bool tb__trace_pb_reserved(uint64_t field)
+{
+	/* a bit per field number below 128: one test, no branch tree */
+	if (field < 64)
+		return TB__TRACE_RESERVED_LO >> field & 1;
+	return field < 128 && (TB__TRACE_RESERVED_HI >> (field - 64) & 1);
+}
+
+/* A varint at *@p before @end, by tbpb.h's decoder; *@p moves past it. */
+static inline bool tb__trace_flat_varint(const uint8_t **p,
+					 const uint8_t *end, uint64_t *v)
+{
+	unsigned n = tb_pb_varint_get(*p, (size_t)(end - *p), v);
+
+	*p += n;
+	return n != 0;
+}
+
+/*
+ * Past a varint at *@p before @end (at most TB_PB_VARINT_MAX bytes), its
+ * value unread: tb_pb_varint_get()'s bounds, eight bytes at a time.
+ */
+static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
+					      const uint8_t *end)
+{
+	const uint8_t *q = *p;
+	const uint8_t *last = end - q > TB_PB_VARINT_MAX ?
+			      q + TB_PB_VARINT_MAX : end;
+
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
+	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (end - q >= 8) {	/* the first byte without 0x80: 8 at once */
+		uint64_t w, stop;
+
+		TB_MEMCPY(&w, q, 8);
+		stop = ~w & 0x8080808080808080ull;
+		if (stop) {
+			*p = q + __builtin_ctzll(stop) / 8 + 1;
+			return true;
+		}
+		q += 8;
+	}
+#endif
+	while (q < last && *q & 0x80)
+		q++;
+	if (q == last)
+		return false;	/* cut short, or longer than 10 bytes */
+	*p = q + 1;
+	return true;
+}
+
+/*
+ * One-byte keys (fields 1 to 15) a producer may use, a bit per key: field
+ * nonzero, not reserved (3, 10), wire type varint, fixed64, length or
+ * fixed32.
+ */
+#define TB__TRACE_WT_OK							\
+	(1u << TB_PB_VARINT | 1u << TB_PB_FIXED64 | 1u << TB_PB_LEN |	\
+	 1u << TB_PB_FIXED32)
+#define TB__TRACE_KEY1_OK(f)	((uint64_t)TB__TRACE_WT_OK << ((f) * 8 % 64))
+#define TB__TRACE_KEYS_LO						\
+	(TB__TRACE_KEY1_OK(1) | TB__TRACE_KEY1_OK(2) | TB__TRACE_KEY1_OK(4) | \
+	 TB__TRACE_KEY1_OK(5) | TB__TRACE_KEY1_OK(6) | TB__TRACE_KEY1_OK(7))
+#define TB__TRACE_KEYS_HI						\
+	(TB__TRACE_KEY1_OK(8) | TB__TRACE_KEY1_OK(9) |			\
+	 TB__TRACE_KEY1_OK(11) | TB__TRACE_KEY1_OK(12) |		\
+	 TB__TRACE_KEY1_OK(13) | TB__TRACE_KEY1_OK(14) |		\
+	 TB__TRACE_KEY1_OK(15))
+
+/* Whether one-byte key @key (below 0x80) is one a producer may write. */
+static inline bool tb__trace_key1_ok(unsigned key)
+{
+	return (key < 64 ? TB__TRACE_KEYS_LO >> key :
+			   TB__TRACE_KEYS_HI >> (key - 64)) & 1;
+}
+
+/* tb_trace_packet_valid() of @n contiguous bytes: the common case. */
+static inline bool tb__trace_valid_flat(const uint8_t *p, size_t n)
+{
+	const uint8_t *end = p + n;
+	uint64_t key, len;
+
+	while (p < end) {
+		if (*p < 0x80) {		/* fields 1 to 15: a table */
+			key = *p++;
+			if (!tb__trace_key1_ok((unsigned)key))
+				return false;
+		} else {
+			if (!tb__trace_flat_varint(&p, end, &key) ||
+			    !tb__pb_key_ok(key) ||
+			    tb__trace_pb_reserved(key >> 3))
+				return false;
+		}
+		switch (key & 7) {
+		case TB_PB_VARINT:	/* its value unread: to its last byte */
+			if (!tb__trace_flat_skip_varint(&p, end))
+				return false;
+			break;
+		case TB_PB_LEN:
+			if (!tb__trace_flat_varint(&p, end, &len) ||
+			    len > (uint64_t)(end - p))
+				return false;
+			p += (size_t)len;
+			break;
+		default:	/* fixed64, fixed32: tb__pb_key_ok() said so */
+			if ((size_t)(end - p) <
+			    tb__pb_fixed_size((unsigned)(key & 7)))
+				return false;
+			p += tb__pb_fixed_size((unsigned)(key & 7));
+			break;
+		}
+	}
+	return true;
 }
 
 /*
@@ -149,41 +440,177 @@ static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 	struct tb__trace_pb_cursor c = { pkt->slices, pkt->nslices, 0, 0 };
 	uint64_t key, len;
 
+	if (pkt->nslices == 1)
+		return tb__trace_valid_flat(pkt->slices[0].data,
+					    pkt->slices[0].size);
 	while (!tb__trace_pb_at_end(&c)) {
-		uint64_t field;
+		bool ok;
 
-		if (!tb__trace_pb_get_varint(&c, &key))
-			return false;	/* a key cut short: not a field */
-		field = key >> 3;
-		if (!field || field > 0x1fffffffu || tb__trace_pb_reserved(field))
-			return false;	/* no such field number, or not theirs */
-		switch (key & 7) {
-		case TB_PB_VARINT:
-			if (!tb__trace_pb_get_varint(&c, &len))
-				return false;
-			break;
-		case 1:		/* fixed64 */
-			if (!tb__trace_pb_skip(&c, 8))
-				return false;
-			break;
-		case TB_PB_LEN:
-			if (!tb__trace_pb_get_varint(&c, &len) ||
-			    !tb__trace_pb_skip(&c, len))
-				return false;
-			break;
-		case 5:		/* fixed32 */
-			if (!tb__trace_pb_skip(&c, 4))
-				return false;
-			break;
-		default:	/* groups and invalid wire types */
+		/* a key cut short, no such field or type, or not theirs */
+		if (!tb__trace_pb_get_varint(&c, &key) || !tb__pb_key_ok(key) ||
+		    tb__trace_pb_reserved(key >> 3))
 			return false;
-		}
+		if ((key & 7) == TB_PB_VARINT)
+			ok = tb__trace_pb_get_varint(&c, &len);
+		else if ((key & 7) == TB_PB_LEN)
+			ok = tb__trace_pb_get_varint(&c, &len) &&
+			     tb__trace_pb_skip(&c, len);
+		else				/* fixed64, fixed32 */
+			ok = tb__trace_pb_skip(&c,
+					tb__pb_fixed_size((unsigned)(key & 7)));
+		if (!ok)
+			return false;
 	}
 	return true;			/* ended between two fields */
 }
 
 /*
- * Writes one packet with its trusted fields.  0, or -1 once a write
+ * The trusted fields of @pkt's sequence, encoded at @o->tail: kept from
+ * the last packet while the sequence and identity stay the same.
+ */
+static inline size_t tb__trace_tail(struct tb_trace_out *o,
+				    const struct tb_buf_packet *pkt)
+{
+	uint32_t seq = tb_trace_seq_id(pkt->producer_id, pkt->writer_id);
+	uint64_t key = (uint64_t)seq << 32 | pkt->ident.uid;
+	size_t nt = 0;
+
+	if (o->tail_len && key == o->tail_key &&
+	    pkt->ident.pid == o->tail_pid)
+		return o->tail_len;
+	nt += tb_pb_uint(o->tail + nt, TB_PB_TRUSTED_UID, pkt->ident.uid);
+	nt += tb_pb_uint(o->tail + nt, TB_PB_TRUSTED_SEQ_ID, seq);
+	nt += tb_pb_int(o->tail + nt, TB_PB_TRUSTED_PID, pkt->ident.pid);
+	o->tail_key = key;
+	o->tail_pid = pkt->ident.pid;
+	o->tail_len = (uint8_t)nt;
+	return nt;
+}
+
+/*
+ * Copies @n bytes (at most 64), reading and writing only those: two
+ * overlapping copies of a constant size, which compile to a few moves,
+ * where a call of memcpy costs more than the bytes.
+ */
+static inline void tb__trace_copy_small(uint8_t *d, const uint8_t *s,
+					size_t n)
+{
+	if (n >= 16) {
+		if (n > 32) {
+			TB_MEMCPY(d, s, 32);
+			TB_MEMCPY(d + n - 32, s + n - 32, 32);
+		} else {
+			TB_MEMCPY(d, s, 16);
+			TB_MEMCPY(d + n - 16, s + n - 16, 16);
+		}
+	} else if (n >= 4) {
+		if (n >= 8) {
+			TB_MEMCPY(d, s, 8);
+			TB_MEMCPY(d + n - 8, s + n - 8, 8);
+		} else {
+			TB_MEMCPY(d, s, 4);
+			TB_MEMCPY(d + n - 4, s + n - 4, 4);
+		}
+	} else {
+		for (; n; n--)
+			*d++ = *s++;
+	}
+}
+
+/*
+ * A valid packet of @size bytes (less than TB_TRACE_COPY_MIN) staged
+ * whole for @writev: framing, slices and trusted fields in one run.
+ */
+static inline void tb__trace_stage_packet(struct tb_trace_out *o,
+					  const struct tb_buf_packet *pkt,
+					  size_t nt, const uint8_t *lb,
+					  size_t nl)
+{
+	const struct tb_buf_slice *sl = pkt->slices;
+	size_t n = pkt->size + nt + nl, nh;
+	unsigned i, nsl = pkt->nslices;
+	uint8_t *d, *start;
+
+	/* room for the whole tail array: a copy of constant size */
+	tb__trace_room(o, 2 * TB_PB_VARINT_MAX + n + sizeof(o->tail));
+	start = d = o->stage + o->nstage;
+	if (n < 0x80) {			/* the key and a one-byte length */
+		d[0] = TB_PB_TRACE_PACKET << 3 | TB_PB_LEN;
+		d[1] = (uint8_t)n;
+		nh = 2;
+	} else {
+		nh = tb_pb_len(d, TB_PB_TRACE_PACKET, n);
+	}
+	d += nh;
+	for (i = 0; i < nsl; i++) {
+		const uint8_t *src = sl[i].data;
+		size_t k = sl[i].size;
+
+		if (k <= 64)
+			tb__trace_copy_small(d, src, k);
+		else
+			TB_MEMCPY(d, src, k);
+		d += k;
+	}
+	TB_MEMCPY(d, o->tail, sizeof(o->tail));
+	if (nl)
+		TB_MEMCPY(d + nt, lb, nl);
+	n += nh;
+	o->bytes += n;
+	o->nstage += n;
+	if (o->stage_open) {
+		o->iov[o->niov - 1].len += n;
+	} else {
+		o->iov[o->niov].base = start;
+		o->iov[o->niov++].len = n;
+		o->stage_open = 1;
+	}
+}
+
+/* tb_trace_write_packet() without handing the batch out. */
+static inline void tb__trace_packet(struct tb_trace_out *o,
+				    const struct tb_buf_packet *pkt)
+{
+	uint8_t buf[2 * TB_PB_VARINT_MAX + 3 * (2 + TB_PB_VARINT_MAX) +
+		    2 + TB_PB_VARINT_MAX];
+	bool valid = tb_trace_packet_valid(pkt);
+	uint32_t loss = pkt->loss;
+	size_t size = valid ? pkt->size : 0, nt, nh, nl = 0;
+	uint8_t lb[2 + TB_PB_VARINT_MAX];
+	unsigned i;
+
+	if (!valid) {
+		o->invalid_packets++;
+		loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_CHUNK_CORRUPTED;
+	}
+	nt = tb__trace_tail(o, pkt);
+	if (loss) {
+		nl = tb_pb_uint(lb, TB_PB_PREVIOUS_DROPPED, loss);
+		o->lossy_packets++;
+	}
+	o->packets += valid;	/* a stand-in is counted as invalid */
+	if (o->writev && !o->error && valid && size < TB_TRACE_COPY_MIN) {
+		tb__trace_stage_packet(o, pkt, nt, lb, nl);
+		return;
+	}
+	nh = tb_pb_len(buf, TB_PB_TRACE_PACKET, size + nt + nl);
+	if (!size) {		/* head and tail: one piece */
+		TB_MEMCPY(buf + nh, o->tail, nt);
+		TB_MEMCPY(buf + nh + nt, lb, nl);
+		tb__trace_put(o, buf, nh + nt + nl);
+		return;
+	}
+	tb__trace_put(o, buf, nh);
+	for (i = 0; i < pkt->nslices; i++)
+		tb__trace_put_slice(o, pkt->slices[i].data,
+				    pkt->slices[i].size);
+	TB_MEMCPY(buf, o->tail, nt);
+	TB_MEMCPY(buf + nt, lb, nl);
+	tb__trace_put(o, buf, nt + nl);
+}
+
+/*
+ * Writes one packet with its trusted fields.  0, or TB_EIO once a write
  * failed.  A packet that is not a valid TracePacket is counted in
  * invalid_packets and replaced by one that holds only the trusted fields
  * and previous_packet_dropped (its loss bits plus CHUNK_CORRUPTED), so
@@ -192,36 +619,15 @@ static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 static inline int tb_trace_write_packet(struct tb_trace_out *o,
 					const struct tb_buf_packet *pkt)
 {
-	uint8_t head[2 * TB_PB_VARINT_MAX], tail[4 * (2 + TB_PB_VARINT_MAX)];
-	bool valid = tb_trace_packet_valid(pkt);
-	uint32_t loss = pkt->loss;
-	size_t nt = 0, nh, size = valid ? pkt->size : 0;
-	unsigned i;
-
-	if (!valid) {
-		o->invalid_packets++;
-		loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_CHUNK_CORRUPTED;
-	}
-	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_UID, pkt->ident.uid);
-	nt += tb_pb_uint(tail + nt, TB_PB_TRUSTED_SEQ_ID,
-			 tb_trace_seq_id(pkt->producer_id, pkt->writer_id));
-	nt += tb_pb_int(tail + nt, TB_PB_TRUSTED_PID, pkt->ident.pid);
-	if (loss) {
-		nt += tb_pb_uint(tail + nt, TB_PB_PREVIOUS_DROPPED, loss);
-		o->lossy_packets++;
-	}
-	nh = tb_pb_len(head, TB_PB_TRACE_PACKET, size + nt);
-	tb__trace_put(o, head, nh);
-	for (i = 0; valid && i < pkt->nslices; i++)
-		tb__trace_put(o, pkt->slices[i].data, pkt->slices[i].size);
-	tb__trace_put(o, tail, nt);
-	o->packets += valid;	/* a stand-in is counted as invalid */
-	return o->error;
+	tb__trace_packet(o, pkt);
+	return tb__trace_done(o);
 }
 
 /*
  * Reads everything a central buffer can give now (destructively) into the
- * trace.  Returns the packets written, or -1 once a write failed.
+ * trace.  Returns the packets written, or TB_EIO once a write failed.  With
+ * @writev the whole read is handed out in as few calls as the vector
+ * allows; the buffer's slices stay valid meanwhile (nothing writes to it).
  */
 static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 {
@@ -229,12 +635,11 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 	long n = 0;
 
 	tb_buf_begin_read(b);
-	while (tb_buf_read_packet(b, &pkt)) {
-		if (tb_trace_write_packet(o, &pkt))
-			return -1;
+	while (!o->error && tb_buf_read_packet(b, &pkt)) {
+		tb__trace_packet(o, &pkt);
 		n++;
 	}
-	return n;
+	return tb__trace_done(o) ? o->error : n;
 }
 
 /* ------------------------------------------------------------------------
@@ -263,7 +668,7 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
  *    replaced, the producers connected and seen.
  *
  * Timestamps are the caller's, on the trace clock (CLOCK_BOOTTIME, as the
- * event layer's default).  Each writer returns 0, or -1 once a write
+ * event layer's default).  Each writer returns 0, or TB_EIO once a write
  * failed (latched in o->error).
  */
 #define TB_TRACE_SERVICE_SEQ	2u
@@ -323,7 +728,7 @@ static inline int tb__trace_service_put(struct tb_trace_out *o,
 	tb__trace_put(o, body, n);
 	tb__trace_put(o, tail, nt);
 	o->packets++;
-	return o->error;
+	return tb__trace_done(o);
 }
 
 /* A length-delimited field @field holding @n bytes of @in, at @p. */
@@ -570,7 +975,7 @@ static inline int tb_trace_write_stats(struct tb_trace_out *o,
 	tb__trace_put(o, tail, nt);
 	tb__trace_put(o, tr, ntr);
 	o->packets++;
-	return o->error;
+	return tb__trace_done(o);
 }
 
 #ifdef __cplusplus

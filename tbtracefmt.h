@@ -46,7 +46,7 @@ extern "C" {
  * Reading a trace back: the Trace.packet records of a trace image and the
  * fields the service appended to each.  Validating: a trace that is not a
  * sequence of Trace.packet records, or a record that is not protobuf,
- * ends the walk with -1.
+ * ends the walk with TB_EPROTOBUF.
  */
 #define TB_TRACE_HAS_UID	1u
 #define TB_TRACE_HAS_SEQ_ID	2u
@@ -65,8 +65,8 @@ struct tb_trace_packet {
 
 /*
  * The next packet of the trace image @r walks (tb_pb_reader_init() over
- * the whole file): 1, 0 at the end, -1 if the image is malformed.  Where
- * a field repeats, the last one counts, as in protobuf.
+ * the whole file): 1, 0 at the end, TB_EPROTOBUF if the image is
+ * malformed.  Where a field repeats, the last one counts, as in protobuf.
  */
 static inline int tb_trace_next(struct tb_pb_reader *r,
 				struct tb_trace_packet *tp)
@@ -78,7 +78,7 @@ static inline int tb_trace_next(struct tb_pb_reader *r,
 	if (ret <= 0)
 		return ret;
 	if (f.number != TB_PB_TRACE_PACKET || f.type != TB_PB_LEN)
-		return -1;
+		return TB_EPROTOBUF;
 	TB_MEMSET(tp, 0, sizeof(*tp));
 	tp->data = f.data;
 	tp->size = f.size;
@@ -105,7 +105,7 @@ static inline int tb_trace_next(struct tb_pb_reader *r,
 			break;
 		}
 	}
-	return ret < 0 ? -1 : 1;
+	return ret < 0 ? ret : 1;
 }
 
 #ifdef __cplusplus

@@ -245,7 +245,7 @@ static void copy_emit(struct tb_ev_writer *ew, unsigned type,
 	struct tb__ev_track *slot;
 	struct tb__ev_plan pl;
 	struct tb__ev_out o;
-	struct tb_event ev;
+	struct tb_ev_event ev;
 
 	tb__ev_fill(&ev, type, &cat_on, name, NULL, NULL, 0);
 	tb__ev_items(ew, &ev, &pl.ts);

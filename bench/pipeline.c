@@ -5,7 +5,8 @@
  * shared-memory rings (tbring.h); one service thread (tbservice.h) drains
  * them through the bridge (tbbridge.h) into a central buffer (tbuffer.h)
  * and, in long-trace mode, writes the buffer as a Perfetto trace
- * (tbtrace.h) to a file on tmpfs (/dev/shm, removed after each run).
+ * (tbtrace.h) to a file on tmpfs (/dev/shm, removed after each run),
+ * through writev(2) (the trace writer's vectored output, no stdio).
  *
  * Table 1, throughput.  N writer threads, each in a loop: a slice BEGIN
  * with one annotation (the iteration number), a counter value, the END:
@@ -24,7 +25,7 @@
  *   svc cpu   the service thread's CPU time over the wall time: near
  *             100% it is the bottleneck, and a flat-out writer outruns it
  *   svc ns/ev the service thread's CPU time (CLOCK_THREAD_CPUTIME_ID:
- *             drain, bridge, buffer, trace writer, fwrite) per event
+ *             drain, bridge, buffer, trace writer, writev) per event
  *   memcpy    ns per event of one memcpy of the same trace bytes, in
  *             4 KiB pieces over 16 MiB (the buffer's size), timed in the
  *             same run right after it; x: svc ns/ev over it
@@ -62,6 +63,16 @@
  *             R rings and per ring
  * A row's figures come from its median run: threads by events/s, loop by
  * pass time; idle and check are medians of their own.
+ *
+ * Table 3, the service alone.  One ring, its writer and the service on
+ * the main thread: SVC_PASSES passes, before each of which the writer
+ * writes LOOP_EVENTS events (untimed); each pass drains the ring and
+ * writes the central buffer to the trace (timed, thread CPU time: no
+ * scheduler, no other thread, so the figure a quiet core would give, up
+ * to the caches).  Rows by output: stdio (fwrite into a 1 MiB buffer),
+ * writev (the trace writer's vectored output, writev(2) to the file),
+ * null (a writev callback that takes everything: the service without
+ * the kernel's share).  memcpy is timed the same way (CPU time).
 
  * The machine: rows run with more threads than cores are oversubscribed
  * (the header says how many cores there are).
@@ -74,6 +85,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,7 +96,7 @@
 #include "bench.h"
 
 #define CHUNK_SIZE	4096u
-#define NUM_CHUNKS	256u		/* an active ring */
+#define NUM_CHUNKS	256u		/* an active ring (TB_BENCH_CHUNKS) */
 #define IDLE_CHUNKS	4u		/* an idle ring (table 2) */
 #define BUF_SIZE	(16u << 20)
 #define PERIOD_MS	50u
@@ -93,6 +107,7 @@
 #define IDLE_PASSES	2000u
 #define LOOP_PASSES	300u
 #define LOOP_EVENTS	960u		/* per active ring per pass */
+#define SVC_PASSES	300u		/* table 3 */
 
 TB_CATEGORY_DEFINE(cat_bench, "bench", 1);
 
@@ -157,6 +172,7 @@ struct pipe {
 	struct tb_service svc;
 	struct tb_trace_out out;
 	FILE *file;
+	int fd;			/* the writev output's file, else -1 */
 	char path[64];
 	struct tb_track proc;
 	pthread_t service;
@@ -168,6 +184,33 @@ struct pipe {
 static int write_file(void *ctx, const void *data, size_t len)
 {
 	return fwrite(data, 1, len, (FILE *)ctx) == len ? 0 : -1;
+}
+
+/* The trace writer's vectored output: writev(2), EINTR retried. */
+static long writev_fd(void *ctx, const struct tb_trace_iov *v, unsigned n)
+{
+	struct iovec iov[TB_TRACE_IOV_MAX];
+	unsigned i;
+	ssize_t r;
+
+	for (i = 0; i < n; i++) {
+		iov[i].iov_base = (void *)(uintptr_t)v[i].base;
+		iov[i].iov_len = v[i].len;
+	}
+	r = writev(*(int *)ctx, iov, (int)n);
+	return r < 0 ? (errno == EINTR ? 0 : -1) : (long)r;
+}
+
+/* Table 3's output to nowhere: the service's own CPU, no kernel's. */
+static long writev_null(void *ctx, const struct tb_trace_iov *v, unsigned n)
+{
+	size_t sum = 0;
+	unsigned i;
+
+	(void)ctx;
+	for (i = 0; i < n; i++)
+		sum += v[i].len;
+	return (long)sum;
 }
 
 static void ring_new(struct pipe *p, struct pring *pr, unsigned i,
@@ -205,7 +248,17 @@ static void ring_free(struct pring *pr)
 	free(pr->idle_scratch);
 }
 
-/* @nactive rings of NUM_CHUNKS, the others of IDLE_CHUNKS. */
+/* An active ring's chunks: NUM_CHUNKS, or $TB_BENCH_CHUNKS (a power of 2). */
+static uint32_t active_chunks(void)
+{
+	uint32_t n = (uint32_t)bench_env("TB_BENCH_CHUNKS", NUM_CHUNKS, 4);
+
+	while (n & (n - 1))
+		n &= n - 1;
+	return n;
+}
+
+/* @nactive rings of active_chunks(), the others of IDLE_CHUNKS. */
 static void pipe_new(struct pipe *p, unsigned nwriters, unsigned nrings,
 		     unsigned nactive, int out)
 {
@@ -213,6 +266,7 @@ static void pipe_new(struct pipe *p, unsigned nwriters, unsigned nrings,
 	unsigned i, h;
 
 	memset(p, 0, sizeof(*p));
+	p->fd = -1;
 	p->nwriters = nwriters;
 	p->nrings = nrings;
 	p->buf = tb_buf_create(BUF_SIZE, TB_BUF_RING_BUFFER);
@@ -226,19 +280,32 @@ static void pipe_new(struct pipe *p, unsigned nwriters, unsigned nrings,
 					 sizeof(*p->w));
 	for (i = 0; i < nrings; i++)
 		ring_new(p, &p->rings[i], i,
-			 i < nactive ? NUM_CHUNKS : IDLE_CHUNKS);
-	if (out) {
+			 i < nactive ? active_chunks() : IDLE_CHUNKS);
+	if (out == 3) {
+		p->out.writev = writev_null;
+	} else if (out) {
 		snprintf(p->path, sizeof(p->path),
 			 "/dev/shm/tbring-bench-pipeline-%d.pftrace",
 			 (int)getpid());
-		p->file = fopen(p->path, "wb");
-		if (!p->file) {
-			perror(p->path);
-			exit(1);
+		if (out == 2) {		/* writev, no stdio */
+			p->fd = open(p->path, O_WRONLY | O_CREAT | O_TRUNC,
+				     0600);
+			if (p->fd < 0) {
+				perror(p->path);
+				exit(1);
+			}
+			p->out.writev = writev_fd;
+			p->out.ctx = &p->fd;
+		} else {
+			p->file = fopen(p->path, "wb");
+			if (!p->file) {
+				perror(p->path);
+				exit(1);
+			}
+			setvbuf(p->file, NULL, _IOFBF, 1 << 20);
+			p->out.write = write_file;
+			p->out.ctx = p->file;
 		}
-		setvbuf(p->file, NULL, _IOFBF, 1 << 20);
-		p->out.write = write_file;
-		p->out.ctx = p->file;
 	}
 	memset(&sc, 0, sizeof(sc));
 	sc.bell = &p->bell;
@@ -269,8 +336,9 @@ static int pipe_free(struct pipe *p)
 	unsigned i;
 	int ok = 1;
 
-	if (p->file) {
-		if (fclose(p->file) || stat(p->path, &st) ||
+	if (p->file || p->fd >= 0) {
+		if ((p->file ? fclose(p->file) : close(p->fd)) ||
+		    stat(p->path, &st) ||
 		    (uint64_t)st.st_size != p->out.bytes || p->out.error) {
 			fprintf(stderr, "bench: VERIFY FAILED: %s has %lld "
 				"bytes, the trace writer wrote %llu (error "
@@ -342,14 +410,17 @@ static void *service_main(void *arg)
 struct result {
 	double secs;		/* writers start to the service's end */
 	double events, tried;
-	double ev_s, mb_s, svc_ns, wr_ns, mc_ns, svc_pct;
+	double ev_s, mb_s, svc_ns, wr_ns, mc_ns, svc_pct, file_ns;
 	uint64_t passes, trace_bytes;
 	uint64_t not_written, full, no_chunk, dropped, ovw, rej;
 	int ok;
 };
 
-/* ns per event of one memcpy of @bytes, in chunk-sized pieces. */
-static double memcpy_ns(uint64_t bytes, double events)
+/*
+ * ns per event of one memcpy of @bytes, in chunk-sized pieces: wall time,
+ * or with @cpu the thread's CPU time (as table 3 times the service).
+ */
+static double memcpy_ns(uint64_t bytes, double events, int cpu)
 {
 	static uint8_t *src, *dst;
 	double t0;
@@ -362,7 +433,7 @@ static double memcpy_ns(uint64_t bytes, double events)
 		memset(src, 0x5a, BUF_SIZE);
 		memset(dst, 0xa5, BUF_SIZE);
 	}
-	t0 = bench_now();
+	t0 = cpu ? thread_cpu() : bench_now();
 	while (left) {
 		size_t n = left < CHUNK_SIZE ? (size_t)left : CHUNK_SIZE;
 
@@ -371,7 +442,41 @@ static double memcpy_ns(uint64_t bytes, double events)
 		left -= n;
 		off = (off + CHUNK_SIZE) % BUF_SIZE;
 	}
-	return events > 0 ? (bench_now() - t0) * 1e9 / events : 0;
+	return events > 0 ? ((cpu ? thread_cpu() : bench_now()) - t0) * 1e9 /
+			    events : 0;
+}
+
+/*
+ * ns per event (thread CPU time) of the kernel's share alone: @bytes
+ * written to a fresh file on tmpfs with write(2), 32 KiB at a time (as
+ * the trace writer's stage hands them out), from memory already warm.
+ */
+static double file_ns(uint64_t bytes, double events)
+{
+	static uint8_t src[32768];
+	char path[64];
+	double t0, t;
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/tbring-bench-file-%d",
+		 (int)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return 0;
+	memset(src, 0x5a, sizeof(src));
+	t0 = thread_cpu();
+	while (bytes) {
+		size_t n = bytes < sizeof(src) ? (size_t)bytes : sizeof(src);
+		ssize_t r = write(fd, src, n);
+
+		if (r <= 0)
+			break;
+		bytes -= (uint64_t)r;
+	}
+	t = thread_cpu() - t0;
+	close(fd);
+	unlink(path);
+	return events > 0 ? t * 1e9 / events : 0;
 }
 
 /* Writers on the first @nactive rings (round robin); idle rings hold. */
@@ -451,9 +556,10 @@ static int table1_row(const struct row1 *rw, unsigned runs, double seconds,
 	for (i = 0; i < runs; i++) {
 		static struct pipe p;
 
-		pipe_new(&p, rw->writers, nrings, nrings, 1);
+		pipe_new(&p, rw->writers, nrings, nrings, 2);
 		run_pipe(&p, nrings, seconds, &res[i]);
-		res[i].mc_ns = memcpy_ns(res[i].trace_bytes, res[i].events);
+		res[i].mc_ns = memcpy_ns(res[i].trace_bytes, res[i].events,
+					 0);
 		res[i].ok &= pipe_free(&p);
 		ok &= res[i].ok;
 		ev[i] = res[i].ev_s;
@@ -664,10 +770,116 @@ static int table2_row(const struct row2 *rw, unsigned runs, double seconds)
 }
 
 /* ------------------------------------------------------------------------
+ * Table 3: the service alone, on one thread, writing the trace.
+ */
+struct row3 {
+	char name[16];
+	int vec;		/* 0 stdio, 1 writev, 2 writev to nowhere */
+};
+
+/* One service pass and a write of the buffer: what table 3 times. */
+static __attribute__((noinline)) void svc_pass(struct tb_service *s,
+					       uint64_t now)
+{
+	tb_service_poll(s, now);
+	tb_service_write_buffers(s);
+}
+
+/*
+ * SVC_PASSES passes over one ring, before each of which a writer of this
+ * thread writes LOOP_EVENTS events (untimed); the passes (drain, bridge,
+ * buffer, trace writer, output) timed with CLOCK_THREAD_CPUTIME_ID.
+ */
+static void svc_alone(struct pipe *p, struct result *r)
+{
+	static struct tb_ev_writer ev;
+	static struct tb_writer w;
+	static uint8_t scratch[CHUNK_SIZE];
+	static struct tb_track thread, ctr;
+	struct tb_service s;
+	struct tb_service_config sc = p->svc.cfg;
+	double t0, t = 0, tw = 0, clk = 2 * cpu_clock_ns() * 1e-9;
+	uint64_t now = now_ms(), b0;
+	unsigned i, k, h;
+
+	sc.wait_ms = 0;
+	sc.period_ms = 0;	/* written after each pass, by svc_pass() */
+	tb_service_destroy(&p->svc);
+	if (tb_service_init(&s, &sc))
+		exit(1);
+	tb_service_add(&s, &p->rings[0].br, &h);
+	tb_writer_init(&w, &p->rings[0].ring, 1, 0, TB_DROP, scratch);
+	tb_track_thread(&thread, tb_ev_uuid(1, 1), &p->proc, getpid(), 1,
+			"alone");
+	tb_track_counter(&ctr, tb_ev_uuid(2, 1), &thread, "queue depth",
+			 TB_UNIT_COUNT);
+	tb_ev_writer_init(&ev, &w, &thread, NULL, 0);
+	memset(r, 0, sizeof(*r));
+	b0 = p->out.bytes;
+	for (i = 0; i < SVC_PASSES; i++) {
+		t0 = thread_cpu();
+		for (k = 0; k < LOOP_EVENTS / 3; k++) {
+			TB_TRACE_BEGIN_W(&ev, &cat_bench, "HandleRequest",
+					 TB_ARG_UINT("seq", k));
+			TB_TRACE_COUNTER_W(&ev, &cat_bench, &ctr, k & 1023);
+			TB_TRACE_END_W(&ev, &cat_bench);
+		}
+		tw += thread_cpu() - t0 - clk;
+		t0 = thread_cpu();
+		svc_pass(&s, now);
+		t += thread_cpu() - t0 - clk;
+	}
+	r->events = (double)ev.stats.events;
+	r->not_written = ev.stats.not_written;
+	r->trace_bytes = p->out.bytes - b0;
+	r->svc_ns = r->events > 0 ? t * 1e9 / r->events : 0;
+	r->wr_ns = r->events > 0 ? tw * 1e9 / r->events : 0;
+	r->mc_ns = memcpy_ns(r->trace_bytes, r->events, 1);
+	r->file_ns = file_ns(r->trace_bytes, r->events);
+	tb_ev_writer_finish(&ev);
+	tb_writer_release(&w);
+	tb_service_flush(&s);
+	tb_service_write_buffers(&s);
+	tb_service_destroy(&s);
+	r->ok = r->events > 0 && !r->not_written;
+}
+
+static int table3_row(const struct row3 *rw, unsigned runs)
+{
+	struct result res[BENCH_MAX_RUNS];
+	double ns[BENCH_MAX_RUNS] = { 0 }, x[BENCH_MAX_RUNS] = { 0 };
+	const struct result *m;
+	unsigned i;
+	int ok = 1;
+
+	memset(res, 0, sizeof(res));
+	for (i = 0; i < runs; i++) {
+		static struct pipe p;
+
+		pipe_new(&p, 1, 1, 1, 1 + rw->vec);
+		svc_alone(&p, &res[i]);
+		res[i].ok &= pipe_free(&p);
+		ok &= res[i].ok;
+		ns[i] = res[i].svc_ns;
+		x[i] = res[i].mc_ns > 0 ? res[i].svc_ns / res[i].mc_ns : 0;
+	}
+	m = &res[bench_median_index(ns, runs)];
+	printf("%-10s %8.0f %6.1f %4.0f%% %6.1f %6.1f %5.1f %6.1f %6.1f\n",
+	       rw->name, m->events, m->trace_bytes / m->events,
+	       bench_spread(ns, runs), m->svc_ns, m->mc_ns,
+	       bench_median(x, runs), m->file_ns, m->wr_ns);
+	if (!ok)
+		printf("%-10s VERIFY FAILED\n", rw->name);
+	fflush(stdout);
+	return ok;
+}
+
+/* ------------------------------------------------------------------------
  * main
  */
 #define NROWS1	(2 * 5)
 #define NROWS2	8
+#define NROWS3	3
 
 int main(int argc, char **argv)
 {
@@ -678,9 +890,12 @@ int main(int argc, char **argv)
 		{ "1000r-1a-h", 1000, 1, 1 }, { "2r-2a", 2, 2, 0 },
 		{ "100r-2a", 100, 2, 0 }, { "1000r-2a", 1000, 2, 0 },
 	};
+	static const struct row3 rows3[NROWS3] = {
+		{ "svc-stdio", 0 }, { "svc-writev", 1 }, { "svc-null", 2 },
+	};
 	struct row1 rows1[NROWS1];
-	const char *names[NROWS1 + NROWS2];
-	unsigned char sel[NROWS1 + NROWS2];
+	const char *names[NROWS1 + NROWS2 + NROWS3];
+	unsigned char sel[NROWS1 + NROWS2 + NROWS3];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned runs = bench_runs(), n1 = 0, i, failed = 0;
 	double seconds = bench_env("TB_BENCH_SECONDS", 0.25, 0.01);
@@ -708,7 +923,9 @@ int main(int argc, char **argv)
 		names[i] = rows1[i].name;
 	for (i = 0; i < NROWS2; i++)
 		names[n1 + i] = rows2[i].name;
-	bench_select(argc, argv, names, n1 + NROWS2, sel);
+	for (i = 0; i < NROWS3; i++)
+		names[n1 + NROWS2 + i] = rows3[i].name;
+	bench_select(argc, argv, names, n1 + NROWS2 + NROWS3, sel);
 	/* the per-ring cost needs the row with only the active rings */
 	for (i = 0; i < NROWS2; i++) {
 		unsigned j;
@@ -727,7 +944,7 @@ int main(int argc, char **argv)
 	       ncpu, runs, seconds);
 	printf("Table 1: writers -> event layer -> ring(s) -> service -> "
 	       "buffer -> trace file\n(Nw: one ring shared by N writers; "
-	       "Nw-own: a ring per writer; 256 x 4 KiB)\n");
+	       "Nw-own: a ring per writer; %u x 4 KiB)\n", active_chunks());
 	printf("%-7s %7s %4s %6s %5s %6s %6s %5s %6s | %8s %6s %6s %5s %6s "
 	       "%4s\n", "row", "ev/s", "+-", "MB/s", "svc", "svc", "memcpy",
 	       "x", "wr", "lost ev", "full", "noch", "drop", "ovw", "rej");
@@ -764,6 +981,27 @@ int main(int argc, char **argv)
 	       "the check over R.  CPU times are the service\nthread's "
 	       "(CLOCK_THREAD_CPUTIME_ID); x is svc ns/ev over memcpy ns/ev "
 	       "of the\nsame trace bytes.\n");
+	printf("\nTable 3: the service alone on one thread, writing the trace "
+	       "to a file on tmpfs:\n%u passes, before each a writer of the "
+	       "same thread writes %u events\n(untimed).  svc ns/ev: the "
+	       "passes' CPU (drain, bridge, buffer, trace writer,\noutput) "
+	       "per event; memcpy: one memcpy of the same trace bytes; x: "
+	       "svc over\nmemcpy (median of the runs').  svc-stdio: the file "
+	       "through stdio\n(fwrite, a 1 MiB buffer); svc-writev: through "
+	       "writev(2); svc-null: a writev\ncallback that takes everything "
+	       "and writes nothing (the service\nwithout the kernel's share).  "
+	       "write: the kernel's share alone, the same bytes\nwritten to "
+	       "a fresh tmpfs file with write(2), 32 KiB at a time.  wr: the "
+	       "writer's\nCPU per event, on the same thread: one service "
+	       "keeps up with wr / svc writers\nflat out.  All CPU times "
+	       "(CLOCK_THREAD_CPUTIME_ID).\n", SVC_PASSES, LOOP_EVENTS);
+	printf("%-10s %8s %6s %5s %6s %6s %5s %6s %6s\n", "row", "events",
+	       "B/ev", "+-", "svc", "memcpy", "x", "write", "wr");
+	printf("%-10s %8s %6s %5s %6s %6s %5s %6s %6s\n", "", "", "", "",
+	       "ns/ev", "ns/ev", "", "ns/ev", "ns/ev");
+	for (i = 0; i < NROWS3; i++)
+		if (sel[n1 + NROWS2 + i])
+			failed += !table3_row(&rows3[i], runs);
 	if (failed) {
 		printf("bench: %u row(s) FAILED verification\n", failed);
 		return 1;

@@ -45,6 +45,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,7 +116,7 @@ struct svc {
 	size_t bell_len;
 	struct tb_buf *buf;
 	struct tb_buf *bufs[1];	/* by BufferID */
-	FILE *trace;
+	int trace;		/* the trace file's descriptor, + 1 */
 	struct tb_trace_out out;
 	struct tb_service s;
 	pthread_t thread;
@@ -734,9 +735,23 @@ static void summary(struct svc *v)
 /* ------------------------------------------------------------------------
  * Set-up and tear-down.
  */
-static int trace_write(void *ctx, const void *data, size_t len)
+/*
+ * The trace writer's vectored output: its pieces straight to the file,
+ * no stdio buffer between; a short write or EINTR is the writer's to
+ * resume (tbtrace.h).
+ */
+static long trace_writev(void *ctx, const struct tb_trace_iov *v, unsigned n)
 {
-	return fwrite(data, 1, len, (FILE *)ctx) == len ? 0 : -1;
+	struct iovec iov[TB_TRACE_IOV_MAX];
+	unsigned i;
+	ssize_t r;
+
+	for (i = 0; i < n; i++) {
+		iov[i].iov_base = (void *)(uintptr_t)v[i].base;
+		iov[i].iov_len = v[i].len;
+	}
+	r = writev(*(int *)ctx - 1, iov, (int)n);
+	return r < 0 ? (errno == EINTR ? 0 : -1) : (long)r;
 }
 
 static void usage(void)
@@ -871,14 +886,14 @@ static int setup(struct svc *v)
 		return -1;
 	}
 	v->bufs[0] = v->buf;
-	v->trace = fopen(o->trace_path, "wb");
+	v->trace = open(o->trace_path, O_WRONLY | O_CREAT | O_TRUNC, 0666) + 1;
 	if (!v->trace) {
 		fprintf(stderr, "tb_service: %s: %s\n", o->trace_path,
 			strerror(errno));
 		return -1;
 	}
-	v->out.write = trace_write;
-	v->out.ctx = v->trace;
+	v->out.writev = trace_writev;
+	v->out.ctx = &v->trace;
 	v->slots = calloc(MAX_LIVE, sizeof(*v->slots));
 	v->live = calloc(MAX_LIVE, sizeof(*v->live));
 	v->lost = calloc(MAX_LIVE, sizeof(*v->lost));
@@ -950,14 +965,14 @@ int main(int argc, char **argv)
 	parse_options(&v.opt, argc, argv);
 	if (setup(&v)) {
 		if (v.trace)
-			fclose(v.trace);
+			close(v.trace - 1);
 		teardown(&v);
 		return 1;
 	}
 	if (pthread_create(&v.thread, NULL, service_main, &v)) {
 		fprintf(stderr, "tb_service: cannot start the service "
 			"thread\n");
-		fclose(v.trace);
+		close(v.trace - 1);
 		teardown(&v);
 		return 1;
 	}
@@ -969,7 +984,7 @@ int main(int argc, char **argv)
 	main_loop(&v);
 	tb_service_stop(&v.s);
 	pthread_join(v.thread, NULL);
-	if (fclose(v.trace) || v.out.error) {
+	if (close(v.trace - 1) || v.out.error) {
 		fprintf(stderr, "tb_service: writing %s failed\n",
 			v.opt.trace_path);
 		ret = 1;

@@ -21,7 +21,8 @@
  *
  * Each packet read goes into the trace with its trusted fields
  * (tb_trace_write_packet()).  Checked:
- *  - the trace passes the checker (tbcheck.h) with nothing unexplained;
+ *  - the trace passes the checker (tbcheck.h) with nothing unexplained
+ *    (the program ends its open slices and flows before it finishes);
  *  - every instant named from a buffer that is in the trace, and whose
  *    incremental state the importer holds, decodes to the name and the
  *    annotation name the buffer held at the call; and each one written
@@ -87,7 +88,7 @@ static int out_write(void *ctx, const void *p, size_t n)
 	return 0;
 }
 
-static struct tb_trace_out tout = { out_write, NULL, 0, 0, 0, 0, 0 };
+static struct tb_trace_out tout;	/* set up per input */
 
 static void on_packet(void *ctx, const struct tb_packet *p)
 {
@@ -274,10 +275,9 @@ static void strings(unsigned w, struct in *in)
  * A flow starts, goes on or ends: each writer's flows one after another,
  * ids of its own, each ended once at most (a well-formed program).
  */
-static void flow(unsigned w, struct in *in)
+static void flow_event(unsigned w, bool fin)
 {
-	unsigned x = get(in), f = S.flow[w];
-	bool fin = f && (x & 1);
+	unsigned f = S.flow[w];
 	struct tb_arg a;
 	uint64_t id;
 	int ret;
@@ -295,6 +295,13 @@ static void flow(unsigned w, struct in *in)
 		S.flow[w] = 0;
 	else if (ret == TB_OK)
 		S.flow_ok[w][f] = 1;
+}
+
+static void flow(unsigned w, struct in *in)
+{
+	unsigned x = get(in);
+
+	flow_event(w, S.flow[w] && (x & 1));
 }
 
 /* The service overwrote what it had: the trace loses what was read. */
@@ -400,9 +407,13 @@ static void run(struct in *in)
 			break;
 		}
 	}
-	for (w = 0; w < NW; w++)
+	/* a well-formed program ends its slices and flows */
+	for (w = 0; w < NW; w++) {
 		while (S.depth[w])
 			end(w);
+		if (S.flow[w])
+			flow_event(w, true);
+	}
 	for (w = 0; w < NW; w++) {
 		for (k = 0; k < 16 && tb_ev_writer_finish(&S.ev[w]); k++)
 			drain();

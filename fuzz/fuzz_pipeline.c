@@ -331,11 +331,20 @@ static void check_packet(const uint8_t *p, size_t n)
 		}
 	}
 	CHECK(off == n);
-	/* the trusted fields, once each, with the bridge's identity */
+	/* the trusted fields, once each */
 	CHECK(c3 == 1 && c10 == 1 && c79 == 1);
+	G.parsed++;	/* the writer counts the service's packets too */
+	/*
+	 * The service's own packets (its loss counters, the ring records,
+	 * TraceStats) carry the service's identity on a sequence no
+	 * producer gets; every other packet carries the bridge's.
+	 */
+	if (seqid == TB_TRACE_SERVICE_SEQ) {
+		CHECK(c2 == 0);
+		return;
+	}
 	CHECK(uid == UID && (uint32_t)pid == (uint32_t)PID);
 	CHECK(seqid >> 16 == PRODUCER && (seqid & 0xffff));
-	G.parsed++;
 	if (!honest_id((uint16_t)seqid))
 		return;
 	/* an honest writer's packet: its field 2 and the trusted tail only */

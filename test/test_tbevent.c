@@ -1510,7 +1510,7 @@ START_TEST(test_too_many_items_and_bad_events_are_refused)
 {
 	struct tenv *e = env_new(4096, 8, 0);
 	struct tb_arg a[TB_EV_MAX_ARGS + 1];
-	struct tb_event ev;
+	struct tb_ev_event ev;
 	unsigned i;
 
 	for (i = 0; i <= TB_EV_MAX_ARGS; i++)
@@ -1599,7 +1599,7 @@ START_TEST(test_copied_names_and_the_global_track)
 	struct tenv *e = env_new(4096, 8, 0);
 	struct seqck *sc = sc_new();
 	struct tb_ev_writer ew;
-	struct tb_event ev;
+	struct tb_ev_event ev;
 	struct tb_arg a = tb_arg_uint("dyn", 1);
 	char name[16];
 	struct msg m, te, da;

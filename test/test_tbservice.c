@@ -1715,18 +1715,307 @@ START_TEST(test_trace_failed_write_latches_an_error)
 	commit_pkt(b, 1, 1, 1, 0, 1, 30);
 	commit_pkt(b, 1, 1, 2, 0, 2, 30);
 	m.fail_at = 2;		/* the packet bytes of the first packet */
-	ck_assert_int_eq(tb_trace_write(&o, b), -1);
-	ck_assert_int_ne(o.error, 0);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_eq(o.error, TB_EIO);
 	calls = m.calls;
 	ck_assert_uint_eq(calls, 2);
 	/* latched: later packets fail without calling the output again */
 	m.fail_at = 0;
 	commit_pkt(b, 1, 1, 3, 0, 3, 30);
-	ck_assert_int_eq(tb_trace_write(&o, b), -1);
-	ck_assert_int_ne(o.error, 0);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_eq(o.error, TB_EIO);
 	ck_assert_uint_eq(m.calls, calls);
 	free(m.p);
 	tb_buf_destroy(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * The vectored output (writev): the same trace as the plain one.
+ */
+struct memv {
+	struct mem_out m;
+	size_t take;		/* bytes per call at most; 0: all */
+	unsigned calls;
+	unsigned eintr_every;	/* every Nth call takes nothing; 0: never */
+	unsigned fail_at;	/* this call and later fail; 0: never */
+	unsigned max_n;		/* the most elements one call was given */
+};
+
+static long memv_writev(void *ctx, const struct tb_trace_iov *v, unsigned n)
+{
+	struct memv *mv = (struct memv *)ctx;
+	size_t left = mv->take ? mv->take : (size_t)-1, done = 0;
+	unsigned i;
+
+	mv->calls++;
+	ck_assert_uint_gt(n, 0);
+	ck_assert_uint_le(n, TB_TRACE_IOV_MAX);
+	if (n > mv->max_n)
+		mv->max_n = n;
+	if (mv->fail_at && mv->calls >= mv->fail_at)
+		return -1;
+	if (mv->eintr_every && mv->calls % mv->eintr_every == 0)
+		return 0;
+	for (i = 0; i < n && left; i++) {
+		size_t k = v[i].len < left ? v[i].len : left;
+
+		ck_assert_uint_gt(v[i].len, 0);
+		mem_write(&mv->m, v[i].base, k);
+		done += k;
+		left -= k;
+	}
+	return (long)done;
+}
+
+static void outv_init(struct tb_trace_out *o, struct memv *mv)
+{
+	memset(o, 0, sizeof(*o));
+	memset(mv, 0, sizeof(*mv));
+	o->writev = memv_writev;
+	o->ctx = mv;
+}
+
+/* One packet of @len bytes in @nsl slices, in chunks @id.. of {p, w}. */
+static uint32_t commit_split(struct tb_buf *b, uint16_t p, uint16_t w,
+			     uint32_t id, uint8_t flags, uint32_t seq,
+			     uint32_t len, unsigned nsl)
+{
+	static uint8_t pb[PKT_MAX];
+	struct tb_buf_frag fr;
+	uint32_t off = 0, k;
+	unsigned i;
+
+	mkpkt(pb, w, seq, len);
+	for (i = 0; i < nsl; i++, off += k) {
+		uint8_t f = flags;
+
+		k = i + 1 == nsl ? len - off : len / nsl;
+		f |= i ? TB_BUF_FIRST_CONT : 0;
+		f |= i + 1 < nsl ? TB_BUF_LAST_CONT : 0;
+		fr.data = pb + off;
+		fr.size = k;
+		commit(b, p, w, id + i, f, 1000u + p, 100 + p, &fr, 1);
+		flags = 0;
+	}
+	return id + nsl;
+}
+
+/*
+ * A buffer that exercises every path of the writer: two sequences of
+ * different identities interleaved (the trusted fields change), packets
+ * below and above TB_TRACE_COPY_MIN, split across chunks (small and
+ * large), loss, an invalid packet, more than a stage and more elements
+ * than one call takes.
+ */
+static struct tb_buf *mixed_buf(unsigned iters)
+{
+	static const uint32_t sizes[] = { 10, 14, 30, 255, 256, 257, 300,
+					  1000, 5000, 40 };
+	static const uint8_t forged[] = { 0x18, 0x01 };	/* trusted_uid */
+	struct tb_buf *b = tb_buf_create(1u << 20, TB_BUF_RING_BUFFER);
+	struct tb_buf_frag fr;
+	uint32_t id1 = 0, id2 = 0, i;
+
+	ck_assert_ptr_nonnull(b);
+	for (i = 0; i < iters; i++) {
+		uint32_t len = sizes[i % 10];
+
+		id1 = commit_split(b, 1, 1, id1, i % 97 == 5 ?
+				   TB_BUF_DATA_LOSS : 0, i, len,
+				   i % 50 == 7 ? 3 : 1);
+		if (i % 3)
+			id2 = commit_split(b, 2, 3, id2, 0, i, i % 7 ? 30 :
+					   400, i % 40 == 9 ? 2 : 1);
+	}
+	fr.data = forged;
+	fr.size = sizeof(forged);
+	commit(b, 2, 3, id2, 0, 1002, 102, &fr, 1);
+	return b;
+}
+
+/* mixed_buf(@iters), then the service's packets, to @o. */
+static void write_mixed(struct tb_trace_out *o, unsigned iters)
+{
+	struct tb_buf *b = mixed_buf(iters);
+	struct tb_trace_ring_record r;
+	struct tb_buf_ident id = { 7, 77 };
+	const struct tb_buf_stats *bs[2];
+	struct tb_trace_stats_extra x;
+
+	ck_assert_int_ge(tb_trace_write(o, b), (int)iters);
+	memset(&r, 0, sizeof(r));
+	r.producer = 1;
+	r.pid = 101;
+	r.full = 5;
+	ck_assert_int_eq(tb_trace_loss_track(o, id, 1, 101), 0);
+	ck_assert_int_eq(tb_trace_loss_count(o, id, 123, 1, 5), 0);
+	ck_assert_int_eq(tb_trace_service_track(o, id), 0);
+	ck_assert_int_eq(tb_trace_ring_record(o, id, 124, &r), 0);
+	memset(&x, 0, sizeof(x));
+	x.producers_seen = 2;
+	bs[0] = tb_buf_stats(b);
+	bs[1] = NULL;
+	ck_assert_int_eq(tb_trace_write_stats(o, id, 125, bs, 2, &x), 0);
+	tb_buf_destroy(b);
+}
+
+START_TEST(test_trace_writev_output_is_the_plain_outputs_bytes)
+{
+	struct tb_trace_out a, v;
+	struct mem_out m;
+	struct memv mv;
+
+	out_init(&a, &m);
+	outv_init(&v, &mv);
+	write_mixed(&a, 600);
+	write_mixed(&v, 600);
+	ck_assert_int_eq(a.error, 0);
+	ck_assert_int_eq(v.error, 0);
+	ck_assert_uint_eq(mv.m.len, m.len);
+	ck_assert_mem_eq(mv.m.p, m.p, m.len);
+	ck_assert_uint_eq(v.bytes, a.bytes);
+	ck_assert_uint_eq(v.bytes, m.len);
+	ck_assert_uint_eq(v.packets, a.packets);
+	ck_assert_uint_eq(v.lossy_packets, a.lossy_packets);
+	ck_assert_uint_eq(v.invalid_packets, 1);
+	ck_assert_uint_eq(a.invalid_packets, 1);
+	ck_assert_int_eq(trace_for_each(mv.m.p, mv.m.len, NULL, NULL),
+			 (int)v.packets + 1);	/* + the stand-in */
+	/* batched: far fewer calls than pieces, some of them full */
+	ck_assert_uint_eq(v.writev_calls, mv.calls);
+	ck_assert_uint_lt(mv.calls * 20, m.calls);
+	ck_assert_uint_eq(mv.max_n, TB_TRACE_IOV_MAX);
+	free(m.p);
+	free(mv.m.p);
+}
+END_TEST
+
+/* Short writes (mid-element) and interruptions lose and repeat nothing. */
+START_TEST(test_trace_writev_short_writes_and_eintr_are_resumed)
+{
+	static const size_t takes[] = { 1, 7, 100, 4095 };
+	struct tb_trace_out a, v;
+	struct mem_out m;
+	struct memv mv;
+
+	out_init(&a, &m);
+	write_mixed(&a, 60);	/* 48 KiB: more than a stage */
+	outv_init(&v, &mv);
+	mv.take = takes[_i];
+	mv.eintr_every = 3;
+	write_mixed(&v, 60);
+	ck_assert_int_eq(v.error, 0);
+	ck_assert_uint_gt(m.len, TB_TRACE_STAGE);
+	ck_assert_uint_eq(mv.m.len, m.len);
+	ck_assert_mem_eq(mv.m.p, m.p, m.len);
+	free(m.p);
+	free(mv.m.p);
+}
+END_TEST
+
+START_TEST(test_trace_writev_failure_is_latched_and_reported)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	struct tb_buf_ident id = { 7, 77 };
+	struct tb_trace_out o;
+	struct memv mv;
+	unsigned calls;
+
+	outv_init(&o, &mv);
+	commit_pkt(b, 1, 1, 0, 0, 0, 30);
+	commit_pkt(b, 1, 1, 1, 0, 1, 300);
+	mv.fail_at = 1;
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_ne(o.error, 0);
+	calls = mv.calls;
+	ck_assert_uint_eq(calls, 1);
+	/* latched: nothing more is handed to the output */
+	mv.fail_at = 0;
+	commit_pkt(b, 1, 1, 2, 0, 2, 30);
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_eq(tb_trace_service_track(&o, id), TB_EIO);
+	ck_assert_int_eq(tb_trace_write_stats(&o, id, 1, NULL, 0, NULL), TB_EIO);
+	ck_assert_uint_eq(mv.calls, calls);
+	ck_assert_uint_eq(mv.m.len, 0);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+/* An output that never takes a byte fails after a bounded number of calls. */
+START_TEST(test_trace_writev_that_never_progresses_fails)
+{
+	struct tb_buf *b = tb_buf_create(65536, TB_BUF_RING_BUFFER);
+	struct tb_trace_out o;
+	struct memv mv;
+
+	outv_init(&o, &mv);
+	commit_pkt(b, 1, 1, 0, 0, 0, 30);
+	mv.eintr_every = 1;		/* every call: interrupted */
+	ck_assert_int_eq(tb_trace_write(&o, b), TB_EIO);
+	ck_assert_int_ne(o.error, 0);
+	ck_assert_uint_eq(mv.calls, TB_TRACE_RETRIES);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+/*
+ * Whether a packet is valid does not depend on how the buffer sliced it:
+ * random field soups (reserved fields, long varints, lengths past the
+ * end, cut keys), each judged whole and cut into two and three slices.
+ */
+START_TEST(test_trace_validity_does_not_depend_on_slicing)
+{
+	static const uint8_t keys[] = { 0x08, 0x09, 0x0a, 0x0d, 0x0b, 0x18,
+					0x50, 0x42, 0x88, 0xf8, 0x00, 0x45 };
+	uint8_t p[64];
+	struct tb_buf_slice sl[3];
+	struct tb_buf_packet pkt;
+	uint32_t rnd = 12345;
+	unsigned iter, n, i, a, c, valid = 0;
+
+	for (iter = 0; iter < 20000; iter++) {
+		bool whole;
+
+		for (n = 0; n < sizeof(p) - 12; ) {
+			rnd = rnd * 1103515245u + 12345u;
+			if (rnd >> 28 == 0)
+				break;
+			if (rnd >> 27 & 1) {		/* a key */
+				p[n++] = keys[(rnd >> 8) % sizeof(keys)];
+				if (rnd >> 20 & 1)	/* a two-byte key */
+					p[n - 1] |= 0x80, p[n++] =
+						(uint8_t)(rnd >> 13 & 0x7f);
+			} else {			/* a value byte */
+				p[n++] = (uint8_t)(rnd >> 12);
+			}
+		}
+		memset(&pkt, 0, sizeof(pkt));
+		pkt.slices = sl;
+		sl[0].data = p;
+		sl[0].size = n;
+		pkt.nslices = 1;
+		pkt.size = n;
+		whole = tb_trace_packet_valid(&pkt);
+		valid += whole;
+		for (a = 0; a <= n; a++) {
+			sl[0].size = a;
+			sl[1].data = p + a;
+			sl[1].size = n - a;
+			pkt.nslices = 2;
+			ck_assert_int_eq(tb_trace_packet_valid(&pkt), whole);
+			c = a + (n - a) / 2;
+			sl[1].size = c - a;
+			sl[2].data = p + c;
+			sl[2].size = n - c;
+			pkt.nslices = 3;
+			ck_assert_int_eq(tb_trace_packet_valid(&pkt), whole);
+		}
+		(void)i;
+	}
+	/* both kinds were seen, many times */
+	ck_assert_uint_gt(valid, 1000);
+	ck_assert_uint_lt(valid, 19000);
 }
 END_TEST
 
@@ -2958,6 +3247,12 @@ static Suite *trace_suite(void)
 	tcase_add_loop_test(t, test_trace_packet_ending_inside_a_key_is_invalid,
 			    0, 3);
 	tcase_add_test(t, test_trace_failed_write_latches_an_error);
+	tcase_add_test(t, test_trace_writev_output_is_the_plain_outputs_bytes);
+	tcase_add_loop_test(t,
+		test_trace_writev_short_writes_and_eintr_are_resumed, 0, 4);
+	tcase_add_test(t, test_trace_writev_failure_is_latched_and_reported);
+	tcase_add_test(t, test_trace_writev_that_never_progresses_fails);
+	tcase_add_test(t, test_trace_validity_does_not_depend_on_slicing);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -43,7 +43,7 @@ int tbt_ev_counter(struct tb_ev_writer *ew, const struct tb_category *cat,
 int tbt_ev_counter_double(struct tb_ev_writer *ew,
 			  const struct tb_category *cat,
 			  const struct tb_track *track, double v);
-int tbt_ev_emit(struct tb_ev_writer *ew, const struct tb_event *ev);
+int tbt_ev_emit(struct tb_ev_writer *ew, const struct tb_ev_event *ev);
 int tbt_ev_add_track(struct tb_ev_writer *ew, const struct tb_track *track);
 void tbt_ev_forget_track(struct tb_ev_writer *ew,
 			 const struct tb_track *track);
@@ -107,7 +107,7 @@ int tbt_ev_counter_double(struct tb_ev_writer *ew,
 	return tb_ev_counter_double(ew, cat, track, v);
 }
 
-int tbt_ev_emit(struct tb_ev_writer *ew, const struct tb_event *ev)
+int tbt_ev_emit(struct tb_ev_writer *ew, const struct tb_ev_event *ev)
 {
 	return tb_ev_emit(ew, ev);
 }

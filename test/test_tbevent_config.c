@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_tbevent_config.c - two translation units built with different
+ * TB_EV_* table sizes (this one the defaults, tbevent_config_unit.c
+ * smaller ones) link without a word, since every function of tbevent.h
+ * is static inline; what must not happen is one unit reading the other's
+ * writer with its own layout.  A writer set up in one unit is refused by
+ * every call of the other with TB_ECONFIG, and nothing is written; each
+ * unit's own writers work.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tbevent.h"
+#include "tbevent_config_unit.h"
+
+#define CS	4096u
+#define NCH	8u
+
+struct fix {
+	void *mem;
+	struct tb_ring r;
+	struct tb_writer w;
+	uint8_t scratch[CS];
+	struct tb_ev_writer ew;		/* this unit's layout */
+	void *other;			/* storage for the other unit's */
+};
+
+static struct fix f;
+
+static void setup(void)
+{
+	size_t len = tb_ring_size(CS, NCH);
+
+	ck_assert_int_eq(posix_memalign(&f.mem, 4096, len), 0);
+	ck_assert_int_eq(tb_ring_init(&f.r, f.mem, len, CS, NCH), TB_OK);
+	ck_assert_int_eq(tb_writer_init(&f.w, &f.r, 1, 0, TB_DROP,
+					f.scratch), TB_OK);
+	/* big enough for either layout: the test is about reading it */
+	f.other = calloc(1, sizeof(struct tb_ev_writer));
+	ck_assert_ptr_nonnull(f.other);
+}
+
+static void teardown(void)
+{
+	free(f.other);
+	free(f.mem);
+}
+
+/* Whether the writer holds a chunk: not before anything was written. */
+static unsigned written(void)
+{
+	return f.w.own;
+}
+
+START_TEST(test_the_two_units_differ)
+{
+	ck_assert_uint_lt(unit_writer_size(), sizeof(struct tb_ev_writer));
+}
+END_TEST
+
+START_TEST(test_ours_refused_by_the_other_unit)
+{
+	struct tb_track t;
+
+	tb_track_custom(&t, 42, NULL, "t");
+	ck_assert_int_eq(tb_ev_writer_init(&f.ew, &f.w, NULL, NULL, 0),
+			 TB_OK);
+	ck_assert_int_eq(unit_instant(&f.ew), TB_ECONFIG);
+	ck_assert_int_eq(unit_add_track(&f.ew, &t), TB_ECONFIG);
+	ck_assert_int_eq(unit_finish(&f.ew), TB_ECONFIG);
+	ck_assert_uint_eq(written(), 0);
+	ck_assert_uint_eq(f.ew.stats.events, 0);
+	ck_assert_uint_eq(f.ew.stats.not_written, 0);
+	ck_assert_ptr_nonnull(strstr(tb_strerror(TB_ECONFIG), "TB_EV_"));
+	/* still ours: this unit writes with it */
+	ck_assert_int_eq(tb_ev_instant(&f.ew, NULL, "here", NULL, 0), TB_OK);
+	ck_assert_uint_eq(f.ew.stats.events, 1);
+}
+END_TEST
+
+START_TEST(test_theirs_refused_here)
+{
+	struct tb_ev_writer *ew = (struct tb_ev_writer *)f.other;
+	struct tb_track t;
+
+	tb_track_custom(&t, 42, NULL, "t");
+	ck_assert_int_eq(unit_init(f.other, &f.w), TB_OK);
+	ck_assert_int_eq(tb_ev_instant(ew, NULL, "here", NULL, 0),
+			 TB_ECONFIG);
+	ck_assert_int_eq(tb_ev_begin(ew, NULL, "here", NULL, 0), TB_ECONFIG);
+	ck_assert_int_eq(tb_ev_counter(ew, NULL, &t, 1), TB_ECONFIG);
+	ck_assert_int_eq(tb_ev_add_track(ew, &t), TB_ECONFIG);
+	ck_assert_int_eq(tb_ev_writer_finish(ew), TB_ECONFIG);
+	tb_ev_forget_track(ew, &t);
+	tb_ev_reset(ew);
+	ck_assert_uint_eq(written(), 0);
+	/* the other unit's own writer works there */
+	ck_assert_int_eq(unit_instant(f.other), TB_OK);
+	ck_assert_uint_ne(written(), 0);
+}
+END_TEST
+
+START_TEST(test_a_writer_never_set_up_is_refused)
+{
+	struct tb_ev_writer ew;
+
+	memset(&ew, 0, sizeof(ew));
+	ck_assert_int_eq(tb_ev_instant(&ew, NULL, "x", NULL, 0), TB_ECONFIG);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("tbevent_config");
+	TCase *tc = tcase_create("layout");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_the_two_units_differ);
+	tcase_add_test(tc, test_ours_refused_by_the_other_unit);
+	tcase_add_test(tc, test_theirs_refused_here);
+	tcase_add_test(tc, test_a_writer_never_set_up_is_refused);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
