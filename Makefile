@@ -4,9 +4,11 @@
 #   make test    every check suite (installs missing packages first)
 #   make bench   throughput tables beside a memcpy baseline
 #   make tsan | asan | m32 | fuzz | headers | install | uninstall | clean
+#   make lint    no function over 80 lines in the library and the checker
 #   make consumers  a consumer project built through pkg-config, CMake and
 #                meson (the tree as a subproject)
-#   make deps    installs libck-dev, check, pkg-config (apt-get)
+#   make deps    installs libck-dev and check (apt-get) if the compiler
+#                cannot find them
 #   make model   the Promela model of the chunk protocol under spin
 #   make cross ARCH=aarch64|armhf|s390x
 #                every suite and example cross-built with the target's own
@@ -29,7 +31,11 @@ PREFIX	?= /usr/local
 DESTDIR	?=
 VERSION	:= $(shell sed -n 's/^\#define TBRING_VERSION_STRING[^"]*"\(.*\)"/\1/p' tbbase.h)
 BUILD	?= build
-HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpacket.h tbpb.h tbuffer.h tbbridge.h tbtrace.h tbservice.h tbevent.h tbcheck.h tblink.h
+# The library: what make install installs and a vendor copies.  Tooling
+# (the trace checker, build/tbtrace) lives under tools/ and is not
+# installed.
+HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpacket.h tbpb.h tbuffer.h tbbridge.h tbtracefmt.h tbtrace.h tbservice.h tbevent.h tblink.h
+TOOL_HEADERS := tools/tbcheck.h
 FUZZ_SECONDS ?= 30
 
 WARN	:= -Wall -Wextra -Werror
@@ -54,10 +60,10 @@ BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
 TOOLS	:= tbtrace
-TEST_DEPS := $(HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
+TEST_DEPS := $(HEADERS) $(TOOL_HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
 
-.PHONY: all test check demo bench tsan asan m32 fuzz headers deps deps-m32 \
-	deps-fuzz install uninstall clean help
+.PHONY: all test check demo bench tsan asan m32 fuzz headers lint deps \
+	deps-m32 deps-fuzz install uninstall clean help
 
 # have-deps first: without ck a plain make says what to install.
 all: have-deps $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(BENCHES) $(EXAMPLES) $(TOOLS))
@@ -78,9 +84,17 @@ APT_INSTALL = sh -c 'if ! command -v apt-get >/dev/null; then \
 	tail -n 20 $(BUILD)/apt.log >&2; echo "tbring: apt-get could not install $$*; install them by hand" >&2; exit 1; }' apt-install
 
 # What make test and make demo install; a plain make only names them.
-MISSING = $(shell [ -f /usr/include/ck_pr.h ] || echo libck-dev; \
-	command -v pkg-config >/dev/null || echo pkg-config; \
-	pkg-config --exists check 2>/dev/null || echo check)
+# Found by trying what the build does, not by where a distribution puts
+# files: ck_pr.h through the compiler's include path, check compiled and
+# linked with CHECK_LIBS (which needs no pkg-config).  Nothing is missing
+# when everything is installed, wherever it is, and nothing then reaches
+# for apt-get.
+PROBE_CK = printf '\043include <ck_pr.h>\n' | \
+	$(CC) $(CFLAGS) $(EXTRA) -E -x c - >/dev/null 2>&1
+PROBE_CHECK = printf '\043include <check.h>\nint main(void) { return !srunner_create(0); }\n' | \
+	$(CC) $(CFLAGS) $(EXTRA) -x c - -o /dev/null $(CHECK_LIBS) >/dev/null 2>&1
+MISSING = $(shell $(PROBE_CK) || echo libck-dev; $(PROBE_CHECK) || echo check)
+MISSING_PC = $(shell command -v pkg-config >/dev/null || echo pkg-config)
 
 deps:
 	@m="$(strip $(MISSING))"; [ -z "$$m" ] || $(APT_INSTALL) $$m
@@ -95,12 +109,15 @@ have-deps:
 
 deps-m32: deps
 	@gcc -m32 -print-libgcc-file-name 2>/dev/null | grep -q 32 && \
-	[ -f /usr/lib/i386-linux-gnu/pkgconfig/check.pc ] || { \
+	[ -f /usr/lib/i386-linux-gnu/pkgconfig/check.pc ] && \
+	[ -z "$(MISSING_PC)" ] || { \
 	dpkg --print-foreign-architectures | grep -q i386 || dpkg --add-architecture i386; \
-	$(APT_INSTALL) gcc-12-multilib check:i386; }
+	$(APT_INSTALL) gcc-12-multilib check:i386 $(MISSING_PC); }
 
+# libFuzzer, found by linking a fuzz target (any clang version).
 deps-fuzz: deps
-	@command -v clang >/dev/null && ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || \
+	@printf 'int LLVMFuzzerTestOneInput(const char *p, unsigned long n) { return p && n > 1 << 30; }\n' | \
+	clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 || \
 	$(APT_INSTALL) clang libclang-rt-14-dev
 
 # --- tests -----------------------------------------------------------------
@@ -149,11 +166,11 @@ run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 	echo "tests ($(BUILD)): $$pass passed, $$fail failed$${failed:+:$$failed}"; \
 	[ $$fail = 0 ]
 
-# Each public header compiles alone (twice, to check its guard) as C99 with
-# gcc and clang, and as C++11 and C++17 with g++ and clang++, when they
-# are there.
+# Each public header, and each header of the tooling, compiles alone
+# (twice, to check its guard) as C99 with gcc and clang, and as C++11 and
+# C++17 with g++ and clang++, when they are there.
 headers: deps
-	@set -e; for h in $(wildcard $(HEADERS)); do \
+	@set -e; for h in $(wildcard $(HEADERS) $(TOOL_HEADERS)); do \
 	for cc in gcc $$(command -v clang >/dev/null && echo clang); do \
 	printf '#include "%s"\n#include "%s"\n' $$h $$h | \
 	$$cc -std=c99 $(WARN) -pedantic -I. -x c -fsyntax-only - || exit 1; \
@@ -165,6 +182,16 @@ headers: deps
 	done; done; done; \
 	echo "headers: each compiles on its own as C99, C++11 and C++17"; \
 	sh tools/readme-check.sh
+
+# Short functions: none over FN_MAX lines in the library headers and the
+# checker (tools/fnlen.sh lists each one longer, longest first).  CI runs
+# it.
+FN_MAX	?= 80
+lint:
+	@sh tools/fnlen.sh -n $(FN_MAX) $(HEADERS) $(TOOL_HEADERS) || { \
+	echo "lint: functions over $(FN_MAX) lines (above): split them" >&2; \
+	exit 1; }
+	@echo "lint: no function over $(FN_MAX) lines in $(words $(HEADERS) $(TOOL_HEADERS)) headers"
 
 # Under ThreadSanitizer the atomics helpers switch to __atomic builtins
 # (TSan cannot see ck's inline assembly); stress tests run longer.
@@ -245,6 +272,7 @@ deps-cross: deps
 	command -v $(X_TRIPLE)-g++ >/dev/null || missing="$$missing g++-$(X_TRIPLE)"; \
 	command -v $(X_QEMU_$(ARCH)) >/dev/null || missing="$$missing qemu-user"; \
 	[ -f /usr/lib/$(X_TRIPLE)/pkgconfig/check.pc ] || missing="$$missing check:$(X_DEB)"; \
+	missing="$$missing $(MISSING_PC)"; missing=$$(echo $$missing); \
 	[ -z "$$missing" ] || { \
 	dpkg --print-foreign-architectures | grep -qx $(X_DEB) || \
 	$(SUDO_IF) dpkg --add-architecture $(X_DEB); \
@@ -398,7 +426,7 @@ build/firmware/fwcheck: examples/firmware/fwcheck.c test/trace_decode.h
 	$(CC) $(BASE) -Itest $(CFLAGS) $< -o $@
 
 # --- fuzzing ---------------------------------------------------------------
-build/fuzz/%: fuzz/%.c fuzz/fuzz_input.h $(HEADERS)
+build/fuzz/%: fuzz/%.c fuzz/fuzz_input.h $(HEADERS) $(TOOL_HEADERS)
 	@mkdir -p build/fuzz
 	clang -std=c99 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -g -O1 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -424,7 +452,7 @@ fuzz: deps-fuzz $(addprefix build/fuzz/,$(FUZZERS))
 	fi; done
 
 # --- tools -----------------------------------------------------------------
-$(BUILD)/tbtrace: tools/tbtrace.c tools/tbt_stream.c $(HEADERS) | $(BUILD)
+$(BUILD)/tbtrace: tools/tbtrace.c tools/tbt_stream.c $(HEADERS) $(TOOL_HEADERS) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@
 
 build/fuzz/fuzz_tbcheck build/fuzz/fuzz_link: tools/tbtrace.c tools/tbt_stream.c
@@ -437,7 +465,7 @@ $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)
 bench: deps $(addprefix $(BUILD)/,$(BENCHES))
 	@set -e; for b in $(BENCHES); do ./$(BUILD)/$$b; done
 
-$(BUILD)/%: examples/%.c $(HEADERS) $(wildcard examples/*.h) | $(BUILD)
+$(BUILD)/%: examples/%.c $(HEADERS) $(TOOL_HEADERS) $(wildcard examples/*.h) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@ -pthread
 
 demo: deps $(BUILD)/demo
@@ -486,8 +514,9 @@ model: deps-model
 # CMake, and against the tree as a meson subproject.
 .PHONY: consumers model deps-model
 consumers:
-	@command -v cmake >/dev/null && command -v meson >/dev/null || \
-	$(APT_INSTALL) cmake meson ninja-build
+	@command -v cmake >/dev/null && command -v meson >/dev/null && \
+	command -v ninja >/dev/null && [ -z "$(MISSING_PC)" ] || \
+	$(APT_INSTALL) cmake meson ninja-build $(MISSING_PC)
 	@sh tools/consumer/run.sh
 
 clean:

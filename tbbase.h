@@ -184,6 +184,13 @@ static inline const char *tb_strerror(int result)
 	return "unknown result";
 }
 
+/*
+ * An allocator hook: allocate (@ptr NULL), resize or free (@new_size 0)
+ * a block, like Lua's lua_Alloc; NULL on failure (or after freeing).
+ */
+typedef void *(*tb_alloc_fn)(void *ctx, void *ptr, size_t old_size,
+			     size_t new_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -84,6 +84,22 @@ struct tb__bridge_key {
 	uint32_t epoch;		/* the bridge's loss epoch it last saw */
 };
 
+/*
+ * What a bridge is set up with (tb_bridge_init()): the caller's, read at
+ * init.  Zero what you do not set (a C99 initializer, or a memset).
+ */
+struct tb_bridge_config {
+	/* the ring to drain; NULL: fed by tb_bridge_view() alone */
+	const struct tb_ring *ring;
+	void *scratch;			/* the reader's: chunk_size bytes */
+	uint16_t producer_id;		/* not 0 */
+	struct tb_buf_ident ident;	/* the producer's trusted identity */
+	struct tb_buf *const *bufs;	/* by target BufferID; NULL: unknown */
+	unsigned nbufs;
+	tb_buf_alloc_fn alloc;		/* the key table's; NULL: malloc */
+	void *alloc_ctx;
+};
+
 struct tb_bridge {
 	/*
 	 * First, and beside the reader's cursor that follows: all a pass
@@ -91,8 +107,6 @@ struct tb_bridge {
 	 * lines of the bridge besides the ring's write_pos.
 	 */
 	int error;			/* TB_EPROTO, or the service's TB_EPINNED */
-	uint64_t pinned_since;		/* the service's: see tbservice.h */
-	unsigned svc_next;		/* the service's: its active list */
 	const uint32_t *write_pos;	/* the ring's, in shared memory */
 	struct tb_reader reader;
 	uint16_t producer_id;
@@ -110,39 +124,44 @@ struct tb_bridge {
 };
 
 /*
- * Sets up a bridge over @ring for producer @producer_id with the trusted
- * identity @ident; @scratch is the reader's (chunk_size bytes); @bufs maps
- * a target BufferID to a central buffer (NULL entries are unknown ids).
- * @alloc may be NULL for malloc.
+ * Sets up a bridge as @cfg says: over cfg->ring, for producer
+ * cfg->producer_id.  Without a ring (and then without scratch), the
+ * bridge is fed by tb_bridge_view() alone (a byte link, a file) and
+ * tb_bridge_drain() refuses it: TB_EINVAL.  TB_EINVAL for a bad
+ * configuration, TB_EID for producer 0.
  */
 static inline int tb_bridge_init(struct tb_bridge *br,
-				 const struct tb_ring *ring, void *scratch,
-				 uint16_t producer_id,
-				 struct tb_buf_ident ident,
-				 struct tb_buf *const *bufs, unsigned nbufs,
-				 tb_buf_alloc_fn alloc, void *alloc_ctx)
+				 const struct tb_bridge_config *cfg)
 {
+	tb_buf_alloc_fn alloc = cfg ? cfg->alloc : NULL;
 	int ret;
 
+	if (!br || !cfg)
+		return TB_EINVAL;
 	TB_MEMSET(br, 0, sizeof(*br));
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
 	if (!alloc)
 		alloc = tb_buf_default_alloc;
 #endif
-	if (!alloc || (!bufs && nbufs))
+	if (!alloc || (!cfg->bufs && cfg->nbufs) ||
+	    (!cfg->ring && cfg->scratch))
 		return TB_EINVAL;
-	if (!producer_id)
+	if (!cfg->producer_id)
 		return TB_EID;	/* its sequence ids would be the service's */
-	ret = tb_reader_init(&br->reader, ring, scratch);
-	if (ret)
-		return ret;
-	br->write_pos = &ring->hdr->write_pos;
-	br->producer_id = producer_id;
-	br->ident = ident;
-	br->bufs = bufs;
-	br->nbufs = nbufs;
+	if (cfg->ring) {
+		ret = tb_reader_init(&br->reader, cfg->ring, cfg->scratch);
+		if (ret)
+			return ret;
+		br->write_pos = &cfg->ring->hdr->write_pos;
+	} else {
+		br->error = TB_EINVAL;	/* no ring to drain */
+	}
+	br->producer_id = cfg->producer_id;
+	br->ident = cfg->ident;
+	br->bufs = cfg->bufs;
+	br->nbufs = cfg->nbufs;
 	br->alloc = alloc;
-	br->alloc_ctx = alloc_ctx;
+	br->alloc_ctx = cfg->alloc_ctx;
 	return TB_OK;
 }
 
@@ -345,40 +364,10 @@ static inline int tb_bridge_drain(struct tb_bridge *br, unsigned max,
  */
 
 /*
- * Sets up a bridge fed by tb_bridge_view() alone, with no ring or reader
- * of its own (tb_bridge_drain() refuses it: TB_EINVAL); the arguments
- * are tb_bridge_init()'s.
- */
-static inline int tb_bridge_init_views(struct tb_bridge *br,
-				       uint16_t producer_id,
-				       struct tb_buf_ident ident,
-				       struct tb_buf *const *bufs,
-				       unsigned nbufs, tb_buf_alloc_fn alloc,
-				       void *alloc_ctx)
-{
-	TB_MEMSET(br, 0, sizeof(*br));
-#ifndef TB_BUF_NO_DEFAULT_ALLOC
-	if (!alloc)
-		alloc = tb_buf_default_alloc;
-#endif
-	if (!alloc || (!bufs && nbufs))
-		return TB_EINVAL;
-	if (!producer_id)
-		return TB_EID;	/* its sequence ids would be the service's */
-	br->error = TB_EINVAL;	/* no ring to drain */
-	br->producer_id = producer_id;
-	br->ident = ident;
-	br->bufs = bufs;
-	br->nbufs = nbufs;
-	br->alloc = alloc;
-	br->alloc_ctx = alloc_ctx;
-	return TB_OK;
-}
-
-/*
  * One chunk view into its central buffer, as if a ring's reader had
- * emitted it: what the view promises is the reader's (tb_chunk_view's
- * comment); the buffer validates the fragments themselves.
+ * emitted it (a bridge set up without a ring takes all its chunks so):
+ * what the view promises is the reader's (tb_chunk_view's comment); the
+ * buffer validates the fragments themselves.
  */
 static inline void tb_bridge_view(struct tb_bridge *br,
 				  const struct tb_chunk_view *v)
@@ -400,52 +389,29 @@ static inline void tb_bridge_lost_any(struct tb_bridge *br)
 }
 
 /*
- * Nothing changed at the ring since the last drain stopped (or the bridge
- * is retired): no position reserved since, and either that drain caught
- * up with the writers or it stopped before a chunk a writer holds whose
- * word has not changed - and, with @unpressed, the ring is not under
- * pressure (a lazy drain would scrape then).  One shared load, write_pos,
- * for a ring with nothing held, beside the bridge's first lines; the held
- * chunk's word besides for one stopped before it.
- */
-static inline bool tb__bridge_same(const struct tb_bridge *br, bool unpressed)
-{
-	const struct tb_reader *rd = &br->reader;
-	uint32_t wp;
-
-	if (br->error || rd->stopped)
-		return true;
-	/* relaxed: as in tb_reader_idle(); the state load there acquires */
-	wp = tb_atomic_load(br->write_pos, TB_RLX);
-	if (wp != rd->wait_pos)
-		return false;		/* reserved since: work, or a claim */
-	if (wp == rd->pos)
-		return true;		/* caught up, nothing reserved */
-	/* unsigned distance, as tbring.h compares positions */
-	if (unpressed && wp - rd->pos >= rd->ring->num_chunks / 2)
-		return false;		/* pressed: a lazy drain scrapes */
-	return tb_reader_idle(rd);	/* the held chunk's word, unchanged */
-}
-
-/*
  * tb_reader_idle() of the bridge's reader, or true once it is retired.
  * Call between tb_bell_prepare() and tb_bell_wait().
  */
 static inline bool tb_bridge_idle(const struct tb_bridge *br)
 {
-	return tb__bridge_same(br, false);
+	return br->error || tb_reader_idle(&br->reader);
 }
 
 /*
  * True when a lazy tb_bridge_drain() now would resolve nothing and change
- * nothing, so a service may skip it.  Like the drain, it may miss a
- * reservation made just now (a relaxed load); the next pass sees it, and
- * a service checks tb_bridge_idle() after tb_bell_prepare() before it
- * sleeps.
+ * nothing (tb_reader_quiet()), or the bridge is retired, so a service may
+ * skip it: one shared load, write_pos, beside the bridge's first lines
+ * for a ring with nothing held, the held chunk's word besides for one
+ * stopped before it.  Like the drain, it may miss a reservation made just
+ * now; the next pass sees it, and a service checks tb_bridge_idle()
+ * after tb_bell_prepare() before it sleeps.
  */
 static inline bool tb_bridge_quiet(const struct tb_bridge *br)
 {
-	return tb__bridge_same(br, true);
+	/* relaxed: as in tb_reader_idle(); the state load there acquires */
+	return br->error ||
+	       tb_reader_quiet(&br->reader,
+			       tb_atomic_load(br->write_pos, TB_RLX));
 }
 
 #ifdef __cplusplus

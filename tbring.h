@@ -1939,6 +1939,26 @@ static inline bool tb_reader_idle(const struct tb_reader *rd)
 }
 
 /*
+ * True when a lazy drain now would resolve nothing, @write_pos being the
+ * caller's relaxed load of the ring's write_pos (a reservation it missed
+ * is seen on the next pass): the reader stopped, or tb_reader_idle() and
+ * the ring not under pressure, where a lazy drain would scrape the held
+ * chunk.  A service skips such a ring; before it sleeps it still asks
+ * tb_reader_idle() between tb_bell_prepare() and tb_bell_wait().
+ */
+static inline bool tb_reader_quiet(const struct tb_reader *rd,
+				   uint32_t write_pos)
+{
+	if (rd->stopped)
+		return true;
+	if (write_pos != rd->wait_pos)
+		return false;		/* reserved since: work, or a claim */
+	if (write_pos == rd->pos)
+		return true;		/* caught up, nothing reserved */
+	return !tb__reader_pressed(rd, write_pos) && tb_reader_idle(rd);
+}
+
+/*
  * Before it sleeps, the reader polls write_pos for a while (rd->spin
  * polls, adapted as tbsync.h says): a writer that is busy reserves its
  * next chunk within microseconds, and a sleep costs a futex wait here, a

@@ -54,12 +54,25 @@ extern "C" {
 
 /* ------------------------------------------------------------------------
  * Configuration: the caller's, copied at init and never written.  The
- * caller owns every piece of memory: the slot table (@max_rings entries)
- * and each ring's bridge; the service allocates nothing.
+ * caller owns every piece of memory: the slot table (@max_rings entries
+ * of struct tb_service_slot) and each ring's bridge; the service
+ * allocates nothing.
  */
+
+/*
+ * One entry of the slot table: the bridge served under that handle, and
+ * what the service keeps per ring.  The service's own, not the caller's:
+ * tb_service_init() clears every entry, tb_service_add() fills one.
+ */
+struct tb_service_slot {
+	struct tb_bridge *bridge;	/* NULL: a free slot */
+	uint64_t pinned_since;		/* ms + 1 it was first seen pinned */
+	unsigned next;			/* active list: next handle + 1, 0 */
+};
+
 struct tb_service_config {
 	struct tb_bell *bell;		/* every served ring rings this */
-	struct tb_bridge **slots;	/* @max_rings entries, for handles */
+	struct tb_service_slot *slots;	/* @max_rings entries, for handles */
 	unsigned max_rings;
 	struct tb_buf *const *bufs;	/* written out in long-trace mode */
 	unsigned nbufs;
@@ -133,8 +146,6 @@ struct tb_service {
 static inline int tb_service_init(struct tb_service *s,
 				  const struct tb_service_config *cfg)
 {
-	unsigned i;
-
 	if (!s || !cfg || !cfg->bell || !cfg->slots || !cfg->max_rings ||
 	    (!cfg->bufs && cfg->nbufs))
 		return TB_EINVAL;
@@ -144,8 +155,7 @@ static inline int tb_service_init(struct tb_service *s,
 		s->cfg.batch = TB_SERVICE_BATCH;
 	if (!s->cfg.pin_ms)
 		s->cfg.pin_ms = TB_SERVICE_PIN_MS;
-	for (i = 0; i < cfg->max_rings; i++)
-		s->cfg.slots[i] = NULL;
+	TB_MEMSET(s->cfg.slots, 0, cfg->max_rings * sizeof(*s->cfg.slots));
 	s->sweep = 1;
 	return TB_OK;
 }
@@ -154,7 +164,7 @@ static inline int tb_service_init(struct tb_service *s,
 static inline struct tb_bridge *tb_service_bridge(const struct tb_service *s,
 						  unsigned handle)
 {
-	return handle < s->top ? s->cfg.slots[handle] : NULL;
+	return handle < s->top ? s->cfg.slots[handle].bridge : NULL;
 }
 
 /*
@@ -172,12 +182,14 @@ static inline int tb_service_add(struct tb_service *s, struct tb_bridge *br,
 
 	if (!s || !br || !handle)
 		return TB_EINVAL;
-	for (h = 0; h < s->cfg.max_rings && s->cfg.slots[h]; h++)
-		if (s->cfg.slots[h] == br)
+	for (h = 0; h < s->cfg.max_rings && s->cfg.slots[h].bridge; h++)
+		if (s->cfg.slots[h].bridge == br)
 			return TB_EINVAL;	/* served already */
 	if (h == s->cfg.max_rings)
 		return TB_ELIMIT;
-	s->cfg.slots[h] = br;
+	s->cfg.slots[h].bridge = br;
+	s->cfg.slots[h].pinned_since = 0;
+	s->cfg.slots[h].next = 0;
 	if (s->cfg.lost)
 		s->cfg.lost[h] = 0;
 	if (h >= s->top)
@@ -197,18 +209,19 @@ static inline int tb_service_add(struct tb_service *s, struct tb_bridge *br,
  * the others burn positions on them, and they unpin it when they run.
  * Dead writers never do; a ring that stays pinned for pin_ms is retired.
  */
-static inline bool tb__service_pinned(struct tb_service *s,
-				      struct tb_bridge *br)
+static inline bool tb__service_pinned(struct tb_service *s, unsigned h)
 {
-	if (!tb_reader_pinned(&br->reader)) {
-		br->pinned_since = 0;
+	struct tb_service_slot *sl = &s->cfg.slots[h];
+
+	if (!tb_reader_pinned(&sl->bridge->reader)) {
+		sl->pinned_since = 0;
 		return false;
 	}
-	if (!br->pinned_since) {
-		br->pinned_since = s->now_ms + 1;	/* 0 means never */
+	if (!sl->pinned_since) {
+		sl->pinned_since = s->now_ms + 1;	/* 0 means never */
 		return false;
 	}
-	return s->now_ms + 1 - br->pinned_since >= s->cfg.pin_ms;
+	return s->now_ms + 1 - sl->pinned_since >= s->cfg.pin_ms;
 }
 
 /* Ring @h is retired for @err (TB_EPROTO, TB_EPINNED): counted, said. */
@@ -231,11 +244,11 @@ static inline bool tb__service_ring(struct tb_service *s, unsigned h,
 				    enum tb_read_mode mode, unsigned max,
 				    unsigned *done)
 {
-	struct tb_bridge *br = s->cfg.slots[h];
+	struct tb_bridge *br = s->cfg.slots[h].bridge;
 	int ret = tb_bridge_drain(br, max, mode, done);
 
 	s->stats.drains++;
-	if (ret >= 0 && tb__service_pinned(s, br))
+	if (ret >= 0 && tb__service_pinned(s, h))
 		ret = br->error = TB_EPINNED;
 	if (ret >= 0)
 		return true;
@@ -251,10 +264,8 @@ static inline bool tb__service_ring(struct tb_service *s, unsigned h,
  */
 static inline void tb__service_quiet_ring(struct tb_service *s, unsigned h)
 {
-	struct tb_bridge *br = s->cfg.slots[h];
-
-	if (br->pinned_since && tb__service_pinned(s, br)) {
-		br->error = TB_EPINNED;
+	if (s->cfg.slots[h].pinned_since && tb__service_pinned(s, h)) {
+		s->cfg.slots[h].bridge->error = TB_EPINNED;
 		tb__service_retire(s, h, TB_EPINNED);
 	}
 }
@@ -266,7 +277,7 @@ static inline void tb__service_quiet_ring(struct tb_service *s, unsigned h)
  */
 static inline void tb__service_flush_one(struct tb_service *s, unsigned h)
 {
-	struct tb_bridge *br = s->cfg.slots[h];
+	struct tb_bridge *br = s->cfg.slots[h].bridge;
 	uint64_t left = 2 * (uint64_t)br->reader.ring->num_chunks;
 	unsigned done = 0;
 
@@ -311,7 +322,7 @@ static inline bool tb__service_timed(const struct tb_service *s)
 static inline void tb__service_loss_sample(struct tb_service *s, unsigned h,
 					   uint64_t ts)
 {
-	struct tb_bridge *br = s->cfg.slots[h];
+	struct tb_bridge *br = s->cfg.slots[h].bridge;
 	uint64_t lost = tb__service_ring_lost(br);
 
 	if (s->cfg.lost[h] == lost + 1)
@@ -335,7 +346,7 @@ static inline void tb__service_loss(struct tb_service *s)
 		return;
 	ts = s->cfg.clock_ns(s->cfg.ctx);
 	for (h = 0; h < s->top; h++)
-		if (s->cfg.slots[h])
+		if (s->cfg.slots[h].bridge)
 			tb__service_loss_sample(s, h, ts);
 }
 
@@ -386,7 +397,7 @@ static inline void tb_service_record_ring(struct tb_service *s,
  * replaced, the rings served and seen).  Once; tb_service_poll() calls it at stop, after the
  * final flush and write.
  */
-static inline void tb_service_finish(struct tb_service *s)
+static inline void tb__service_finish(struct tb_service *s)
 {
 	const struct tb_buf_stats *bs[16];
 	struct tb_trace_stats_extra x;
@@ -399,13 +410,15 @@ static inline void tb_service_finish(struct tb_service *s)
 	TB_MEMSET(&x, 0, sizeof(x));
 	x.chunks_discarded = s->stats.refused_chunks;
 	for (h = 0; h < s->top; h++) {
-		if (!s->cfg.slots[h])
+		const struct tb_bridge *br = s->cfg.slots[h].bridge;
+
+		if (!br)
 			continue;
-		tb_ring_stats(s->cfg.slots[h]->reader.ring, &rs);
-		tb_service_record_ring(s, s->cfg.slots[h], TB_TRACE_END_LIVE,
+		tb_ring_stats(br->reader.ring, &rs);
+		tb_service_record_ring(s, br, TB_TRACE_END_LIVE,
 				       rs.states[TB_ACQUIRED] +
 				       rs.states[TB_REWRITE]);
-		x.chunks_discarded += tb__service_refused(s->cfg.slots[h]);
+		x.chunks_discarded += tb__service_refused(br);
 	}
 	x.producers_connected = s->stats.rings;
 	x.producers_seen = s->stats.rings_seen;
@@ -432,9 +445,10 @@ static inline int tb_service_remove(struct tb_service *s, unsigned handle)
 	if (s->cfg.lost && tb__service_timed(s))
 		tb__service_loss_sample(s, handle,
 					s->cfg.clock_ns(s->cfg.ctx));
-	s->stats.refused_chunks += tb__service_refused(s->cfg.slots[handle]);
-	s->cfg.slots[handle] = NULL;
-	while (s->top && !s->cfg.slots[s->top - 1])
+	s->stats.refused_chunks +=
+		tb__service_refused(s->cfg.slots[handle].bridge);
+	s->cfg.slots[handle].bridge = NULL;
+	while (s->top && !s->cfg.slots[s->top - 1].bridge)
 		s->top--;
 	s->stats.rings--;
 	s->active = 0;		/* it may be on the list: rebuild it */
@@ -448,7 +462,7 @@ static inline void tb_service_destroy(struct tb_service *s)
 	unsigned h;
 
 	for (h = 0; h < s->top; h++)
-		s->cfg.slots[h] = NULL;
+		s->cfg.slots[h].bridge = NULL;
 	s->top = 0;
 	s->stats.rings = 0;
 	s->active = 0;
@@ -497,9 +511,12 @@ static inline void tb__service_new_generation(struct tb_service *s)
 {
 	unsigned h;
 
-	for (h = 0; h < s->top; h++)
-		if (s->cfg.slots[h])
-			tb_ring_bump_generation(s->cfg.slots[h]->reader.ring);
+	for (h = 0; h < s->top; h++) {
+		const struct tb_bridge *br = s->cfg.slots[h].bridge;
+
+		if (br)
+			tb_ring_bump_generation(br->reader.ring);
+	}
 	s->stats.generations++;
 }
 
@@ -585,7 +602,7 @@ static inline void tb_service_flush(struct tb_service *s)
 	unsigned h;
 
 	for (h = 0; h < s->top; h++)
-		if (s->cfg.slots[h])
+		if (s->cfg.slots[h].bridge)
 			tb__service_flush_one(s, h);
 	s->stats.flushes++;
 }
@@ -600,9 +617,12 @@ static inline bool tb__service_idle(struct tb_service *s)
 	    tb_atomic_load(&s->wake_req, TB_RLX) != s->wake_done ||
 	    tb_service_stopping(s))
 		return false;
-	for (h = 0; h < s->top; h++)
-		if (s->cfg.slots[h] && !tb_bridge_idle(s->cfg.slots[h]))
+	for (h = 0; h < s->top; h++) {
+		const struct tb_bridge *br = s->cfg.slots[h].bridge;
+
+		if (br && !tb_bridge_idle(br))
 			return false;
+	}
 	return true;
 }
 
@@ -618,7 +638,7 @@ static inline unsigned tb__service_drain_one(struct tb_service *s,
 					     unsigned h, uint64_t min,
 					     uint64_t now_ms)
 {
-	struct tb_bridge *br = s->cfg.slots[h];
+	struct tb_bridge *br = s->cfg.slots[h].bridge;
 	unsigned done, total = 0, left, step = s->cfg.batch;
 
 	if (s->cfg.period_ms && s->cfg.out && min) {
@@ -665,18 +685,19 @@ static inline unsigned tb__service_drain(struct tb_service *s,
 	tb__service_sums(s, &ow, &min);
 	if (!s->sweep && now_ms == s->swept_ms) {
 		for (link = &s->active; *link; ) {
-			struct tb_bridge *br = s->cfg.slots[*link - 1];
+			struct tb_service_slot *sl = &s->cfg.slots[*link - 1];
+			struct tb_bridge *br = sl->bridge;
 
 			h = *link - 1;
 			s->stats.looks++;
 			if (br->error || tb_bridge_quiet(br)) {
-				*link = br->svc_next;	/* off the list */
+				*link = sl->next;	/* off the list */
 				if (!br->error)
 					tb__service_quiet_ring(s, h);
 				continue;
 			}
 			total += tb__service_drain_one(s, h, min, now_ms);
-			link = &br->svc_next;
+			link = &sl->next;
 		}
 		/*
 		 * Rings still on the list that brought nothing are held
@@ -692,7 +713,7 @@ static inline unsigned tb__service_drain(struct tb_service *s,
 	s->active = 0;
 	link = &s->active;
 	for (h = 0; h < s->top; h++) {
-		struct tb_bridge *br = s->cfg.slots[h];
+		struct tb_bridge *br = s->cfg.slots[h].bridge;
 
 		if (!br || br->error)
 			continue;
@@ -704,7 +725,7 @@ static inline unsigned tb__service_drain(struct tb_service *s,
 		total += tb__service_drain_one(s, h, min, now_ms);
 		if (!br->error) {		/* on the list, in order */
 			*link = h + 1;
-			link = &br->svc_next;
+			link = &s->cfg.slots[h].next;
 		}
 	}
 	*link = 0;
@@ -730,7 +751,7 @@ static inline bool tb_service_poll(struct tb_service *s, uint64_t now_ms)
 	if (tb_service_stopping(s)) {
 		tb_service_flush(s);
 		tb_service_write_buffers(s);
-		tb_service_finish(s);
+		tb__service_finish(s);
 		return false;
 	}
 	s->stats.passes++;

@@ -23,7 +23,7 @@
 #ifndef TBTRACE_H
 #define TBTRACE_H
 
-#include "tbpb.h"
+#include "tbtracefmt.h"
 #include "tbuffer.h"
 
 #ifdef __cplusplus
@@ -107,13 +107,6 @@ struct tb_trace_out {
 	uint8_t tail_len;
 	uint8_t tail[3 * (2 + TB_PB_VARINT_MAX)];
 };
-
-/* Perfetto's field numbers in TracePacket (and Trace.packet). */
-#define TB_PB_TRACE_PACKET		1
-#define TB_PB_TRUSTED_UID		3
-#define TB_PB_TRUSTED_SEQ_ID		10
-#define TB_PB_PREVIOUS_DROPPED		42
-#define TB_PB_TRUSTED_PID		79
 
 /*
  * The trusted_packet_sequence_id of {producer, writer} (writer nonzero, as
@@ -347,7 +340,7 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 					      const uint8_t *end)
 {
 	const uint8_t *q = *p;
-	const uint8_t *last = end - q > TB_PB_VARINT_MAX ?
+	const uint8_t *last = (size_t)(end - q) > TB_PB_VARINT_MAX ?
 			      q + TB_PB_VARINT_MAX : end;
 
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
@@ -668,7 +661,7 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
  *    ended, the chunks its writers still held, the writes refused by
  *    cause, the reader's holes, scrapes and malformed chunks).  Perfetto
  *    has no field for a ring's counters: they are the instant's
- *    arguments, shown in the UI, and read by tbcheck.h;
+ *    arguments, shown in the UI, and read by tools/tbcheck.h;
  *  - last of all, a TraceStats packet (trace_stats, Perfetto's field
  *    numbers): one BufferStats per central buffer, the chunks refused
  *    before any buffer (TraceStats.chunks_discarded), the invalid packets
@@ -682,17 +675,6 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 #define TB_TRACE_SERVICE_UUID	0x7462737663000000ull	/* "tbsvc" */
 #define TB_TRACE_LOSS_UUID	0x74626c6f73730000ull	/* "tbloss", | id */
 #define TB_PB_TRACE_STATS	35
-
-/* Debug annotation names of a ring record (the instant). */
-#define TB_TRACE_ARG_PRODUCER	"tb.producer"
-#define TB_TRACE_ARG_END	"tb.end"	/* "died", "clean", "live" */
-#define TB_TRACE_ARG_HELD	"tb.chunks_held"
-#define TB_TRACE_ARG_FULL	"tb.refused_full"
-#define TB_TRACE_ARG_NO_CHUNK	"tb.refused_no_chunk"
-#define TB_TRACE_ARG_DROPPED	"tb.dropped_fragments"
-#define TB_TRACE_ARG_HOLES	"tb.holes"
-#define TB_TRACE_ARG_SCRAPES	"tb.scrapes"
-#define TB_TRACE_ARG_MALFORMED	"tb.malformed"
 
 enum tb_trace_end {
 	TB_TRACE_END_LIVE,	/* still served when the trace ended */
@@ -994,73 +976,6 @@ static inline int tb_trace_write_stats(struct tb_trace_out *o,
 	tb__trace_put(o, tr, ntr);
 	o->packets++;
 	return tb__trace_done(o);
-}
-
-/* ------------------------------------------------------------------------
- * Reading a trace back: the Trace.packet records of a trace image and the
- * fields the service appended to each.  Validating: a trace that is not a
- * sequence of Trace.packet records, or a record that is not protobuf,
- * ends the walk with TB_EPROTOBUF.
- */
-#define TB_TRACE_HAS_UID	1u
-#define TB_TRACE_HAS_SEQ_ID	2u
-#define TB_TRACE_HAS_PID	4u
-#define TB_TRACE_HAS_DROPPED	8u
-
-struct tb_trace_packet {
-	const uint8_t *data;		/* the TracePacket bytes */
-	size_t size;
-	uint64_t trusted_uid;		/* field 3 */
-	uint64_t trusted_seq_id;	/* field 10 */
-	uint64_t trusted_pid;		/* field 79 */
-	uint64_t dropped;		/* field 42: the loss bits, or 0 */
-	unsigned has;			/* TB_TRACE_HAS_* */
-};
-
-/*
- * The next packet of the trace image @r walks (tb_pb_reader_init() over
- * the whole file): 1, 0 at the end, TB_EPROTOBUF if the image is
- * malformed.  Where
- * a field repeats, the last one counts, as in protobuf.
- */
-static inline int tb_trace_next(struct tb_pb_reader *r,
-				struct tb_trace_packet *tp)
-{
-	struct tb_pb_reader in;
-	struct tb_pb_field f;
-	int ret = tb_pb_next(r, &f);
-
-	if (ret <= 0)
-		return ret;
-	if (f.number != TB_PB_TRACE_PACKET || f.type != TB_PB_LEN)
-		return TB_EPROTOBUF;
-	TB_MEMSET(tp, 0, sizeof(*tp));
-	tp->data = f.data;
-	tp->size = f.size;
-	tb_pb_reader_init(&in, f.data, f.size);
-	while ((ret = tb_pb_next(&in, &f)) > 0) {
-		if (f.type != TB_PB_VARINT)
-			continue;
-		switch (f.number) {
-		case TB_PB_TRUSTED_UID:
-			tp->trusted_uid = f.value;
-			tp->has |= TB_TRACE_HAS_UID;
-			break;
-		case TB_PB_TRUSTED_SEQ_ID:
-			tp->trusted_seq_id = f.value;
-			tp->has |= TB_TRACE_HAS_SEQ_ID;
-			break;
-		case TB_PB_TRUSTED_PID:
-			tp->trusted_pid = f.value;
-			tp->has |= TB_TRACE_HAS_PID;
-			break;
-		case TB_PB_PREVIOUS_DROPPED:
-			tp->dropped = f.value;
-			tp->has |= TB_TRACE_HAS_DROPPED;
-			break;
-		}
-	}
-	return ret < 0 ? ret : 1;
 }
 
 #ifdef __cplusplus

@@ -167,7 +167,7 @@ struct pipe {
 	unsigned nwriters, nrings;
 	struct tb_bell bell;
 	struct pring *rings;
-	struct tb_bridge **slots;
+	struct tb_service_slot *slots;
 	struct tb_buf *buf;
 	struct tb_service svc;
 	struct tb_trace_out out;
@@ -216,19 +216,24 @@ static long writev_null(void *ctx, const struct tb_trace_iov *v, unsigned n)
 static void ring_new(struct pipe *p, struct pring *pr, unsigned i,
 		     uint32_t nchunks)
 {
-	struct tb_buf_ident ident;
+	struct tb_bridge_config bc;
 
 	pr->len = tb_ring_size(CHUNK_SIZE, nchunks);
 	/* shared memory, as between processes */
 	pr->mem = mmap(NULL, pr->len, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	pr->rscratch = (uint8_t *)xcalloc(1, CHUNK_SIZE);
-	ident.uid = 1000;
-	ident.pid = (int32_t)getpid();
+	memset(&bc, 0, sizeof(bc));
+	bc.ring = &pr->ring;
+	bc.scratch = pr->rscratch;
+	bc.producer_id = (uint16_t)(1 + i);
+	bc.ident.uid = 1000;
+	bc.ident.pid = (int32_t)getpid();
+	bc.bufs = &p->buf;
+	bc.nbufs = 1;
 	if (pr->mem == MAP_FAILED ||
 	    tb_ring_init(&pr->ring, pr->mem, pr->len, CHUNK_SIZE, nchunks) ||
-	    tb_bridge_init(&pr->br, &pr->ring, pr->rscratch,
-			   (uint16_t)(1 + i), ident, &p->buf, 1, NULL, NULL)) {
+	    tb_bridge_init(&pr->br, &bc)) {
 		fprintf(stderr, "bench: ring setup failed\n");
 		exit(1);
 	}
@@ -270,7 +275,7 @@ static void pipe_new(struct pipe *p, unsigned nwriters, unsigned nrings,
 		exit(1);
 	}
 	p->rings = (struct pring *)xcalloc(nrings, sizeof(*p->rings));
-	p->slots = (struct tb_bridge **)xcalloc(nrings, sizeof(*p->slots));
+	p->slots = (struct tb_service_slot *)xcalloc(nrings, sizeof(*p->slots));
 	p->w = (struct pwriter *)xcalloc(nwriters ? nwriters : 1,
 					 sizeof(*p->w));
 	for (i = 0; i < nrings; i++)

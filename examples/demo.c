@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tbcheck.h"
+#include "tools/tbcheck.h"
 #include "tbevent.h"
 #include "tbservice.h"
 
@@ -146,7 +146,7 @@ struct demo {
 	/* the service */
 	struct tb_buf *buf;
 	struct tb_bridge bridge;
-	struct tb_bridge *slots[1];
+	struct tb_service_slot slots[1];
 	uint64_t lost[1];	/* the service's "events lost" samples */
 	struct tb_service svc;
 	struct tb_trace_out out;
@@ -935,6 +935,7 @@ static void *xmalloc(size_t size)
 static void setup(struct demo *d)
 {
 	struct tb_service_config sc;
+	struct tb_bridge_config bc;
 	struct tb_buf_ident ident;
 	unsigned i, handle;
 	int ret;
@@ -965,8 +966,14 @@ static void setup(struct demo *d)
 	tb_buf_on_overwrite(d->buf, on_overwrite, d);
 	ident.uid = d->uid;
 	ident.pid = d->pid;
-	if (tb_bridge_init(&d->bridge, &d->ring, xmalloc(d->opt.chunk_size),
-			   PRODUCER_ID, ident, &d->buf, 1, NULL, NULL)) {
+	memset(&bc, 0, sizeof(bc));
+	bc.ring = &d->ring;
+	bc.scratch = xmalloc(d->opt.chunk_size);
+	bc.producer_id = PRODUCER_ID;
+	bc.ident = ident;
+	bc.bufs = &d->buf;
+	bc.nbufs = 1;
+	if (tb_bridge_init(&d->bridge, &bc)) {
 		fprintf(stderr, "demo: cannot set up the bridge\n");
 		exit(2);
 	}

@@ -39,7 +39,10 @@ int main(int argc, char **argv)
 	struct tb_track process, thread, queue;
 	struct tb_buf *buf;
 	struct tb_bridge br;
-	struct tb_buf_ident ident;
+	struct tb_bridge_config bc = {	/* producer 1's ring into buf */
+		.ring = &ring, .scratch = rscratch, .producer_id = 1,
+		.bufs = &buf, .nbufs = 1,
+	};
 	struct tb_trace_out out;
 	unsigned i;
 	int ret;
@@ -78,10 +81,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "no central buffer: %s\n", tb_strerror(ret));
 		return 1;
 	}
-	ident.uid = (uint32_t)getuid();	/* the producer's, as a service */
-	ident.pid = pid;		/* learns them from the kernel */
-	if (tb_bridge_init(&br, &ring, rscratch, 1, ident, &buf, 1, NULL,
-			   NULL))
+	/* the producer's identity, as a service learns it from the kernel */
+	bc.ident.uid = (uint32_t)getuid();
+	bc.ident.pid = pid;
+	if (tb_bridge_init(&br, &bc))
 		return 1;
 	do
 		ret = tb_bridge_drain(&br, 64, TB_READ_SCRAPE, NULL);

@@ -26,7 +26,6 @@ static int put(void *file, const void *p, size_t n)
 
 int main(int argc, char **argv)
 {
-	struct tb_buf_ident ident = { .uid = 1000, .pid = 42 };
 	struct tb_trace_out out = { .write = put };
 	struct tb_ring ring;
 	struct tb_writer w;
@@ -34,6 +33,10 @@ int main(int argc, char **argv)
 	struct tb_track thread;
 	struct tb_bridge br;
 	struct tb_buf *buf;
+	struct tb_bridge_config bc = {	/* producer 1's ring into buf */
+		.ring = &ring, .scratch = rbuf, .producer_id = 1,
+		.ident = { .uid = 1000, .pid = 42 }, .bufs = &buf, .nbufs = 1,
+	};
 	int i, ret;
 
 	/* the producer: a ring, a writer, a thread track, events */
@@ -54,7 +57,7 @@ int main(int argc, char **argv)
 
 	/* the service: ring -> central buffer -> trace file */
 	if (tb_buf_new(&buf, 1 << 20, TB_BUF_RING_BUFFER, NULL, NULL) ||
-	    tb_bridge_init(&br, &ring, rbuf, 1, ident, &buf, 1, NULL, NULL))
+	    tb_bridge_init(&br, &bc))
 		return 1;
 	do
 		ret = tb_bridge_drain(&br, 64, TB_READ_SCRAPE, NULL);

@@ -127,7 +127,7 @@ struct svc {
 	unsigned nall, capall;
 	uint32_t next_id;
 	/* the service thread's: the rings it serves, by service handle */
-	struct tb_bridge **slots;	/* the service's slot table */
+	struct tb_service_slot *slots;	/* the service's slot table */
 	struct producer **live;
 	uint64_t *lost;		/* the service's "events lost" samples */
 	uint64_t undecodable;	/* trace packets that are not protobuf */
@@ -346,7 +346,7 @@ static struct producer *producer_new(struct svc *v, int fd)
 	struct producer *p;
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
-	struct tb_buf_ident ident;
+	struct tb_bridge_config bc;
 	struct tbw_msg m;
 	int rfd, fds[2];
 
@@ -382,10 +382,15 @@ static struct producer *producer_new(struct svc *v, int fd)
 		goto fail;
 	tb_ring_set_bell(&p->ring, v->bell);
 	p->id = (uint16_t)v->next_id;
-	ident.uid = p->uid;
-	ident.pid = p->pid;
-	if (tb_bridge_init(&p->br, &p->ring, p->scratch, p->id, ident,
-			   v->bufs, 1, NULL, NULL) != TB_OK)
+	memset(&bc, 0, sizeof(bc));
+	bc.ring = &p->ring;
+	bc.scratch = p->scratch;
+	bc.producer_id = p->id;
+	bc.ident.uid = p->uid;
+	bc.ident.pid = p->pid;
+	bc.bufs = v->bufs;
+	bc.nbufs = 1;
+	if (tb_bridge_init(&p->br, &bc) != TB_OK)
 		goto fail;
 	memset(&m, 0, sizeof(m));
 	m.magic = TBW_MAGIC;

@@ -42,7 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tbcheck.h"
+#include "tbtrace.h"
+#include "tools/tbcheck.h"
 #include "tbevent.h"
 #include "tbpacket.h"
 #include "fuzz/fuzz_input.h"

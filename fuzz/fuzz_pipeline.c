@@ -150,7 +150,7 @@ static struct pl {
 	unsigned nh, nbufs;
 	struct tb_buf *bufs[2];
 	struct tb_bridge br;
-	struct tb_bridge *rings[1];
+	struct tb_service_slot rings[1];
 	uint8_t *rscratch;
 	struct hw hw[NH];
 	struct tb_writer liar;
@@ -657,6 +657,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned cfg4 = get(&in), k;
 	unsigned ops = 0;
 	struct tb_buf_ident ident = { UID, PID };
+	struct tb_bridge_config bc;
 	struct tb_service_config sc;
 	struct tb_service_stats ss;
 
@@ -695,8 +696,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!G.bufs[k])
 			goto out;	/* the hook refused: nothing to run */
 	}
-	CHECK(tb_bridge_init(&G.br, &G.ring, G.rscratch, PRODUCER, ident,
-			     G.bufs, G.nbufs, hook, NULL) == TB_OK);
+	memset(&bc, 0, sizeof(bc));
+	bc.ring = &G.ring;
+	bc.scratch = G.rscratch;
+	bc.producer_id = PRODUCER;
+	bc.ident = ident;
+	bc.bufs = G.bufs;
+	bc.nbufs = G.nbufs;
+	bc.alloc = hook;
+	CHECK(tb_bridge_init(&G.br, &bc) == TB_OK);
 	for (k = 0; k < G.nh; k++) {
 		struct hw *h = &G.hw[k];
 

@@ -19,7 +19,7 @@
 #include "tbuffer.h"
 #include "tbservice.h"
 #include "tbevent.h"
-#include "tbcheck.h"
+#include "tools/tbcheck.h"
 
 TB_CATEGORY_DEFINE(cat_cxx, "cxx", 1);
 
@@ -209,6 +209,24 @@ unsigned count_packets(const std::vector<uint8_t> &t)
 	return n;
 }
 
+// A bridge over @r for producer 1 into one central buffer, @bufs[0].
+struct tb_bridge_config bridge_cfg(const struct tb_ring *r,
+				   std::vector<uint8_t> &scratch,
+				   struct tb_buf_ident id,
+				   struct tb_buf *const *bufs)
+{
+	struct tb_bridge_config c;
+
+	std::memset(&c, 0, sizeof(c));
+	c.ring = r;
+	c.scratch = scratch.data();
+	c.producer_id = 1;
+	c.ident = id;
+	c.bufs = bufs;
+	c.nbufs = 1;
+	return c;
+}
+
 } // namespace
 
 START_TEST(test_service_path)
@@ -217,6 +235,7 @@ START_TEST(test_service_path)
 	std::vector<uint8_t> rscratch(kChunk), wscratch(kChunk);
 	struct tb_buf *buf = tb_buf_create(1 << 20, TB_BUF_RING_BUFFER);
 	struct tb_buf_ident id = { 1000, 42 };
+	struct tb_bridge_config bc = bridge_cfg(&ring.r, rscratch, id, &buf);
 	struct tb_bridge br;
 	struct tb_writer wr;
 	struct tb_trace_out out;
@@ -224,8 +243,7 @@ START_TEST(test_service_path)
 	uint8_t pkt[600];
 
 	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq(tb_bridge_init(&br, &ring.r, rscratch.data(), 1, id,
-					&buf, 1, NULL, NULL), TB_OK);
+	ck_assert_int_eq(tb_bridge_init(&br, &bc), TB_OK);
 	ck_assert_int_eq(tb_writer_init(&wr, &ring.r, 1, 0, TB_DROP,
 					wscratch.data()), TB_OK);
 	for (uint32_t seq = 0; seq < 100; seq++) {
@@ -257,9 +275,10 @@ START_TEST(test_event_layer_service_loop_and_checker)
 	struct tb_bell bell = { 0, 0 };
 	struct tb_buf *buf = tb_buf_create(1 << 20, TB_BUF_RING_BUFFER);
 	struct tb_buf *bufs[1] = { buf };
-	struct tb_bridge *slots[2];
+	struct tb_service_slot slots[2];
 	struct tb_buf_ident id = { 1000, 42 };
 	std::vector<uint8_t> rscratch(kChunk);
+	struct tb_bridge_config bc = bridge_cfg(&ring.r, rscratch, id, bufs);
 	struct tb_service_config cfg;
 	struct tb_service svc;
 	struct tb_bridge br;
@@ -284,8 +303,7 @@ START_TEST(test_event_layer_service_loop_and_checker)
 	cfg.out = &out;
 	cfg.wait_ms = 5;
 	ck_assert_int_eq(tb_service_init(&svc, &cfg), TB_OK);
-	ck_assert_int_eq(tb_bridge_init(&br, &ring.r, rscratch.data(), 1, id,
-					bufs, 1, NULL, NULL), TB_OK);
+	ck_assert_int_eq(tb_bridge_init(&br, &bc), TB_OK);
 	ck_assert_int_eq(tb_service_add(&svc, &br, &h), TB_OK);
 	tb_track_process(&proc, tb_ev_uuid(42, 0), 42, "cxx");
 	std::thread service([&] {

@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tbcheck.h"
+#include "tools/tbcheck.h"
 
 struct option_set {
 	const char *name;

@@ -63,7 +63,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tbcheck.h"
+#include "tbtrace.h"
+#include "tools/tbcheck.h"
 #include "trace_decode.h"
 #include "spawn_helpers.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_tbcheck.c - tbcheck.h, the trace checker: one hand-built trace per
+ * test_tbcheck.c - tools/tbcheck.h, the trace checker: one hand-built trace per
  * rule that breaks it (and nothing else), the same trace with a loss flag
  * that explains it where a loss can, clean traces (hand-built, and one
  * through tbuffer.h and tbtrace.h), and hostile images.
@@ -16,7 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tbcheck.h"
+#include "tools/tbcheck.h"
+
+/* The checker reads traces alone: no central buffer, no ring, no writer. */
+#if defined(TBUFFER_H) || defined(TBRING_H) || defined(TBTRACE_H)
+#error "tools/tbcheck.h includes more than the trace format (tbtracefmt.h)"
+#endif
+
+#include "tbtrace.h"	/* for the clean traces written through it */
 
 /* TracePacket */
 #define TP_CLOCK_SNAPSHOT	6

@@ -693,7 +693,7 @@ START_TEST(test_bridge_never_joins_across_a_lost_view)
 {
 	static bool ok[NW][NPKT];
 	struct tb_buf *buf;
-	struct tb_buf_ident id = { 0, 0 };
+	struct tb_bridge_config bc;
 	struct tb_trace_out out;
 	struct tb_bridge br;
 	struct twriter w;
@@ -726,8 +726,13 @@ START_TEST(test_bridge_never_joins_across_a_lost_view)
 	buf = tb_buf_create(1 << 20, TB_BUF_DISCARD);
 	scratch = (uint8_t *)malloc(256);
 	ck_assert_ptr_nonnull(buf);
-	ck_assert_int_eq(tb_bridge_init(&br, &t.r, scratch, PRODUCER, id,
-					&buf, 1, NULL, NULL), TB_OK);
+	memset(&bc, 0, sizeof(bc));
+	bc.ring = &t.r;
+	bc.scratch = scratch;
+	bc.producer_id = PRODUCER;
+	bc.bufs = &buf;
+	bc.nbufs = 1;
+	ck_assert_int_eq(tb_bridge_init(&br, &bc), TB_OK);
 	do
 		ret = tb_bridge_drain(&br, ~0u, TB_READ_SCRAPE, NULL);
 	while (ret == TB_LIMIT);

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tbcheck.h"
+#include "tools/tbcheck.h"
 #include "tbservice.h"
 #include "ring_helpers.h"
 #include "trace_decode.h"
@@ -347,7 +347,7 @@ struct fx {
 	struct mem_out mo;
 	struct tb_trace_out out;
 	struct tb_service_config cfg;	/* what fx_serve() starts with */
-	struct tb_bridge *slots[NRING];
+	struct tb_service_slot slots[NRING];
 	struct tb_service s;
 	unsigned h[NRING];		/* the rings' service handles */
 	int serving;
@@ -375,6 +375,27 @@ static struct tb_buf_ident fx_ident(unsigned i)
 	return id;
 }
 
+/*
+ * Sets up bridge @i of @f over its ring for @producer, into @bufs
+ * (@nbufs), with @alloc (NULL: malloc).
+ */
+static int fx_bridge(struct fx *f, unsigned i, uint16_t producer,
+		     struct tb_buf_ident id, struct tb_buf *const *bufs,
+		     unsigned nbufs, tb_buf_alloc_fn alloc)
+{
+	struct tb_bridge_config c;
+
+	memset(&c, 0, sizeof(c));
+	c.ring = &f->t[i].r;
+	c.scratch = f->rs[i];
+	c.producer_id = producer;
+	c.ident = id;
+	c.bufs = bufs;
+	c.nbufs = nbufs;
+	c.alloc = alloc;
+	return tb_bridge_init(&f->br[i], &c);
+}
+
 static struct fx *fx_new(unsigned nrings, uint32_t cs, uint32_t nchunks,
 			 size_t bufsize)
 {
@@ -393,11 +414,8 @@ static struct fx *fx_new(unsigned nrings, uint32_t cs, uint32_t nchunks,
 		tb_ring_set_bell(&f->t[i].r, &f->bell);
 		f->rs[i] = (uint8_t *)malloc(cs);
 		ck_assert_ptr_nonnull(f->rs[i]);
-		ck_assert_int_eq(tb_bridge_init(&f->br[i], &f->t[i].r,
-						f->rs[i],
-						(uint16_t)(PROD0 + i),
-						fx_ident(i), f->buf, NBUF,
-						NULL, NULL),
+		ck_assert_int_eq(fx_bridge(f, i, (uint16_t)(PROD0 + i),
+					   fx_ident(i), f->buf, NBUF, NULL),
 				 TB_OK);
 	}
 	f->out.write = mem_write;
@@ -739,11 +757,8 @@ START_TEST(test_bridge_counts_each_refusal_by_its_reason)
 	ck_assert_ptr_nonnull(small);
 	tb_bridge_destroy(&f->br[0]);
 	/* producer id 0: its sequence ids would collide with the service's */
-	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0], 0,
-					id, &small, 1, NULL, NULL), TB_EID);
-	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
-					PROD0, id, &small, 1, NULL, NULL),
-			 TB_OK);
+	ck_assert_int_eq(fx_bridge(f, 0, 0, id, &small, 1, NULL), TB_EID);
+	ck_assert_int_eq(fx_bridge(f, 0, PROD0, id, &small, 1, NULL), TB_OK);
 	tw_new(&a, f, 0, 1, 0);
 	for (i = 0; i < 12; i++)	/* 12 chunks of ~900 B into 4 KiB */
 		wpkt_rel(&a, i, 900);
@@ -762,9 +777,7 @@ START_TEST(test_bridge_counts_each_refusal_by_its_reason)
 	twriter_free(&a);
 	tb_bridge_destroy(&f->br[0]);
 	/* the fixture frees it again: give it a fresh one */
-	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
-					PROD0, id, f->buf, NBUF, NULL, NULL),
-			 TB_OK);
+	ck_assert_int_eq(fx_bridge(f, 0, PROD0, id, f->buf, NBUF, NULL), TB_OK);
 	tb_buf_destroy(small);
 	fx_free(f);
 }
@@ -778,6 +791,51 @@ static void *no_memory(void *ctx, void *ptr, size_t old_size, size_t n)
 	return NULL;
 }
 
+/*
+ * tb_bridge_init() takes a configuration: a ring and its reader's scratch,
+ * or neither (a bridge fed by tb_bridge_view() alone, which
+ * tb_bridge_drain() refuses); one without the other, no configuration,
+ * buffers counted but not given: TB_EINVAL; producer 0: TB_EID.
+ */
+START_TEST(test_bridge_config_is_checked)
+{
+	struct fx *f = fx_new(1, 1024, 16, 65536);
+	struct tb_bridge_config c;
+	struct tb_bridge br;
+
+	memset(&c, 0, sizeof(c));
+	c.producer_id = PROD0;
+	c.bufs = f->buf;
+	c.nbufs = NBUF;
+	ck_assert_int_eq(tb_bridge_init(&br, NULL), TB_EINVAL);
+	ck_assert_int_eq(tb_bridge_init(NULL, &c), TB_EINVAL);
+	c.scratch = f->rs[0];				/* no ring */
+	ck_assert_int_eq(tb_bridge_init(&br, &c), TB_EINVAL);
+	c.ring = &f->t[0].r;
+	c.scratch = NULL;				/* no scratch */
+	ck_assert_int_eq(tb_bridge_init(&br, &c), TB_EINVAL);
+	c.scratch = f->rs[0];
+	c.bufs = NULL;
+	ck_assert_int_eq(tb_bridge_init(&br, &c), TB_EINVAL);
+	c.bufs = f->buf;
+	c.producer_id = 0;
+	ck_assert_int_eq(tb_bridge_init(&br, &c), TB_EID);
+	c.producer_id = PROD0;
+	ck_assert_int_eq(tb_bridge_init(&br, &c), TB_OK);
+	ck_assert_int_eq(tb_bridge_drain(&br, 4, TB_READ_LAZY, NULL),
+			 TB_NODATA);
+	tb_bridge_destroy(&br);
+	c.ring = NULL;					/* views only */
+	c.scratch = NULL;
+	ck_assert_int_eq(tb_bridge_init(&br, &c), TB_OK);
+	ck_assert_int_eq(tb_bridge_drain(&br, 4, TB_READ_LAZY, NULL),
+			 TB_EINVAL);
+	ck_assert(tb_bridge_quiet(&br) && tb_bridge_idle(&br));
+	tb_bridge_destroy(&br);
+	fx_free(f);
+}
+END_TEST
+
 /* A {writer, BufferID} table that cannot grow is not "too many keys". */
 START_TEST(test_bridge_key_table_without_memory_is_counted_as_such)
 {
@@ -786,9 +844,8 @@ START_TEST(test_bridge_key_table_without_memory_is_counted_as_such)
 	struct twriter a;
 
 	tb_bridge_destroy(&f->br[0]);
-	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
-					PROD0, id, f->buf, NBUF, no_memory,
-					NULL), TB_OK);
+	ck_assert_int_eq(fx_bridge(f, 0, PROD0, id, f->buf, NBUF, no_memory),
+			 TB_OK);
 	tw_new(&a, f, 0, 1, 0);
 	wpkt_rel(&a, 0, 60);
 	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 1);
@@ -812,9 +869,7 @@ START_TEST(test_bridge_unknown_buffer_id_is_counted_and_dropped)
 	bufs[0] = f->buf[0];
 	bufs[1] = NULL;
 	tb_bridge_destroy(&f->br[0]);
-	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
-					PROD0, id, bufs, 2, NULL, NULL),
-			 TB_OK);
+	ck_assert_int_eq(fx_bridge(f, 0, PROD0, id, bufs, 2, NULL), TB_OK);
 	tw_new(&a, f, 0, 1, 0);
 	tw_new(&hole, f, 0, 2, 1);
 	tw_new(&far, f, 0, 3, 9);
@@ -998,9 +1053,7 @@ START_TEST(test_bridge_chunk_ids_consecutive_for_highest_writer_and_bid)
 	ck_assert_ptr_nonnull(bufs);
 	bufs[0xffff] = f->buf[0];
 	tb_bridge_destroy(&f->br[0]);
-	ck_assert_int_eq(tb_bridge_init(&f->br[0], &f->t[0].r, f->rs[0],
-					PROD0, id, bufs, 65536, NULL, NULL),
-			 TB_OK);
+	ck_assert_int_eq(fx_bridge(f, 0, PROD0, id, bufs, 65536, NULL), TB_OK);
 	tw_new(&a, f, 0, 0xffff, 0xffff);
 	for (i = 0; i < 3; i++)
 		wpkt_rel(&a, (uint32_t)i, 100);
@@ -1025,6 +1078,15 @@ END_TEST
  * moved since the last drain (no reservation, the held chunk's word the
  * same), and quiet not under pressure, where a lazy drain scrapes.
  */
+/* tb_reader_quiet() of bridge @i's reader at the ring's write_pos now. */
+static bool reader_quiet(struct fx *f, unsigned i)
+{
+	struct tb_ring_stats st;
+
+	tb_ring_stats(&f->t[i].r, &st);
+	return tb_reader_quiet(&f->br[i].reader, st.write_pos);
+}
+
 START_TEST(test_bridge_quiet_and_idle_follow_the_ring)
 {
 	struct fx *f = fx_new(1, 1024, 16, 1u << 20);
@@ -1035,12 +1097,15 @@ START_TEST(test_bridge_quiet_and_idle_follow_the_ring)
 	uint32_t i, wp, word;
 
 	ck_assert(tb_bridge_quiet(br) && tb_bridge_idle(br));	/* fresh */
+	ck_assert(reader_quiet(f, 0));
 	tw_new(&a, f, 0, 1, 0);
 	wpkt_ok(&a, 0, 60);
 	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
 	ck_assert(!tb_bridge_quiet(br) && !tb_bridge_idle(br));	/* reserved */
+	ck_assert(!reader_quiet(f, 0));
 	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 0);		/* held */
 	ck_assert(tb_bridge_quiet(br) && tb_bridge_idle(br));
+	ck_assert(reader_quiet(f, 0));
 	/* the held chunk published: its word changes, no new position */
 	tb_ring_stats(&f->t[0].r, &st);
 	wp = st.write_pos;
@@ -1069,9 +1134,10 @@ START_TEST(test_bridge_quiet_and_idle_follow_the_ring)
 	tb_ring_stats(&f->t[0].r, &st);
 	br->reader.wait_pos = st.write_pos;
 	ck_assert(tb_bridge_idle(br));
-	ck_assert(!tb_bridge_quiet(br));
+	ck_assert(!tb_bridge_quiet(br) && !reader_quiet(f, 0));
 	ck_assert_int_eq(drain(f, 0, TB_READ_LAZY), 9);	/* scraped too */
 	ck_assert(tb_bridge_quiet(br) && tb_bridge_idle(br));
+	ck_assert(reader_quiet(f, 0));
 	/* retired: nothing to do there ever again */
 	wpkt_rel(&b, 8, 60);
 	br->error = TB_EPROTO;
@@ -3148,6 +3214,7 @@ static Suite *bridge_suite(void)
 	tcase_add_test(t,
 		test_bridge_chunk_ids_consecutive_for_highest_writer_and_bid);
 	tcase_add_test(t, test_bridge_quiet_and_idle_follow_the_ring);
+	tcase_add_test(t, test_bridge_config_is_checked);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -38,7 +38,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tbcheck.h"
+#include "tbtrace.h"
+#include "tools/tbcheck.h"
 #include "ring_helpers.h"
 #include "spawn_helpers.h"
 

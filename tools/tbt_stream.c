@@ -122,7 +122,7 @@ static int tbt_stream_begin(struct tbt_stream *s,
 			    const struct tbt_stream_opts *o,
 			    struct tb_trace_out *out, FILE *f)
 {
-	struct tb_buf_ident ident;
+	struct tb_bridge_config bc;
 
 	memset(s, 0, sizeof(*s));
 	s->o = o;
@@ -130,11 +130,13 @@ static int tbt_stream_begin(struct tbt_stream *s,
 	s->out = out;
 	s->rx = (struct tb_link_rx *)malloc(sizeof(*s->rx));
 	s->bufs = (struct tb_buf **)calloc(65536, sizeof(*s->bufs));
-	ident.pid = o->pid;
-	ident.uid = o->uid;
+	memset(&bc, 0, sizeof(bc));	/* no ring: fed by views */
+	bc.producer_id = o->producer;
+	bc.ident.pid = o->pid;
+	bc.ident.uid = o->uid;
+	bc.bufs = s->bufs;
 	if (!s->rx || !s->bufs || tb_link_rx_init(s->rx) ||
-	    tb_bridge_init_views(&s->br, o->producer, ident, s->bufs, 0,
-				 NULL, NULL)) {
+	    tb_bridge_init(&s->br, &bc)) {
 		say(f, "stream    cannot set up (memory, or producer id 0)\n");
 		free(s->rx);
 		free(s->bufs);

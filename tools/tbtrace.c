@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "tbbridge.h"
+#include "tbtrace.h"
 #include "tbcheck.h"
 
 #define TBT_MAX_BUFS	16		/* central buffers convert makes */
@@ -1349,7 +1350,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 	uint32_t holes[TBT_HOLES];
 	unsigned nholes = 0;
 	struct tb_ring_stats before, after;
-	struct tb_buf_ident ident;
+	struct tb_bridge_config bc;
 	struct tbt_drain d;
 	struct tb_bridge br;
 	struct tb_ring r;
@@ -1403,10 +1404,15 @@ static int tbt_convert(uint8_t *img, size_t len,
 	}
 	nb = tbt_make_bufs(f, &r, o, bufs, &nbufs, ids);
 	scratch = (uint8_t *)malloc(r.chunk_size);
-	ident.pid = o->pid;
-	ident.uid = o->uid;
-	if (!scratch || tb_bridge_init(&br, &r, scratch, o->producer, ident,
-				       bufs, nbufs, NULL, NULL)) {
+	memset(&bc, 0, sizeof(bc));
+	bc.ring = &r;
+	bc.scratch = scratch;
+	bc.producer_id = o->producer;
+	bc.ident.pid = o->pid;
+	bc.ident.uid = o->uid;
+	bc.bufs = bufs;
+	bc.nbufs = nbufs;
+	if (!scratch || tb_bridge_init(&br, &bc)) {
 		say(f, "convert   cannot set up the reader (memory, or "
 		    "producer id 0)\n");
 		status = 2;

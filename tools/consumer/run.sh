@@ -19,6 +19,26 @@ make -C "$top" -s install PREFIX=/opt/tbring DESTDIR="$work/stage" >/dev/null
 prefix=$work/stage/opt/tbring
 [ -f "$prefix/include/tbring/tbring.h" ] || fail "headers not under include/tbring/"
 
+# The library is installed, the tooling is not: the headers installed are
+# the Makefile's HEADERS, meson.build installs the same, and each compiles
+# with the install directory alone on the include path (nothing reaches
+# back into the tree).
+sorted() { tr ' ' '\n' | sed '/^$/d' | sort | tr '\n' ' '; }
+# shellcheck disable=SC2016
+lib=$(make -s -C "$top" --no-print-directory \
+	--eval 'tb-print-headers: ; @echo $(HEADERS)' tb-print-headers | sorted)
+inst=$(cd "$prefix/include/tbring" && echo *.h | sorted)
+[ "$inst" = "$lib" ] || fail "installed: $inst; HEADERS: $lib"
+mes=$(sed -n '/^tbring_headers/,/)/p' "$top/meson.build" |
+	grep -o "'[a-z_]*\.h'" | tr -d "'" | tr '\n' ' ' | sorted)
+[ "$mes" = "$lib" ] || fail "meson.build installs: $mes; HEADERS: $lib"
+for h in $inst; do
+	printf '#include <%s>\n' "$h" | ${CC:-cc} -std=c99 -Wall -Wextra \
+		-Werror -I"$prefix/include/tbring" -x c -fsyntax-only - ||
+		fail "installed $h does not compile alone"
+done
+echo "install:    the $(echo "$inst" | wc -w) library headers, no tooling; meson.build's list the same"
+
 # 1. pkg-config
 pc="$prefix/lib/pkgconfig"
 flags=$(PKG_CONFIG_PATH=$pc pkg-config --define-prefix --cflags --libs tbring)

@@ -89,17 +89,21 @@
  * Threading: one thread per struct tb_check.  Input is untrusted: a
  * trace image that is not one (or a budget that runs out) stops the check
  * with an error, never a crash, and every table lives within the memory
- * budget, allocated through one hook (tbuffer.h's tb_buf_alloc_fn).  The
+ * budget, allocated through one hook (tbbase.h's tb_alloc_fn).  The
  * image is walked three times (clock snapshots, track descriptors,
  * everything else) and never written.
  *
- * Optional: only what checks traces needs it (tests, tools, a demo's
- * self-check).
+ * Tooling, not library: tests, tools and a demo's self-check use it, on a
+ * host; a product never vendors it.  It reads a trace through
+ * tbtracefmt.h alone (no central buffer, no ring) and needs the C
+ * library's realloc() and free() unless given an allocator.
  */
 #ifndef TBCHECK_H
 #define TBCHECK_H
 
-#include "tbtrace.h"
+#include <stdlib.h>
+
+#include "../tbtracefmt.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -311,7 +315,7 @@ struct tb__ck_clock {
 
 struct tb_check {
 	/* configuration, from tb_check_init() */
-	tb_buf_alloc_fn alloc;
+	tb_alloc_fn alloc;
 	void *alloc_ctx;
 	size_t max_bytes;
 	tb_check_fn on_violation;	/* may be set after init; NULL: none */
@@ -666,12 +670,25 @@ static inline void tb__ck_index_free(struct tb_check *c,
  * Set-up.
  */
 
+/* The allocator used when none is given: realloc() and free(). */
+static inline void *tb__ck_default_alloc(void *ctx, void *ptr,
+					 size_t old_size, size_t new_size)
+{
+	(void)ctx;
+	(void)old_size;
+	if (!new_size) {
+		free(ptr);
+		return NULL;
+	}
+	return realloc(ptr, new_size);
+}
+
 /*
- * Sets up a checker: tables through @alloc (NULL: the C library's, unless
- * TB_BUF_NO_DEFAULT_ALLOC) within @max_bytes (0: TB_CHECK_BUDGET).  Set
- * c->on_violation and c->ctx after this to see every violation.
+ * Sets up a checker: tables through @alloc (NULL: the C library's) within
+ * @max_bytes (0: TB_CHECK_BUDGET).  Set c->on_violation and c->ctx after
+ * this to see every violation.
  */
-static inline int tb_check_init(struct tb_check *c, tb_buf_alloc_fn alloc,
+static inline int tb_check_init(struct tb_check *c, tb_alloc_fn alloc,
 				void *alloc_ctx, size_t max_bytes)
 {
 	unsigned i;
@@ -679,13 +696,7 @@ static inline int tb_check_init(struct tb_check *c, tb_buf_alloc_fn alloc,
 	if (!c)
 		return TB_EINVAL;
 	TB_MEMSET(c, 0, sizeof(*c));
-#ifndef TB_BUF_NO_DEFAULT_ALLOC
-	if (!alloc)
-		alloc = tb_buf_default_alloc;
-#endif
-	if (!alloc)
-		return TB_EINVAL;
-	c->alloc = alloc;
+	c->alloc = alloc ? alloc : tb__ck_default_alloc;
 	c->alloc_ctx = alloc_ctx;
 	c->max_bytes = max_bytes ? max_bytes : TB_CHECK_BUDGET;
 	c->error_packet = TB_CHECK_NONE;
