@@ -8,6 +8,11 @@
  * would drop, skip, misname or misplace, counted by rule, with the first
  * offending packet of each.
  *
+ * Its field numbers are written down apart from tbevent.h's on purpose:
+ * the checker is an independent model of Perfetto's importer, so a number
+ * the event layer gets wrong is not wrong here as well.  The wire format
+ * (varints, keys) is tbpb.h's, through tbtracefmt.h.
+ *
  * What it follows, from Perfetto's sources (src/trace_processor/importers/
  * proto/: proto_trace_reader.cc, packet_sequence_state_builder.h,
  * packet_sequence_state_generation.cc, track_event_tokenizer.cc,
