@@ -1960,9 +1960,18 @@ static inline bool tb_reader_quiet(const struct tb_reader *rd,
 
 /*
  * Before it sleeps, the reader polls write_pos for a while (rd->spin
- * polls, adapted as tbsync.h says): a writer that is busy reserves its
- * next chunk within microseconds, and a sleep costs a futex wait here, a
- * futex wake in the writer and the wake-up's latency.  The doorbell is
+ * polls): a writer that is busy reserves its next chunk within
+ * microseconds, and a sleep costs a futex wait here, a futex wake in the
+ * writer and the wake-up's latency.  The budget doubles after a spin that
+ * saw a reservation.  A spin that runs out is judged by the sleep that
+ * follows it (tb_reader_wait()): a sleep that a writer ended means the
+ * ring was busy after all and the spin was too short (double it); one
+ * that ran to its timeout means the ring is idle (halve it).  Halving at
+ * every spin that ran out would collapse the budget on a busy small ring:
+ * after a sleep the writers need a wake-up's latency to get going again,
+ * the next spin runs out, and the reader sleeps once per ring's worth of
+ * chunks.  An idle reader still spins ever less (down to TB_SPIN_MIN
+ * polls per timeout) and sleeps.  The doorbell is
  * not armed meanwhile, so writers do not ring it.  Only a new reservation
  * ends the spin, not a change of the word the lazy drain stopped at: that
  * word changes with every packet a writer adds to the chunk it holds, and
@@ -1986,8 +1995,7 @@ static inline bool tb__reader_spin(struct tb_reader *rd)
 		}
 		tb__cpu_relax();
 	}
-	tb__spin_adapt(&rd->spin, false);
-	return false;
+	return false;		/* adapted by the sleep that follows */
 }
 
 /*
@@ -2009,12 +2017,16 @@ static inline bool tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
 	seq = tb_bell_prepare(b);
 
 	if (tb_reader_idle(rd)) {
+		bool woken;
+
 		if (!TB_HAVE_WAIT)
 			return tb_bell_wait(b, seq, timeout_ms);
 		/* relaxed: statistics, this reader's own counter */
 		tb_atomic_store(&rd->ring->hdr->rstat[TB_RS_FUTEX_WAITS],
 				++rd->stat[TB_RS_FUTEX_WAITS], TB_RLX);
-		return tb_bell_wait(b, seq, timeout_ms);
+		woken = tb_bell_wait(b, seq, timeout_ms);
+		tb__spin_adapt(&rd->spin, woken);	/* see tb__reader_spin() */
+		return woken;
 	}
 	tb_bell_cancel(b);
 	return true;

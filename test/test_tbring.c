@@ -2885,6 +2885,70 @@ START_TEST(test_waiting_reader_does_not_spin_with_work_left)
 }
 END_TEST
 
+/*
+ * The reader's spin budget is judged by the sleep its spin ran out into.
+ * The bell rings (as a writer's hand-over would) at the load of write_pos
+ * right after the spin: the reader is armed, so its sleep ends at once,
+ * woken.  Halving at the end of the spin, as a writer's budget does, would
+ * collapse the budget on a busy small ring.
+ */
+struct bell_act {
+	struct tring *t;
+	unsigned polls;		/* relaxed loads of write_pos */
+	unsigned ring_at;	/* rings at this one; 0: never */
+};
+
+static struct bell_act *bell_act;
+
+static void ring_after_spin(const uint32_t *p, int op, uint32_t e,
+			    uint32_t v, int ok, int fail)
+{
+	struct bell_act *a = bell_act;
+
+	(void)e, (void)v, (void)fail;
+	if (op != TB_TEST_LOAD || ok != TB_RLX || p != &a->t->r.hdr->write_pos)
+		return;
+	if (++a->polls == a->ring_at)
+		tb_bell_ring(a->t->r.bell);
+}
+
+START_TEST(test_reader_spin_budget_follows_how_its_sleep_ended)
+{
+	struct bell_act act;
+	struct tring t;
+	struct treader tr;
+
+	tring_new(&t, 512, 4);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 0);
+	tr.rd.spin = 64;
+	memset(&act, 0, sizeof(act));
+	act.t = &t;
+	act.ring_at = 64 + 1;	/* the spin's 64 polls, then tb_reader_idle */
+	bell_act = &act;
+	tb_test_atomic = ring_after_spin;
+	ck_assert(tb_reader_wait(&tr.rd, 60000));	/* woken at once */
+	tb_test_atomic = NULL;
+	ck_assert_uint_eq(act.polls, 64 + 1);
+	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAITS]), 1);
+	ck_assert_uint_eq(tr.rd.spin, 128);	/* busy: spin longer */
+	/* nothing rings: the sleep runs to its timeout, the ring is idle */
+	memset(&act, 0, sizeof(act));
+	act.t = &t;
+	tb_test_atomic = ring_after_spin;
+	ck_assert(!tb_reader_wait(&tr.rd, 1));
+	tb_test_atomic = NULL;
+	ck_assert_uint_eq(act.polls, 128 + 1);
+	ck_assert_uint_eq(tr.rd.spin, 64);
+	/* an idle reader spins ever less, down to the floor */
+	tr.rd.spin = TB_SPIN_MIN;
+	ck_assert(!tb_reader_wait(&tr.rd, 1));
+	ck_assert_uint_eq(tr.rd.spin, TB_SPIN_MIN);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_stalled_writer_spins_through_a_drain)
 {
 	/* the reader frees a chunk during the spin: no waiter, no sleep */
@@ -5311,6 +5375,7 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_stall_wakes_when_reader_drains);
 	tcase_add_test(tc, test_waiting_reader_spins_through_a_new_reservation);
 	tcase_add_test(tc, test_waiting_reader_does_not_spin_with_work_left);
+	tcase_add_test(tc, test_reader_spin_budget_follows_how_its_sleep_ended);
 	tcase_add_test(tc, test_stalled_writer_spins_through_a_drain);
 	tcase_add_test(tc,
 		test_spin_budget_doubles_on_a_hit_and_halves_on_a_miss);
