@@ -54,6 +54,7 @@
  * "*-stall*" every stall row), or every row; -l lists the names.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,7 @@ struct config {
 	enum tb_full_policy policy;
 	enum tb_read_mode mode;	/* of the reader's passes while running */
 	double pace;		/* packets/s per writer; 0: flat out */
+	int ideal;		/* the ideal hand-over, not tbring */
 	char name[48];		/* what the row filter matches */
 	int twin;		/* the same row under the other policy, or -1 */
 };
@@ -256,7 +258,7 @@ static void rx_feed(struct rx_writer *x, const uint8_t *p, uint32_t n)
 	x->off += n;
 }
 
-static void rx_finish(struct bench *b, struct rx_writer *x, uint16_t writer)
+static void rx_finish(uint64_t *bad, struct rx_writer *x, uint16_t writer)
 {
 	uint32_t h[4], tail;
 
@@ -265,7 +267,7 @@ static void rx_finish(struct bench *b, struct rx_writer *x, uint16_t writer)
 	if (x->off < PKT_HDR + 4 || h[0] != writer || h[2] != x->off ||
 	    h[3] != pkt_check(h[0], h[1], h[2]) || tail != ~h[3] ||
 	    h[1] < x->next_seq) {
-		b->bad++;
+		(*bad)++;
 		return;
 	}
 	x->next_seq = h[1] + 1;
@@ -297,7 +299,7 @@ static void on_chunk(void *ctx, const struct tb_chunk_view *v)
 		rx_feed(x, p, v->sizes[i]);
 		if (i + 1 == v->nfrags && (v->flags & TB_F_CONT_NEXT))
 			break;				/* goes on */
-		rx_finish(b, x, v->writer);
+		rx_finish(&b->bad, x, v->writer);
 		x->pending = 0;
 	}
 }
@@ -383,6 +385,179 @@ static double memcpy_mbps(uint32_t len)
 }
 
 /* ------------------------------------------------------------------------
+ * The ideal hand-over: what the hardware allows a chunk ring on this
+ * machine, the baseline of the rows named "...-ideal".  One writer and one
+ * reader, the same geometry (chunk size and count) and the same two copies
+ * (the packet into the chunk, the chunk into the reader's scratch), and no
+ * protocol: per chunk one release store of its sequence word by the
+ * writer and one acquire load of it by the reader, which spins.  The
+ * writer packs the packet stream into the chunks' payloads back to back,
+ * cut wherever a chunk ends, and learns that the reader freed chunks
+ * from the reader's count of chunks taken, loaded (acquire) only when its
+ * cached copy says the ring is full.  The reader checks every packet as
+ * on_chunk() does.  Each chunk starts with the 4-byte count of the bytes
+ * used, against tbring's 8-byte header and 2 bytes per fragment.
+ */
+#define IDEAL_HDR	4u
+
+struct ideal {
+	const struct config *cfg;
+	uint8_t *mem;		/* num_chunks x chunk_size */
+	uint32_t *seq;		/* per chunk, a line each: its position + 1 */
+	uint32_t *taken;	/* the reader's: chunks taken, a line */
+	uint32_t *end;		/* the writer's: chunks published + 1, at stop */
+	uint32_t stop;
+	pthread_barrier_t start;
+	struct writer_ctx *w;
+	struct rx_writer rx;
+	uint8_t *rscratch;
+	uint64_t chunks, bad;
+};
+
+#define IDEAL_LINE_WORDS	16u	/* a 64-byte line of uint32_t */
+
+/*
+ * One poll's pause, and after IDEAL_SPIN polls in a row a sched_yield():
+ * never reached while both threads have a CPU, but on a machine where
+ * they share one a pure spin would wait out whole scheduler slices.
+ */
+#define IDEAL_SPIN	1024u
+
+static void ideal_relax(uint32_t *polls)
+{
+	if (++*polls % IDEAL_SPIN == 0) {
+		sched_yield();
+		return;
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Publishes chunk @pos with @used payload bytes. */
+static void ideal_publish(struct ideal *d, uint32_t pos, uint32_t used)
+{
+	uint32_t n = d->cfg->num_chunks;
+	uint8_t *chunk = d->mem + (size_t)(pos % n) * d->cfg->chunk_size;
+
+	memcpy(chunk, &used, sizeof(used));
+	/* release: pairs with the reader's acquire load; the bytes first */
+	__atomic_store_n(&d->seq[(pos % n) * IDEAL_LINE_WORDS], pos + 1,
+			 __ATOMIC_RELEASE);
+}
+
+/* Waits until chunk @pos is free; returns the reader's count seen. */
+static uint32_t ideal_room(struct ideal *d, uint32_t pos, uint32_t taken)
+{
+	uint32_t polls = 0;
+
+	while (pos - taken >= d->cfg->num_chunks) {
+		/* acquire: pairs with the reader's release store of taken */
+		taken = __atomic_load_n(d->taken, __ATOMIC_ACQUIRE);
+		if (pos - taken >= d->cfg->num_chunks)
+			ideal_relax(&polls);
+	}
+	return taken;
+}
+
+static void *ideal_writer(void *arg)
+{
+	struct ideal *d = arg;
+	struct writer_ctx *wc = d->w;
+	uint32_t len = d->cfg->len, cap = d->cfg->chunk_size - IDEAL_HDR;
+	uint32_t seq = 0, pos = 0, taken = 0, used = 0;
+	uint8_t *chunk;
+
+	memset(wc->pkt, 0xa5, sizeof(wc->pkt));
+	pthread_barrier_wait(&d->start);
+	chunk = d->mem + IDEAL_HDR;
+	while (!load_flag(&d->stop)) {
+		uint32_t check = pkt_stamp(wc->pkt, wc->id, seq, len), off = 0;
+
+		seq++;
+		while (off < len) {
+			uint32_t n = len - off < cap - used ? len - off :
+				     cap - used;
+
+			memcpy(chunk + used, wc->pkt + off, n);
+			off += n;
+			used += n;
+			if (used < cap)
+				break;
+			ideal_publish(d, pos++, used);
+			taken = ideal_room(d, pos, taken);
+			chunk = d->mem + (size_t)(pos % d->cfg->num_chunks) *
+				d->cfg->chunk_size + IDEAL_HDR;
+			used = 0;
+		}
+		wc->written++;
+		wc->sum += check;
+	}
+	if (used)
+		ideal_publish(d, pos++, used);
+	/* release: after the last chunk's sequence word */
+	__atomic_store_n(d->end, pos + 1, __ATOMIC_RELEASE);
+	wc->attempted = seq;
+	return NULL;
+}
+
+/* Feeds @n bytes of the packet stream to the packet checks. */
+static void ideal_feed(struct ideal *d, const uint8_t *p, uint32_t n)
+{
+	struct rx_writer *x = &d->rx;
+	uint32_t len = d->cfg->len;
+
+	while (n) {
+		uint32_t k = len - x->off < n ? len - x->off : n;
+
+		rx_feed(x, p, k);
+		p += k;
+		n -= k;
+		if (x->off < len)
+			break;
+		rx_finish(&d->bad, x, 1);
+		x->off = 0;
+	}
+}
+
+static void *ideal_reader(void *arg)
+{
+	struct ideal *d = arg;
+	uint32_t n = d->cfg->num_chunks, pos = 0, used, polls = 0;
+
+	pthread_barrier_wait(&d->start);
+	for (;;) {
+		const uint8_t *chunk = d->mem + (size_t)(pos % n) *
+				       d->cfg->chunk_size;
+
+		/* acquire: pairs with the writer's release in ideal_publish */
+		if (__atomic_load_n(&d->seq[(pos % n) * IDEAL_LINE_WORDS],
+				    __ATOMIC_ACQUIRE) != pos + 1) {
+			/* acquire: pairs with the writer's store of end */
+			if (__atomic_load_n(d->end, __ATOMIC_ACQUIRE) == pos + 1)
+				break;
+			ideal_relax(&polls);
+			continue;
+		}
+		polls = 0;
+		memcpy(&used, chunk, sizeof(used));
+		if (used > d->cfg->chunk_size - IDEAL_HDR) {
+			d->bad++;
+			break;
+		}
+		memcpy(d->rscratch, chunk + IDEAL_HDR, used);
+		pos++;
+		/* release: pairs with the writer's acquire in ideal_room */
+		__atomic_store_n(d->taken, pos, __ATOMIC_RELEASE);
+		ideal_feed(d, d->rscratch, used);
+	}
+	d->chunks = pos;
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------
  * Running and checking one configuration.
  */
 static void sleep_s(double s)
@@ -430,17 +605,88 @@ static void collect(struct bench *b, struct result *r)
 		rsum == wsum ? "equal" : "differ");
 }
 
+static double cpu_secs(const struct rusage *a, const struct rusage *b)
+{
+	return (double)(b->ru_utime.tv_sec - a->ru_utime.tv_sec) +
+	       (double)(b->ru_stime.tv_sec - a->ru_stime.tv_sec) +
+	       1e-6 * (double)(b->ru_utime.tv_usec - a->ru_utime.tv_usec +
+			       b->ru_stime.tv_usec - a->ru_stime.tv_usec);
+}
+
+/* One run of the ideal hand-over, as run_config() runs tbring. */
+static void run_ideal(const struct config *c, double secs, int baseline,
+		      struct result *r)
+{
+	struct ideal *d = xalloc(sizeof(*d));
+	struct rusage ru0, ru1;
+	pthread_t wt, rt;
+	double t0;
+
+	memset(r, 0, sizeof(*r));
+	d->cfg = c;
+	d->mem = xalloc((size_t)c->chunk_size * c->num_chunks);
+	d->seq = xalloc((size_t)c->num_chunks * IDEAL_LINE_WORDS * 4);
+	d->taken = xalloc(IDEAL_LINE_WORDS * 4);
+	d->end = xalloc(IDEAL_LINE_WORDS * 4);
+	d->rscratch = xalloc(c->chunk_size);
+	d->w = xalloc(sizeof(*d->w));
+	d->w->id = 1;
+	pthread_barrier_init(&d->start, NULL, 3);
+	pthread_create(&wt, NULL, ideal_writer, d);
+	pthread_create(&rt, NULL, ideal_reader, d);
+	pthread_barrier_wait(&d->start);
+	getrusage(RUSAGE_SELF, &ru0);
+	t0 = bench_now();
+	sleep_s(secs);
+	set_flag(&d->stop);
+	pthread_join(wt, NULL);
+	pthread_join(rt, NULL);
+	r->secs = bench_now() - t0;
+	getrusage(RUSAGE_SELF, &ru1);
+	r->csw = ru1.ru_nvcsw - ru0.ru_nvcsw;
+	r->cpu = cpu_secs(&ru0, &ru1);
+	r->attempted = d->w->attempted;
+	r->written = d->w->written;
+	r->delivered = d->rx.delivered;
+	r->bad = d->bad;
+	r->partial = d->rx.off != 0;
+	r->st.rstat[TB_RS_EMITTED] = (uint32_t)d->chunks;
+	r->verified = !d->bad && !r->partial && r->delivered == r->written &&
+		      d->rx.sum == d->w->sum;
+	if (!r->verified)
+		fprintf(stderr, "bench: VERIFY FAILED (ideal): written %llu "
+			"delivered %llu bad %llu\n",
+			(unsigned long long)r->written,
+			(unsigned long long)r->delivered,
+			(unsigned long long)d->bad);
+	if (baseline)
+		r->mc_mbps = memcpy_mbps(c->len);
+	pthread_barrier_destroy(&d->start);
+	free(d->w);
+	free(d->rscratch);
+	free(d->end);
+	free(d->taken);
+	free(d->seq);
+	free(d->mem);
+	free(d);
+}
+
 /* One run of @c for @secs; with @baseline, the memcpy baseline after it. */
 static void run_config(const struct config *c, double secs, int baseline,
 		       struct result *r)
 {
 	size_t size = tb_ring_size(c->chunk_size, c->num_chunks);
 	pthread_t wt[MAX_WRITERS], rt;
-	struct bench *b = xalloc(sizeof(*b));
+	struct bench *b;
 	struct rusage ru0, ru1;
 	unsigned i;
 	double t0;
 
+	if (c->ideal) {
+		run_ideal(c, secs, baseline, r);
+		return;
+	}
+	b = xalloc(sizeof(*b));
 	memset(r, 0, sizeof(*r));
 	b->cfg = c;
 	b->mem = xalloc(size);
@@ -470,10 +716,7 @@ static void run_config(const struct config *c, double secs, int baseline,
 	r->secs = bench_now() - t0;
 	getrusage(RUSAGE_SELF, &ru1);
 	r->csw = ru1.ru_nvcsw - ru0.ru_nvcsw;
-	r->cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
-		 (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-		 1e-6 * (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
-				 ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+	r->cpu = cpu_secs(&ru0, &ru1);
 	collect(b, r);
 	if (baseline)
 		r->mc_mbps = memcpy_mbps(c->len);
@@ -509,7 +752,8 @@ static void config_name(struct config *c)
 		snprintf(geo, sizeof(geo), "%ux%u-", c->num_chunks,
 			 c->chunk_size);
 	snprintf(c->name, sizeof(c->name), "%s%uw-%s-%s%s%s", geo, c->writers,
-		 len, c->policy == TB_STALL ? "stall" : "drop",
+		 len, c->ideal ? "ideal" :
+		 c->policy == TB_STALL ? "stall" : "drop",
 		 c->pace > 0 ? "-paced" : "",
 		 c->mode == TB_READ_SCRAPE ? "-scrape" : "");
 }
@@ -581,7 +825,7 @@ static void print_details(const struct config *c, const struct result *r,
 	printf("\n");
 }
 
-#define NCONFIGS	31u
+#define NCONFIGS	38u
 
 static struct config *new_config(struct config *cfgs, unsigned *n,
 				 uint32_t chunk_size, uint32_t num_chunks,
@@ -614,7 +858,8 @@ static void pair_twins(struct config *cfgs, unsigned n)
 			    cfgs[i].writers == cfgs[j].writers &&
 			    cfgs[i].len == cfgs[j].len &&
 			    cfgs[i].mode == cfgs[j].mode &&
-			    cfgs[i].pace == cfgs[j].pace)
+			    cfgs[i].pace == cfgs[j].pace &&
+			    !cfgs[i].ideal && !cfgs[j].ideal)
 				cfgs[i].twin = (int)j;
 }
 
@@ -649,10 +894,34 @@ static unsigned make_configs(struct config *cfgs)
 			for (w = 1; w <= MAX_WRITERS; w++)
 				new_config(cfgs, &n, small[g][1], small[g][0],
 					   w, 64, p ? TB_STALL : TB_DROP);
+	/* the ideal hand-over, a row per geometry and packet size above */
+	for (l = 0; l < 3; l++)
+		new_config(cfgs, &n, CHUNK_SIZE, NUM_CHUNKS, 1, lens[l],
+			   TB_STALL)->ideal = 1;
+	for (g = 0; g < 4; g++)
+		new_config(cfgs, &n, small[g][1], small[g][0], 1, 64,
+			   TB_STALL)->ideal = 1;
 	for (p = 0; p < n; p++)
 		config_name(&cfgs[p]);
 	pair_twins(cfgs, n);
 	return n;
+}
+
+/* The flat-out lazy row like @c with @writers, tbring's or the ideal. */
+static int find_row(const struct config *cfgs, unsigned n,
+		    const struct config *c, unsigned writers, int ideal)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (cfgs[i].chunk_size == c->chunk_size &&
+		    cfgs[i].num_chunks == c->num_chunks &&
+		    cfgs[i].len == c->len && cfgs[i].writers == writers &&
+		    cfgs[i].ideal == ideal && cfgs[i].mode == TB_READ_LAZY &&
+		    cfgs[i].pace == 0 &&
+		    (ideal || cfgs[i].policy == c->policy))
+			return (int)i;
+	return -1;
 }
 
 int main(int argc, char **argv)
@@ -707,7 +976,7 @@ int main(int argc, char **argv)
 	}
 	printf("\nThe median run of each row:\n");
 	for (i = 0; i < n; i++)
-		if (sel[i])
+		if (sel[i] && !cfgs[i].ideal)
 			print_details(&cfgs[i], &res[i][med[i]], mpkt[i], runs);
 	for (i = 0; i < n; i++) {
 		int j = cfgs[i].twin;
@@ -721,6 +990,30 @@ int main(int argc, char **argv)
 		       mpkt_of(&res[i][med[i]]), mpkt_of(&res[j][med[j]]),
 		       mpkt_of(&res[i][med[i]]) / mpkt_of(&res[j][med[j]]));
 	}
+	pairs = 0;
+	for (i = 0; i < n; i++) {
+		const struct config *c = &cfgs[i];
+		int one = find_row(cfgs, n, c, 1, 0);
+		int id = find_row(cfgs, n, c, 1, 1);
+		double m = mpkt_of(&res[i][med[i]]);
+
+		if (!sel[i] || c->ideal || c->mode != TB_READ_LAZY ||
+		    c->pace > 0 || id < 0 || !sel[id])
+			continue;
+		if (!pairs++)
+			printf("\nagainst the ideal hand-over (its row of the "
+			       "same geometry and packet size),\nand 2 "
+			       "writers against 1, delivered Mpkt/s of the "
+			       "median runs, same run:\n");
+		printf("%-22s %6.2f / %6.2f ideal = %5.2f", c->name, m,
+		       mpkt_of(&res[id][med[id]]),
+		       m / mpkt_of(&res[id][med[id]]));
+		if (c->writers > 1 && one >= 0 && sel[one])
+			printf("   / %6.2f 1w = %5.2f",
+			       mpkt_of(&res[one][med[one]]),
+			       m / mpkt_of(&res[one][med[one]]));
+		printf("\n");
+	}
 	printf("\nMpkt/s, Mch/s and MB/s: packets (chunks) delivered and "
 	       "verified (count, order,\ncheck sum), from the median run by "
 	       "Mpkt/s; so are loss%%..csw/ch.  spread: (max - min)\n/ median "
@@ -732,7 +1025,9 @@ int main(int argc, char **argv)
 	       "and copying the same\npackets into 64 x 4 KiB, right after "
 	       "each run, median over the runs; ratio = MB/s /\nmemcpy.  reloc%%: relocations "
 	       "per emitted chunk.  scrape: the reader scrapes on every\n"
-	       "pass.  paced: 200k pkt/s.\n");
+	       "pass.  paced: 200k pkt/s.  ideal: the ideal hand-over (see "
+	       "bench/ring.c), one\nwriter and a spinning reader, the same "
+	       "geometry and copies, no protocol.\n");
 	if (failed)
 		printf("bench: %u row(s) FAILED verification\n", failed);
 	return failed ? 1 : 0;
