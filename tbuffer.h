@@ -597,30 +597,32 @@ static inline uint32_t tb__buf_ring_lower(const struct tb__buf_seq *s,
 }
 
 /*
- * Index of chunk @id in the sequence, or -1.  A patch nearly always comes
- * for one of a writer's newest chunks, most often the newest itself: that
- * one is tried first, then the direct guess, then the search.
+ * The entry of chunk @id in the sequence, or NULL.  A patch nearly always
+ * comes for one of a writer's newest chunks, most often the newest itself:
+ * that one is tried first, then the direct guess, then the search.
  */
-static inline int64_t tb__buf_ring_find(const struct tb__buf_seq *s,
-					 uint32_t id)
+static inline const struct tb__buf_ref *
+tb__buf_ring_find(const struct tb__buf_seq *s, uint32_t id)
 {
+	const struct tb__buf_ref *r;
 	uint32_t last, rel, i;
 
 	if (!s->n)
-		return -1;
-	last = tb__buf_ref(s, s->n - 1)->id;
+		return NULL;
+	r = tb__buf_ref(s, s->n - 1);
+	last = r->id;
 	if (id == last)
-		return s->n - 1;
+		return r;
 	rel = id - tb__buf_ref(s, 0)->id;
 	/* Outside [first, last]: no such chunk (ids span < 2^31). */
 	if (rel & 0x80000000u || tb_buf_id_cmp(id, last) > 0)
-		return -1;
+		return NULL;
 	if (rel < s->n && tb__buf_ref(s, rel)->id == id)
-		return rel;
+		return tb__buf_ref(s, rel);
 	i = tb__buf_ring_lower(s, id);
 	if (i < s->n && tb__buf_ref(s, i)->id == id)
-		return i;
-	return -1;
+		return tb__buf_ref(s, i);
+	return NULL;
 }
 
 static inline void tb__buf_ring_insert(struct tb__buf_seq *s, uint32_t pos,
@@ -1906,6 +1908,15 @@ static inline struct tb__buf_seq *tb__buf_patch_seq(struct tb_buf *b,
 }
 
 /*
+ * Why a patch may not go ahead: TB_EBUSY or TB_EROFS, as for a write.  Out
+ * of line, so that the patch tests both conditions in one branch.
+ */
+TB__BUF_COLD int tb__buf_patch_refused(struct tb_buf *b)
+{
+	return tb__buf_may_write(b);
+}
+
+/*
  * Applies @n 4-byte patches to chunk @chunk_id of {@producer, @writer}.
  * Offsets are relative to the chunk payload.  Fails (counted once) when
  * the chunk is not in the buffer (consumed, overwritten or never seen) or
@@ -1917,26 +1928,29 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 			       const struct tb_buf_patch *patches, size_t n,
 			       bool more_pending)
 {
+	const struct tb__buf_ref *r;
 	struct tb__buf_seq *s;
 	struct tb__buf_hdr *c;
 	uint8_t clear;
-	int64_t i;
 	size_t k;
-	int ret;
 
 	TB_BUG_ON(!b || (!patches && n));
 	if (!b || (!patches && n))
 		return TB_EINVAL;
-	ret = tb__buf_may_write(b);
-	if (ret != TB_OK)
-		return ret;
+	/*
+	 * tb__buf_may_write() inline: one branch for both refusals, and the
+	 * end of the read batch stored without a test.
+	 */
+	if (b->in_cb | b->read_only)
+		return tb__buf_patch_refused(b);
+	b->rd_valid = 0;
 	s = tb__buf_patch_seq(b, tb__buf_key(producer, writer));
-	i = s ? tb__buf_ring_find(s, chunk_id) : -1;
-	if (i < 0) {
+	r = s ? tb__buf_ring_find(s, chunk_id) : NULL;
+	if (!r) {
 		b->stats.patches_failed++;
 		return TB_ENOENT;
 	}
-	c = tb__buf_chunk(b, s, (uint32_t)i);
+	c = tb__buf_hdr_at(b, r->off);
 	for (k = 0; k < n; k++) {
 		if (c->payload_size < TB_BUF_PATCH_SIZE ||
 		    patches[k].offset > c->payload_size - TB_BUF_PATCH_SIZE) {
@@ -1950,13 +1964,12 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	}
 	b->stats.patches_succeeded += n;
 	/*
-	 * Its bytes may have changed: one update of the flags for both,
-	 * stored only when it changes them, so that patches in a row to one
-	 * chunk do not each wait on the store of the one before.
+	 * Its bytes may have changed: one update of the flags for both.  Not
+	 * skipped when it changes nothing: the test costs more than the
+	 * store (bench/buffer.c's patch rows).
 	 */
 	clear = TB__BUF_PLAIN | (more_pending ? 0 : TB_BUF_NEEDS_PATCH);
-	if (c->flags & clear)
-		c->flags &= (uint8_t)~clear;
+	c->flags &= (uint8_t)~clear;
 	return TB_OK;
 }
 

@@ -916,6 +916,33 @@ START_TEST(test_patch_to_consumed_chunk_fails)
 }
 END_TEST
 
+/* "any write or patch ends the batch", a patch that fails included. */
+START_TEST(test_patch_ends_the_read_batch)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct tb_buf_patch p = mk_patch(1, "wxyz");
+	struct tb_buf_packet tp;
+
+	put_f(b, 1, 1, 1, 0, "a", NULL);
+	put_f(b, 1, 1, 2, 0, "bcdefgh", NULL);
+	tb_buf_begin_read(b);
+	ck_assert(tb_buf_read_packet(b, &tp));
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 2, &p, 1, false), TB_OK);
+	ck_assert(!tb_buf_read_packet(b, &tp));
+	ck_assert_int_eq(read_all(b, pk, 10), 1);
+	ck_assert_str_eq(pk[0].str, "wxyzfgh");
+
+	put_f(b, 1, 1, 3, 0, "i", NULL);
+	put_f(b, 1, 1, 4, 0, "j", NULL);
+	tb_buf_begin_read(b);
+	ck_assert(tb_buf_read_packet(b, &tp));
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 9, &p, 1, false), TB_ENOENT);
+	ck_assert(!tb_buf_read_packet(b, &tp));
+	ck_assert_str_eq(read_str(b), "j");
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_patch_lookup_finds_every_chunk_among_thousands)
 {
 	struct tb_buf *b = tb_buf_create(1 << 20, TB_BUF_RING_BUFFER);
@@ -1901,6 +1928,52 @@ START_TEST(test_callback_cannot_reenter_the_buffer)
 }
 END_TEST
 
+struct patch_seen {
+	struct tb_buf *b;
+	int n;
+	int ret;
+};
+
+static void on_overwrite_patch(void *ctx, const struct tb_buf_packet *p)
+{
+	struct patch_seen *v = ctx;
+	struct tb_buf_patch pa = mk_patch(1, "wxyz");
+
+	(void)p;
+	v->n++;
+	v->ret = tb_buf_patch(v->b, 2, 2, 1, &pa, 1, false);
+}
+
+/* A patch from the callback fails like a write, and changes nothing. */
+START_TEST(test_callback_cannot_patch_the_buffer)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct patch_seen v = { NULL, 0, 0 };
+	struct chunk c;
+	int i, n;
+
+	v.b = b;
+	tb_buf_on_overwrite(b, on_overwrite_patch, &v);
+	ch_init(&c);
+	ch_frag(&c, 3000, 'a');
+	put(b, 1, 1, 1, 0, &c);		/* [0, 3024) */
+	put_f(b, 2, 2, 1, 0, "bcdefgh", NULL);	/* [3024, 3056) */
+	ch_init(&c);
+	ch_frag(&c, 2000, 'c');
+	put(b, 1, 1, 2, 0, &c);		/* wraps: [0, 2016) over the first */
+	ck_assert_int_eq(v.n, 1);
+	ck_assert_int_eq(v.ret, TB_EBUSY);
+	ck_assert_uint_eq(tb_buf_stats(b)->patches_succeeded, 0);
+	n = read_all(b, pk, 10);
+	ck_assert_int_eq(n, 2);
+	for (i = 0; i < n && pk[i].p != 2; i++)
+		;
+	ck_assert_int_lt(i, n);
+	ck_assert_str_eq(pk[i].str, "bcdefgh");
+	tb_buf_destroy(b);
+}
+END_TEST
+
 /* ---- Loss reasons ------------------------------------------------------- */
 
 START_TEST(test_loss_reason_bits_match_perfetto)
@@ -2204,6 +2277,21 @@ START_TEST(test_write_to_clone_is_an_error)
 	tb_buf_set_read_only(b);
 	ck_assert_int_eq(put_s(b, 1, 1, 2, "b"), TB_EROFS);
 	tb_buf_destroy(k);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+START_TEST(test_patch_to_buffer_made_read_only_is_an_error)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct tb_buf_patch p = mk_patch(1, "wxyz");
+
+	put_f(b, 1, 1, 1, 0, "bcdefgh", NULL);
+	tb_buf_set_read_only(b);
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 1, &p, 1, false), TB_EROFS);
+	ck_assert_uint_eq(tb_buf_stats(b)->patches_succeeded, 0);
+	ck_assert_int_eq(read_all(b, pk, 10), 1);
+	ck_assert_str_eq(pk[0].str, "bcdefgh");
 	tb_buf_destroy(b);
 }
 END_TEST
@@ -2994,6 +3082,7 @@ static Suite *patch_suite(void)
 	tcase_add_test(t, test_patch_to_payload_smaller_than_patch_fails);
 	tcase_add_test(t, test_patch_to_unknown_sequence_or_chunk_fails);
 	tcase_add_test(t, test_patch_to_consumed_chunk_fails);
+	tcase_add_test(t, test_patch_ends_the_read_batch);
 	tcase_add_test(t, test_patch_lookup_finds_every_chunk_among_thousands);
 	tcase_add_test(t, test_patch_lookup_across_the_id_wrap);
 	tcase_add_test(t, test_patch_finds_its_sequence_after_the_table_grows);
@@ -3063,6 +3152,7 @@ static Suite *overwrite_suite(void)
 	tcase_add_test(t, test_header_only_padding_when_16_bytes_remain);
 	tcase_add_test(t, test_exact_fill_wraps_only_on_the_next_write);
 	tcase_add_test(t, test_callback_cannot_reenter_the_buffer);
+	tcase_add_test(t, test_callback_cannot_patch_the_buffer);
 	tcase_add_test(t, test_discard_policy_latches_on_first_overflow);
 	tcase_add_test(t, test_discard_policy_allows_exact_fill);
 	tcase_add_test(t, test_patches_still_work_after_discard_latch);
@@ -3091,6 +3181,8 @@ static Suite *loss_suite(void)
 	tcase_add_test(t, test_clone_is_independent_of_the_original);
 	tcase_add_test(t, test_clone_keeps_sequence_state);
 	tcase_add_test(t, test_write_to_clone_is_an_error);
+	tcase_add_test(t,
+		test_patch_to_buffer_made_read_only_is_an_error);
 	tcase_add_test(t, test_clone_copies_stats_but_resets_read_counters);
 	suite_add_tcase(s, t);
 	return s;
