@@ -269,8 +269,10 @@ typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
  */
 #if defined(__GNUC__)
 #define TB__EV_SLOW	static __attribute__((noinline, unused))
+#define TB__EV_HOT	static inline __attribute__((always_inline))
 #else
 #define TB__EV_SLOW	static inline
+#define TB__EV_HOT	static inline
 #endif
 
 #ifdef __cplusplus
@@ -766,13 +768,15 @@ struct tb__ev_end {		/* an END owed */
 	uint64_t ts;
 };
 
+#define TB__EV_UFIELD	11u	/* a track_uuid field: tag, varint */
+
 struct tb__ev_track {
 	const struct tb_track *t;
 	uint64_t lost;		/* bit d: BEGIN at depth d not written */
 	uint32_t depth;		/* slices open */
 	uint32_t epoch;		/* described in this state */
 	uint8_t ulen;		/* bytes of @ufield */
-	uint8_t ufield[11];	/* TrackEvent.track_uuid, encoded */
+	uint8_t ufield[TB__EV_UFIELD];	/* TrackEvent.track_uuid, encoded */
 };
 
 struct tb_ev_writer {
@@ -786,6 +790,7 @@ struct tb_ev_writer {
 	uint32_t nintern;
 	uint32_t ntracks;
 	uint32_t own;		/* the default track's slot */
+	uint32_t cid;		/* timestamp_clock_id per packet; 0: none */
 	uint8_t fresh;		/* a fresh state before the next event */
 	uint8_t clear;		/* the next packet clears the state */
 	uint8_t flags;		/* TB_EV_NO_INTERN */
@@ -828,10 +833,13 @@ static inline uint32_t tb__ev_own_clock_id(const struct tb_ev_writer *ew)
 	       ew->clock->id : 0;
 }
 
-/* The clock id each packet carries: none when the defaults say it. */
+/*
+ * The clock id each packet carries: none when the defaults say it (set
+ * at init: clock and flags stay).
+ */
 static inline uint32_t tb__ev_clock_id(const struct tb_ev_writer *ew)
 {
-	return ew->flags & TB_EV_DEFAULTS ? 0 : tb__ev_own_clock_id(ew);
+	return ew->cid;
 }
 
 /* ------------------------------------------------------------------------
@@ -928,20 +936,21 @@ static inline void tb__ev_put(struct tb__ev_out *o, const void *src,
 	}
 }
 
-/* A few bytes already encoded (a cached field). */
+/*
+ * A cached field (a track_uuid: tag and varint, at most TB__EV_UFIELD
+ * bytes, @s holding that many): with room for all of them, one copy of
+ * constant size (a few moves, no loop), the bytes past @n overwritten by
+ * what follows or left unpublished in the open fragment's range.
+ */
+
 static inline void tb__ev_put_raw(struct tb__ev_out *o, const uint8_t *s,
 				  uint32_t n)
 {
-	uint32_t i;
-
-	if (!n)
-		return;
-	if ((size_t)(o->end - o->p) < n) {
+	if ((size_t)(o->end - o->p) < TB__EV_UFIELD) {
 		tb__ev_put(o, s, n);
 		return;
 	}
-	for (i = 0; i < n; i++)
-		o->p[i] = s[i];
+	TB_MEMCPY(o->p, s, TB__EV_UFIELD);
 	o->p += n;
 }
 
@@ -1011,6 +1020,71 @@ static inline uint64_t tb__ev_dbits(double d)
 
 	TB_MEMCPY(&v, &d, sizeof(v));
 	return v;
+}
+
+/*
+ * The same puts in two modes, @st a constant at every call: streaming
+ * (true: the checked puts above, which cross chunks), or direct (false:
+ * the open fragment's range holds the whole packet and TB__EV_SLACK bytes
+ * more, tb__ev_out_fits(), so nothing is checked and no put can cross).
+ * The event encoder is written once over these and instantiated in both.
+ */
+#define TB__EV_SLACK	TB__EV_FAST
+
+static inline bool tb__ev_out_fits(const struct tb__ev_out *o, uint32_t size)
+{
+	return (size_t)(o->end - o->p) >= (size_t)size + TB__EV_SLACK;
+}
+
+TB__EV_HOT void tb__ev_pu(struct tb__ev_out *o, bool st, uint32_t field,
+			  uint64_t v)
+{
+	if (st)
+		tb__ev_put_uint(o, field, v);
+	else
+		o->p = tb__pb_uint_at(o->p, field, v);
+}
+
+TB__EV_HOT void tb__ev_ph(struct tb__ev_out *o, bool st, uint32_t field,
+			  uint32_t len)
+{
+	if (st)
+		tb__ev_put_hdr(o, field, len);
+	else
+		o->p = tb__pb_len_at(o->p, field, len);
+}
+
+TB__EV_HOT void tb__ev_pb(struct tb__ev_out *o, bool st, uint32_t field,
+			  const void *b, uint32_t len)
+{
+	if (st) {
+		tb__ev_put_bytes(o, field, b, len);
+		return;
+	}
+	o->p = tb__pb_len_at(o->p, field, len);
+	if (len)
+		TB_MEMCPY(o->p, b, len);
+	o->p += len;
+}
+
+TB__EV_HOT void tb__ev_pf(struct tb__ev_out *o, bool st, uint32_t field,
+			  uint64_t v)
+{
+	if (st)
+		tb__ev_put_fixed64(o, field, v);
+	else
+		o->p = tb__pb_fixed64_at(o->p, field, v);
+}
+
+TB__EV_HOT void tb__ev_pr(struct tb__ev_out *o, bool st, const uint8_t *b,
+			  uint32_t n)
+{
+	if (st) {
+		tb__ev_put_raw(o, b, n);
+		return;
+	}
+	TB_MEMCPY(o->p, b, TB__EV_UFIELD);	/* TB__EV_SLACK covers it */
+	o->p += n;
 }
 
 /* Closes the packet; the sizes planned and written must agree. */
@@ -1088,7 +1162,7 @@ static inline uint32_t tb__ev_hit(const struct tb_ev_writer *ew,
 }
 
 /* A static string, by address. */
-static inline uint32_t tb__ev_intern_static(struct tb_ev_writer *ew,
+TB__EV_HOT uint32_t tb__ev_intern_static(struct tb_ev_writer *ew,
 					    const char *s, unsigned kind,
 					    uint8_t *emit)
 {
@@ -1170,7 +1244,7 @@ struct tb__ev_str {
  * address; else by its bytes); returns its field's bytes in the
  * referring message.
  */
-static inline uint32_t tb__ev_str_plan(struct tb_ev_writer *ew,
+TB__EV_HOT uint32_t tb__ev_str_plan(struct tb_ev_writer *ew,
 				       struct tb__ev_str *st, const char *s,
 				       unsigned kind, bool copy, bool fixed,
 				       uint32_t iid_field, uint32_t name_field)
@@ -1195,14 +1269,14 @@ static inline uint32_t tb__ev_str_plan(struct tb_ev_writer *ew,
 	return tb__ev_lsize(name_field, st->len);
 }
 
-static inline void tb__ev_str_put(struct tb__ev_out *o,
-				  const struct tb__ev_str *st,
-				  uint32_t iid_field, uint32_t name_field)
+TB__EV_HOT void tb__ev_str_put(struct tb__ev_out *o, bool m,
+			       const struct tb__ev_str *st,
+			       uint32_t iid_field, uint32_t name_field)
 {
 	if (st->iid)
-		tb__ev_put_uint(o, iid_field, st->iid);
+		tb__ev_pu(o, m, iid_field, st->iid);
 	else
-		tb__ev_put_bytes(o, name_field, st->s, st->len);
+		tb__ev_pb(o, m, name_field, st->s, st->len);
 }
 
 /* The bytes of an interned entry's message (iid, name). */
@@ -1219,15 +1293,15 @@ static inline uint32_t tb__ev_entry_size(const struct tb__ev_str *st)
 			  0;
 }
 
-static inline void tb__ev_entry_put(struct tb__ev_out *o,
-				    const struct tb__ev_str *st)
+TB__EV_HOT void tb__ev_entry_put(struct tb__ev_out *o, bool m,
+				 const struct tb__ev_str *st)
 {
 	if (!st->emit)
 		return;
 	/* InternedData field = kind + 1: categories 1, names 2, ann. 3 */
-	tb__ev_put_hdr(o, st->kind + 1u, tb__ev_entry_body(st));
-	tb__ev_put_uint(o, TB__IE_IID, st->iid);
-	tb__ev_put_bytes(o, TB__IE_NAME, st->s, st->len);
+	tb__ev_ph(o, m, st->kind + 1u, tb__ev_entry_body(st));
+	tb__ev_pu(o, m, TB__IE_IID, st->iid);
+	tb__ev_pb(o, m, TB__IE_NAME, st->s, st->len);
 }
 
 /* ------------------------------------------------------------------------
@@ -1247,18 +1321,25 @@ static inline uint32_t tb__ev_head_size(const struct tb_ev_writer *ew,
 	return n;
 }
 
-static inline void tb__ev_head_put(struct tb__ev_out *o,
-				   const struct tb_ev_writer *ew, bool ts,
-				   uint64_t t, uint32_t seq)
+TB__EV_HOT void tb__ev_head_put_m(struct tb__ev_out *o, bool m,
+				  const struct tb_ev_writer *ew, bool ts,
+				  uint64_t t, uint32_t seq)
 {
 	uint32_t id = tb__ev_clock_id(ew);
 
 	if (ts)
-		tb__ev_put_uint(o, TB__TP_TIMESTAMP, t);
+		tb__ev_pu(o, m, TB__TP_TIMESTAMP, t);
 	if (ts && id)
-		tb__ev_put_uint(o, TB__TP_TIMESTAMP_CLOCK_ID, id);
+		tb__ev_pu(o, m, TB__TP_TIMESTAMP_CLOCK_ID, id);
 	if (seq)
-		tb__ev_put_uint(o, TB__TP_SEQUENCE_FLAGS, seq);
+		tb__ev_pu(o, m, TB__TP_SEQUENCE_FLAGS, seq);
+}
+
+static inline void tb__ev_head_put(struct tb__ev_out *o,
+				   const struct tb_ev_writer *ew, bool ts,
+				   uint64_t t, uint32_t seq)
+{
+	tb__ev_head_put_m(o, true, ew, ts, t, seq);
 }
 
 /* The sequence flag of the first packet of a state, taken once. */
@@ -1508,6 +1589,7 @@ static inline struct tb__ev_track *tb__ev_add_track(struct tb_ev_writer *ew,
 	s->lost = 0;
 	s->depth = 0;
 	s->epoch = 0;
+	TB_MEMSET(s->ufield, 0, sizeof(s->ufield));	/* all copied */
 	s->ulen = (uint8_t)(tb__pb_uint_at(s->ufield, TB__TE_TRACK_UUID,
 					   t->uuid) - s->ufield);
 	return s;
@@ -1557,16 +1639,22 @@ static inline struct tb__ev_track *tb__ev_slot_of(struct tb_ev_writer *ew,
 	return tb__ev_find_track(ew, t);
 }
 
+/* As tb__ev_use_track(), *@slot already tb__ev_slot_of(@t). */
+static inline int tb__ev_use_slot(struct tb_ev_writer *ew,
+				  const struct tb_track *t,
+				  struct tb__ev_track **slot)
+{
+	if (!t || (*slot && (*slot)->epoch == ew->epoch))
+		return TB_OK;	/* described, or uuid 0 (global) */
+	return tb__ev_use_track_slow(ew, t, slot);
+}
+
 static inline int tb__ev_use_track(struct tb_ev_writer *ew,
 				   const struct tb_track *t,
 				   struct tb__ev_track **slot)
 {
-	struct tb__ev_track *s = tb__ev_slot_of(ew, t);
-
-	*slot = s;
-	if (!t || (s && s->epoch == ew->epoch))
-		return TB_OK;	/* described, or uuid 0 (global) */
-	return tb__ev_use_track_slow(ew, t, slot);
+	*slot = tb__ev_slot_of(ew, t);
+	return tb__ev_use_slot(ew, t, slot);
 }
 
 /* ------------------------------------------------------------------------
@@ -1756,7 +1844,7 @@ struct tb__ev_plan {
 	uint64_t ts;
 	const uint8_t *ufield;	/* the track_uuid field, encoded */
 	uint32_t ulen;		/* its bytes; 0: none (uuid 0) */
-	uint8_t ubuf[11];	/* where it is encoded if not cached */
+	uint8_t ubuf[TB__EV_UFIELD];	/* where it is encoded if not cached */
 	uint32_t seq;		/* sequence flags */
 	uint32_t te;		/* TrackEvent bytes */
 	uint32_t id;		/* InternedData bytes */
@@ -1784,6 +1872,7 @@ static inline void tb__ev_plan_track(const struct tb_ev_writer *ew,
 		pl->ufield = slot->ufield;
 		pl->ulen = slot->ulen;
 	} else if (t) {
+		TB_MEMSET(pl->ubuf, 0, sizeof(pl->ubuf));	/* all copied */
 		pl->ufield = pl->ubuf;
 		pl->ulen = (uint32_t)(tb__pb_uint_at(pl->ubuf,
 						     TB__TE_TRACK_UUID,
@@ -1819,27 +1908,27 @@ static inline uint32_t tb__ev_value_size(const struct tb_arg *a)
 	return 0;
 }
 
-static inline void tb__ev_value_put(struct tb__ev_out *o,
-				    const struct tb_arg *a)
+TB__EV_HOT void tb__ev_value_put(struct tb__ev_out *o, bool m,
+				 const struct tb_arg *a)
 {
 	switch (a->type) {
 	case TB_ARG_T_BOOL:
-		tb__ev_put_uint(o, TB__DA_BOOL, a->v.u);
+		tb__ev_pu(o, m, TB__DA_BOOL, a->v.u);
 		break;
 	case TB_ARG_T_UINT:
-		tb__ev_put_uint(o, TB__DA_UINT, a->v.u);
+		tb__ev_pu(o, m, TB__DA_UINT, a->v.u);
 		break;
 	case TB_ARG_T_INT:
-		tb__ev_put_uint(o, TB__DA_INT, (uint64_t)a->v.i);
+		tb__ev_pu(o, m, TB__DA_INT, (uint64_t)a->v.i);
 		break;
 	case TB_ARG_T_DOUBLE:
-		tb__ev_put_fixed64(o, TB__DA_DOUBLE, tb__ev_dbits(a->v.d));
+		tb__ev_pf(o, m, TB__DA_DOUBLE, tb__ev_dbits(a->v.d));
 		break;
 	case TB_ARG_T_STRING:
-		tb__ev_put_bytes(o, TB__DA_STRING, a->v.s, a->len);
+		tb__ev_pb(o, m, TB__DA_STRING, a->v.s, a->len);
 		break;
 	case TB_ARG_T_POINTER:
-		tb__ev_put_uint(o, TB__DA_POINTER, a->v.u);
+		tb__ev_pu(o, m, TB__DA_POINTER, a->v.u);
 		break;
 	}
 }
@@ -1850,7 +1939,7 @@ static inline bool tb__ev_has_cat(const struct tb_ev_event *ev)
 	       ev->type != TB_EV_COUNTER;
 }
 
-static inline void tb__ev_plan(struct tb_ev_writer *ew,
+TB__EV_HOT void tb__ev_plan(struct tb_ev_writer *ew,
 			       const struct tb_ev_event *ev,
 			       struct tb__ev_plan *pl)
 {
@@ -1909,53 +1998,74 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 		   tb__ev_lsize(TB__TP_TRACK_EVENT, te);
 }
 
-static inline void tb__ev_body_put(struct tb__ev_out *o,
-				   const struct tb_ev_writer *ew,
-				   const struct tb_ev_event *ev,
-				   const struct tb__ev_plan *pl)
+TB__EV_HOT void tb__ev_body_put_m(struct tb__ev_out *o, bool m,
+				  const struct tb_ev_writer *ew,
+				  const struct tb_ev_event *ev,
+				  const struct tb__ev_plan *pl)
 {
 	uint32_t i;
 
-	tb__ev_head_put(o, ew, true, pl->ts, pl->seq);
+	tb__ev_head_put_m(o, m, ew, true, pl->ts, pl->seq);
 	if (pl->id) {
-		tb__ev_put_hdr(o, TB__TP_INTERNED_DATA, pl->id);
+		tb__ev_ph(o, m, TB__TP_INTERNED_DATA, pl->id);
 		if (pl->has_cat)
-			tb__ev_entry_put(o, &pl->cat);
+			tb__ev_entry_put(o, m, &pl->cat);
 		if (pl->has_name)
-			tb__ev_entry_put(o, &pl->name);
+			tb__ev_entry_put(o, m, &pl->name);
 		for (i = 0; i < ev->nargs; i++)
 			if (tb__ev_is_annotation(ev->args[i].type))
-				tb__ev_entry_put(o, &pl->an[i]);
+				tb__ev_entry_put(o, m, &pl->an[i]);
 	}
-	tb__ev_put_hdr(o, TB__TP_TRACK_EVENT, pl->te);
+	tb__ev_ph(o, m, TB__TP_TRACK_EVENT, pl->te);
 	if (pl->has_cat)
-		tb__ev_str_put(o, &pl->cat, TB__TE_CATEGORY_IIDS,
+		tb__ev_str_put(o, m, &pl->cat, TB__TE_CATEGORY_IIDS,
 			       TB__TE_CATEGORIES);
 	if (pl->has_name)
-		tb__ev_str_put(o, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
-	tb__ev_put_uint(o, TB__TE_TYPE, ev->type);
+		tb__ev_str_put(o, m, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
+	tb__ev_pu(o, m, TB__TE_TYPE, ev->type);
 	if (pl->ulen)
-		tb__ev_put_raw(o, pl->ufield, pl->ulen);
+		tb__ev_pr(o, m, pl->ufield, pl->ulen);
 	if (ev->type == TB_EV_COUNTER && ev->flags & TB_EV_DOUBLE)
-		tb__ev_put_fixed64(o, TB__TE_DOUBLE_COUNTER_VALUE,
+		tb__ev_pf(o, m, TB__TE_DOUBLE_COUNTER_VALUE,
 				   tb__ev_dbits(ev->value.d));
 	else if (ev->type == TB_EV_COUNTER)
-		tb__ev_put_uint(o, TB__TE_COUNTER_VALUE,
+		tb__ev_pu(o, m, TB__TE_COUNTER_VALUE,
 				(uint64_t)ev->value.i);
 	for (i = 0; i < ev->nargs; i++) {
 		const struct tb_arg *a = &ev->args[i];
 
 		if (a->type == TB_ARG_T_FLOW)
-			tb__ev_put_fixed64(o, TB__TE_FLOW_IDS, a->v.u);
+			tb__ev_pf(o, m, TB__TE_FLOW_IDS, a->v.u);
 		else if (a->type == TB_ARG_T_FLOW_END && pl->al[i])
-			tb__ev_put_fixed64(o, TB__TE_TERMINATING_FLOW_IDS,
+			tb__ev_pf(o, m, TB__TE_TERMINATING_FLOW_IDS,
 					   a->v.u);
 		if (!tb__ev_is_annotation(a->type))
 			continue;
-		tb__ev_put_hdr(o, TB__TE_DEBUG_ANNOTATIONS, pl->al[i]);
-		tb__ev_str_put(o, &pl->an[i], TB__DA_NAME_IID, TB__DA_NAME);
-		tb__ev_value_put(o, a);
+		tb__ev_ph(o, m, TB__TE_DEBUG_ANNOTATIONS, pl->al[i]);
+		tb__ev_str_put(o, m, &pl->an[i], TB__DA_NAME_IID, TB__DA_NAME);
+		tb__ev_value_put(o, m, a);
 	}
+}
+
+/* A packet crossing chunks, or at a chunk's end: every put checked. */
+TB__EV_SLOW void tb__ev_body_stream(struct tb__ev_out *o,
+				    const struct tb_ev_writer *ew,
+				    const struct tb_ev_event *ev,
+				    const struct tb__ev_plan *pl)
+{
+	tb__ev_body_put_m(o, true, ew, ev, pl);
+}
+
+/* Encodes the planned event: direct when the open range holds it all. */
+TB__EV_HOT void tb__ev_body_put(struct tb__ev_out *o,
+				   const struct tb_ev_writer *ew,
+				   const struct tb_ev_event *ev,
+				   const struct tb__ev_plan *pl)
+{
+	if (tb__ev_out_fits(o, pl->size))
+		tb__ev_body_put_m(o, false, ew, ev, pl);
+	else
+		tb__ev_body_stream(o, ew, ev, pl);
 }
 
 /* The event's track and timestamp, from its items or its defaults. */
@@ -1992,11 +2102,12 @@ static inline bool tb__ev_valid(const struct tb_ev_event *ev)
 }
 
 /*
- * Writes @ev on @t at @pl->ts (0: now): the fresh state if one is due,
+ * Writes @ev on @t (*@slot: its entry, tb__ev_slot_of()) at @pl->ts (0:
+ * now): the fresh state if one is due,
  * the descriptors of a track not described in this state, then the event
  * with the interned data it needs.
  */
-static inline int tb__ev_write(struct tb_ev_writer *ew,
+TB__EV_HOT int tb__ev_write(struct tb_ev_writer *ew,
 			       const struct tb_ev_event *ev,
 			       const struct tb_track *t,
 			       struct tb__ev_plan *pl,
@@ -2006,7 +2117,7 @@ static inline int tb__ev_write(struct tb_ev_writer *ew,
 	int ret = tb__ev_check_state(ew);
 
 	if (!ret)
-		ret = tb__ev_use_track(ew, t, slot);
+		ret = tb__ev_use_slot(ew, t, slot);
 	if (ret)
 		return ret;
 	tb__ev_plan_track(ew, pl, t, *slot);
@@ -2019,6 +2130,16 @@ static inline int tb__ev_write(struct tb_ev_writer *ew,
 	if (ret)
 		tb__ev_lost(ew, ret);
 	return ret;
+}
+
+/* tb__ev_write() for the slow paths: one copy of it, out of line. */
+TB__EV_SLOW int tb__ev_write_slow(struct tb_ev_writer *ew,
+				  const struct tb_ev_event *ev,
+				  const struct tb_track *t,
+				  struct tb__ev_plan *pl,
+				  struct tb__ev_track **slot)
+{
+	return tb__ev_write(ew, ev, t, pl, slot);
 }
 
 /*
@@ -2038,11 +2159,11 @@ TB__EV_SLOW int tb__ev_pay_ends(struct tb_ev_writer *ew)
 	TB_MEMSET(&e, 0, sizeof(e));
 	e.type = TB_EV_SLICE_END;
 	while (ew->nends) {
-		slot = NULL;
 		e.track = ew->ends[0].t;
+		slot = tb__ev_slot_of(ew, e.track);
 		pl.ts = ew->ends[0].ts;
 		ew->stamp = pl.ts;
-		ret = tb__ev_write(ew, &e, e.track, &pl, &slot);
+		ret = tb__ev_write_slow(ew, &e, e.track, &pl, &slot);
 		ew->stamp = 0;
 		if (ret)
 			return ret;
@@ -2074,7 +2195,7 @@ static inline void tb__ev_owe_end(struct tb_ev_writer *ew,
 static inline int tb__ev_emit(struct tb_ev_writer *ew,
 			      const struct tb_ev_event *ev)
 {
-	struct tb__ev_track *slot = NULL;
+	struct tb__ev_track *slot;
 	struct tb__ev_plan pl;
 	const struct tb_track *t;
 	int ret;
@@ -2084,7 +2205,9 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	if (!tb__ev_valid(ev))
 		return TB_EINVAL;
 	t = tb__ev_items(ew, ev, &pl.ts);
-	if (ev->type == TB_EV_SLICE_END && !tb__ev_pop(tb__ev_slot_of(ew, t))) {
+	/* the table only grows while an event is written: @slot stays */
+	slot = tb__ev_slot_of(ew, t);
+	if (ev->type == TB_EV_SLICE_END && !tb__ev_pop(slot)) {
 		ew->stats.ends_skipped++;
 		if (ev->nargs && tb__ev_has_flows(ev))
 			tb__ev_flows_after(ew, ev, false);
@@ -2162,6 +2285,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	ew->track = track;
 	ew->clock = clock;
 	ew->flags = (uint8_t)flags;
+	ew->cid = flags & TB_EV_DEFAULTS ? 0 : tb__ev_own_clock_id(ew);
 	ew->gen = tb_ring_generation(w->ring);
 	ew->next_iid = 1;
 	ew->fresh = 1;
