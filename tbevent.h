@@ -514,6 +514,61 @@ static inline uint64_t tb_ev_boottime_ns(void)
 }
 #endif
 
+/*
+ * The fast clock (TB_EV_FAST_CLOCK): the CPU's own counter where it has
+ * one that user code may read and that ticks at a constant rate (x86-64:
+ * rdtsc, when CPUID says the TSC is invariant; aarch64: cntvct_el0),
+ * converted to CLOCK_BOOTTIME nanoseconds by the writer, so the trace is
+ * the same as with the default clock.  Elsewhere (32-bit, other
+ * architectures, no GNU C, no BOOTTIME, TB_EV_NO_FAST_CLOCK) the flag
+ * changes nothing.  See tb__ev_fast_now().
+ */
+#if TB_EV_HAVE_BOOTTIME && defined(__GNUC__) && \
+	!defined(TB_EV_NO_FAST_CLOCK) && \
+	(defined(__x86_64__) || defined(__aarch64__))
+#define TB__EV_HAVE_COUNTER	1
+#if defined(__x86_64__)
+static inline uint64_t tb__ev_cycles(void)
+{
+	uint32_t lo, hi;
+
+	/* not ordered with the loads and stores around it: no need here */
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+/* CPUID 0x80000007 EDX bit 8: the TSC ticks at one rate in every state. */
+static inline bool tb__ev_cycles_usable(void)
+{
+	uint32_t a, b, c, d;
+
+	__asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+			     : "a"(0x80000000u), "c"(0u));
+	if (a < 0x80000007u)
+		return false;
+	__asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+			     : "a"(0x80000007u), "c"(0u));
+	return (d >> 8) & 1;
+}
+#else
+static inline uint64_t tb__ev_cycles(void)
+{
+	uint64_t v;
+
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
+
+/* The generic timer: constant rate, readable at EL0 under Linux. */
+static inline bool tb__ev_cycles_usable(void)
+{
+	return true;
+}
+#endif
+#else
+#define TB__EV_HAVE_COUNTER	0
+#endif
+
 /* ------------------------------------------------------------------------
  * Event items: debug annotations, flows, a track, a timestamp.  Build
  * them with the tb_arg_* functions or the TB_ARG_* macros (which insist
@@ -733,6 +788,7 @@ struct tb_ev_event {
 /* tb_ev_writer_init() flags */
 #define TB_EV_NO_INTERN		1u	/* names inline, no iids */
 #define TB_EV_DEFAULTS		2u	/* TracePacketDefaults (top) */
+#define TB_EV_FAST_CLOCK	4u	/* BOOTTIME from the CPU's counter */
 
 struct tb_ev_stats {
 	uint32_t events;	/* event packets written (+ ends_late) */
@@ -779,6 +835,28 @@ struct tb__ev_track {
 	uint8_t ufield[TB__EV_UFIELD];	/* TrackEvent.track_uuid, encoded */
 };
 
+/*
+ * The fast clock's state: BOOTTIME = n0 + ((counter - t0) * mult >> 32)
+ * while counter - t0 < lim (about a millisecond), then a new anchor; never
+ * earlier than @floor.  The rate is measured from @tb, @nb on.
+ */
+struct tb__ev_fast {
+	uint64_t t0, n0;	/* the anchor: counter, BOOTTIME ns */
+	uint64_t tb, nb;	/* where the rate is measured from */
+	uint64_t mult;		/* ns per tick, << 32 */
+	uint64_t lim;		/* ticks the anchor holds; 0: read BOOTTIME */
+	uint64_t floor;		/* the latest time given out before t0 */
+	uint32_t on;		/* TB__EV_FAST_* */
+	uint32_t anchors;	/* anchors taken (tests, the bench) */
+};
+
+enum {				/* struct tb__ev_fast.on */
+	TB__EV_FAST_OFF,	/* not asked for, or no counter: never read */
+	TB__EV_FAST_CAL,	/* no rate yet: BOOTTIME, anchors */
+	TB__EV_FAST_ON,		/* the conversion */
+	TB__EV_FAST_DEAD,	/* the counter jumped: BOOTTIME, the floor */
+};
+
 struct tb_ev_writer {
 	uint32_t config;	/* TB__EV_CONFIG where it was set up */
 	struct tb_writer *w;
@@ -802,6 +880,7 @@ struct tb_ev_writer {
 	uint64_t forgot;	/* hash bits of written flows forgotten */
 	uint64_t stamp;		/* descriptors' timestamp; 0: now */
 	struct tb_ev_stats stats;
+	struct tb__ev_fast fast;	/* TB_EV_FAST_CLOCK */
 	struct tb__ev_end ends[TB_EV_OWED_ENDS];
 	struct tb__ev_track tracks[TB_EV_TRACKS];
 	struct tb__ev_flow flows[TB_EV_FLOWS];
@@ -815,8 +894,152 @@ struct tb_ev_writer {
 
 enum { TB__EV_K_CAT, TB__EV_K_NAME, TB__EV_K_ANN };	/* intern kinds */
 
-static inline uint64_t tb_ev_now(const struct tb_ev_writer *ew)
+#if TB__EV_HAVE_COUNTER
+/*
+ * The fast clock.  The counter is read together with BOOTTIME (a
+ * counter read on each side of it: the narrowest of three tries, the
+ * middle of it), which anchors the conversion for about a millisecond
+ * (TB__EV_FAST_SPAN ns); the rate comes from the anchor that far back
+ * or, once it has one, up to a second back, so neither the counter's
+ * drift against BOOTTIME (NTP slews it) nor the jitter of one reading
+ * adds up: each anchor starts from BOOTTIME itself, and what the
+ * conversion gave out before it is a floor, so time never goes back
+ * on the sequence.  Until the first rate (the first millisecond) every
+ * read is BOOTTIME's.  An anchor that finds the conversion off by more
+ * than TB__EV_FAST_BAD (a counter that jumped or stopped: suspend,
+ * another CPU's unsynchronised TSC) turns the fast clock off for good.
+ */
+#define TB__EV_FAST_SPAN	(1ull << 20)	/* ns an anchor holds */
+#define TB__EV_FAST_STEADY	(1ull << 26)	/* ns: a rate worth taking */
+#define TB__EV_FAST_BASE	(1ull << 30)	/* ns: the rate's base moves */
+#define TB__EV_FAST_BAD		100000ull	/* ns: off, + 1000 ppm */
+
+static inline uint64_t tb__ev_fast_ns(const struct tb__ev_fast *f,
+				      uint64_t dt)
 {
+	return f->n0 + (dt * f->mult >> 32);
+}
+
+/*
+ * BOOTTIME and the counter at that moment (*@t): the middle of two
+ * counter reads around it, the narrowest of up to three tries (one is
+ * enough once the rate says it took under TB__EV_FAST_TIGHT ns).
+ */
+#define TB__EV_FAST_TIGHT	64u
+
+static inline uint64_t tb__ev_fast_pair(const struct tb__ev_fast *f,
+					uint64_t *t)
+{
+	uint64_t best = ~0ull, ns = 0;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		uint64_t a = tb__ev_cycles(), n = tb_ev_boottime_ns();
+		uint64_t b = tb__ev_cycles();
+
+		if (b < a || b - a >= best)
+			continue;
+		best = b - a;
+		*t = a + best / 2;
+		ns = n;
+		if (f->on == TB__EV_FAST_ON &&
+		    (best * f->mult >> 32) < TB__EV_FAST_TIGHT)
+			break;
+	}
+	if (best == ~0ull) {		/* went back every time */
+		*t = tb__ev_cycles();
+		ns = tb_ev_boottime_ns();
+	}
+	return ns;
+}
+
+TB__EV_SLOW uint64_t tb__ev_fast_anchor(struct tb__ev_fast *f)
+{
+	uint64_t t, ns, dt;
+
+	if (f->on == TB__EV_FAST_DEAD) {
+		ns = tb_ev_boottime_ns();
+		return ns > f->floor ? ns : f->floor;
+	}
+	ns = tb__ev_fast_pair(f, &t);
+	dt = t - f->t0;
+	f->anchors++;
+	if (f->on == TB__EV_FAST_ON) {
+		/* what the conversion says now: the floor, and a check */
+		uint64_t want = t >= f->t0 && dt <= ~0ull / f->mult ?
+				tb__ev_fast_ns(f, dt) : 0;
+		uint64_t off = want > ns ? want - ns : ns - want;
+
+		if (want > f->floor)
+			f->floor = want;
+		if (!want || off > TB__EV_FAST_BAD + (want - f->n0) / 1000) {
+			f->on = TB__EV_FAST_DEAD;	/* jumped, went back */
+			f->lim = 0;
+			return ns > f->floor ? ns : f->floor;
+		}
+	}
+	if (t > f->tb && ns > f->nb) {
+		uint64_t dn = ns - f->nb, m;
+
+		if (dn < 2 * TB__EV_FAST_BASE &&
+		    dn >= (f->on == TB__EV_FAST_CAL ? TB__EV_FAST_SPAN :
+			   TB__EV_FAST_STEADY)) {
+			m = (dn << 32) / (t - f->tb);
+			/* 1 MHz .. 10 GHz, else not a counter to use */
+			if (m >= (1ull << 32) / 10 && m <= 1000ull << 32) {
+				f->mult = m;
+				f->lim = (TB__EV_FAST_SPAN << 32) / m;
+				f->on = TB__EV_FAST_ON;
+			}
+		}
+		if (dn >= TB__EV_FAST_BASE) {	/* a later base */
+			f->tb = t;
+			f->nb = ns;
+		}
+	}
+	f->t0 = t;
+	f->n0 = ns;
+	return ns > f->floor ? ns : f->floor;
+}
+
+/* The fast clock's reading: a counter read, a multiply, a compare. */
+static inline uint64_t tb__ev_fast_now(struct tb__ev_fast *f)
+{
+	uint64_t dt = tb__ev_cycles() - f->t0, ns;
+
+	if (dt >= f->lim)
+		return tb__ev_fast_anchor(f);
+	ns = tb__ev_fast_ns(f, dt);
+	return ns > f->floor ? ns : f->floor;
+}
+
+static inline void tb__ev_fast_init(struct tb__ev_fast *f)
+{
+	if (!tb__ev_cycles_usable())
+		return;
+	f->on = TB__EV_FAST_CAL;
+	f->tb = 0;
+	f->nb = tb__ev_fast_pair(f, &f->tb);
+	f->t0 = f->tb;
+	f->n0 = f->nb;
+}
+#endif
+
+/*
+ * Whether @ew's timestamps come from the fast clock (TB_EV_FAST_CLOCK):
+ * false where there is no counter, or once it turned out unusable.
+ */
+static inline bool tb_ev_fast_clock(const struct tb_ev_writer *ew)
+{
+	return ew->fast.on == TB__EV_FAST_CAL || ew->fast.on == TB__EV_FAST_ON;
+}
+
+static inline uint64_t tb_ev_now(struct tb_ev_writer *ew)
+{
+#if TB__EV_HAVE_COUNTER
+	if (ew->fast.on)
+		return tb__ev_fast_now(&ew->fast);
+#endif
 	if (ew->clock)
 		return ew->clock->now(ew->clock->ctx);
 #if TB_EV_HAVE_BOOTTIME
@@ -2259,9 +2482,11 @@ static inline int tb__ev_clock_check(const struct tb_ev_clock *c)
  * Sets up @ew over @w (which it uses, and does not own): events go on
  * @track by default (NULL: the trace-global track), timestamped by
  * @clock (NULL: CLOCK_BOOTTIME).  @flags: TB_EV_NO_INTERN,
- * TB_EV_DEFAULTS.  @track (and its parents) and @clock are kept, not
- * copied: they must outlive @ew.  Nothing is written before the first
- * event.  TB_EINVAL; TB_ENOCLOCK: @clock NULL where <time.h> declares no
+ * TB_EV_DEFAULTS, TB_EV_FAST_CLOCK (with a NULL @clock: BOOTTIME read
+ * from the CPU's counter where it has a usable one, see "Timestamps" at
+ * the top; tb_ev_fast_clock() says).  @track (and its parents) and
+ * @clock are kept, not copied: they must outlive @ew.  Nothing is
+ * written before the first event.  TB_EINVAL; TB_ENOCLOCK: @clock NULL where <time.h> declares no
  * CLOCK_BOOTTIME (strict C99 without _POSIX_C_SOURCE or _GNU_SOURCE,
  * freestanding); TB_ECLOCKID, TB_ECLOCKFN, TB_ECLOCKREF: a clock the
  * importer could not place (struct tb_ev_clock).
@@ -2274,7 +2499,8 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 {
 	int ret;
 
-	if (!ew || !w || (flags & ~(TB_EV_NO_INTERN | TB_EV_DEFAULTS)))
+	if (!ew || !w || (flags & ~(TB_EV_NO_INTERN | TB_EV_DEFAULTS |
+				     TB_EV_FAST_CLOCK)))
 		return TB_EINVAL;
 	ret = tb__ev_clock_check(clock);
 	if (ret)
@@ -2289,6 +2515,10 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	ew->gen = tb_ring_generation(w->ring);
 	ew->next_iid = 1;
 	ew->fresh = 1;
+#if TB__EV_HAVE_COUNTER
+	if ((flags & TB_EV_FAST_CLOCK) && !clock)
+		tb__ev_fast_init(&ew->fast);
+#endif
 	if (track) {		/* the root first, so parents come first */
 		const struct tb_track *chain[TB__EV_NEST_MAX];
 		int n = 0;
