@@ -155,6 +155,24 @@
  *   tb_ev_writer_init() says TB_ENOCLOCK).  A clock other than BOOTTIME
  *   has its id on every timestamped packet (timestamp_clock_id), or once
  *   in the defaults.
+ *   TB_EV_FAST_CLOCK (an option of tb_ev_writer_init(), with the default
+ *   clock) reads the CPU's counter instead of clock_gettime() (here 10
+ *   ns against 25 a read), where it has one user code may read that
+ *   ticks at one rate: x86-64 with an invariant TSC (CPUID), aarch64
+ *   (cntvct_el0).  The writer converts it to BOOTTIME nanoseconds
+ *   itself, so the trace is the same as without it: it reads BOOTTIME
+ *   with the counter at init, again a millisecond later for the rate,
+ *   and then every millisecond of counter it anchors the conversion to
+ *   BOOTTIME again, so the error never builds up (tens of ns here,
+ *   whatever NTP does to BOOTTIME); time never goes back on the
+ *   sequence.  Until it has its rate (the first millisecond) it reads
+ *   BOOTTIME.  An anchor that finds the conversion far off (the counter
+ *   jumped or stopped: a suspend, a TSC not synchronised between CPUs)
+ *   turns it off for good, back to clock_gettime(); but events between
+ *   such a jump and the next anchor (up to a millisecond) carry the
+ *   counter's time.  Elsewhere (32-bit, other architectures, firmware,
+ *   TB_EV_NO_FAST_CLOCK defined) the flag changes nothing;
+ *   tb_ev_fast_clock() says whether a writer uses it.
  *
  * What it writes
  *   Each packet goes into the ring in place (tb_writer_open/_close): the
