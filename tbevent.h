@@ -283,14 +283,23 @@ typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 
 /*
  * The slow paths (fresh states, descriptors, a packet crossing chunks)
- * stay out of line, so that every event site does not inline them.
+ * stay out of line, so that every event site does not inline them.  The
+ * hot path (TB__EV_HOT) is inlined into one function, tb__ev_emit(), and
+ * encodes a packet that fits its range without checks (TB__EV_DIRECT):
+ * unless the build optimises for size (-Os: firmware), where the one
+ * checked encoder does all, in half the code.
  */
 #if defined(__GNUC__)
 #define TB__EV_SLOW	static __attribute__((noinline, unused))
-#define TB__EV_HOT	static inline __attribute__((always_inline))
 #else
 #define TB__EV_SLOW	static inline
+#endif
+#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
+#define TB__EV_HOT	static inline __attribute__((always_inline))
+#define TB__EV_DIRECT	1
+#else
 #define TB__EV_HOT	static inline
+#define TB__EV_DIRECT	0
 #endif
 
 #ifdef __cplusplus
@@ -2303,7 +2312,7 @@ TB__EV_HOT void tb__ev_body_put(struct tb__ev_out *o,
 				   const struct tb_ev_event *ev,
 				   const struct tb__ev_plan *pl)
 {
-	if (tb__ev_out_fits(o, pl->size))
+	if (TB__EV_DIRECT && tb__ev_out_fits(o, pl->size))
 		tb__ev_body_put_m(o, false, ew, ev, pl);
 	else
 		tb__ev_body_stream(o, ew, ev, pl);
