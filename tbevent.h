@@ -155,6 +155,24 @@
  *   tb_ev_writer_init() says TB_ENOCLOCK).  A clock other than BOOTTIME
  *   has its id on every timestamped packet (timestamp_clock_id), or once
  *   in the defaults.
+ *   TB_EV_FAST_CLOCK (an option of tb_ev_writer_init(), with the default
+ *   clock) reads the CPU's counter instead of clock_gettime() (here 10
+ *   ns against 25 a read), where it has one user code may read that
+ *   ticks at one rate: x86-64 with an invariant TSC (CPUID), aarch64
+ *   (cntvct_el0).  The writer converts it to BOOTTIME nanoseconds
+ *   itself, so the trace is the same as without it: it reads BOOTTIME
+ *   with the counter at init, again a millisecond later for the rate,
+ *   and then every millisecond of counter it anchors the conversion to
+ *   BOOTTIME again, so the error never builds up (tens of ns here,
+ *   whatever NTP does to BOOTTIME); time never goes back on the
+ *   sequence.  Until it has its rate (the first millisecond) it reads
+ *   BOOTTIME.  An anchor that finds the conversion far off (the counter
+ *   jumped or stopped: a suspend, a TSC not synchronised between CPUs)
+ *   turns it off for good, back to clock_gettime(); but events between
+ *   such a jump and the next anchor (up to a millisecond) carry the
+ *   counter's time.  Elsewhere (32-bit, other architectures, firmware,
+ *   TB_EV_NO_FAST_CLOCK defined) the flag changes nothing;
+ *   tb_ev_fast_clock() says whether a writer uses it.
  *
  * What it writes
  *   Each packet goes into the ring in place (tb_writer_open/_close): the
@@ -265,12 +283,23 @@ typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 
 /*
  * The slow paths (fresh states, descriptors, a packet crossing chunks)
- * stay out of line, so that every event site does not inline them.
+ * stay out of line, so that every event site does not inline them.  The
+ * hot path (TB__EV_HOT) is inlined into one function, tb__ev_emit(), and
+ * encodes a packet that fits its range without checks (TB__EV_DIRECT):
+ * unless the build optimises for size (-Os: firmware), where the one
+ * checked encoder does all, in half the code.
  */
 #if defined(__GNUC__)
 #define TB__EV_SLOW	static __attribute__((noinline, unused))
 #else
 #define TB__EV_SLOW	static inline
+#endif
+#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
+#define TB__EV_HOT	static inline __attribute__((always_inline))
+#define TB__EV_DIRECT	1
+#else
+#define TB__EV_HOT	static inline
+#define TB__EV_DIRECT	0
 #endif
 
 #ifdef __cplusplus
@@ -512,6 +541,61 @@ static inline uint64_t tb_ev_boottime_ns(void)
 }
 #endif
 
+/*
+ * The fast clock (TB_EV_FAST_CLOCK): the CPU's own counter where it has
+ * one that user code may read and that ticks at a constant rate (x86-64:
+ * rdtsc, when CPUID says the TSC is invariant; aarch64: cntvct_el0),
+ * converted to CLOCK_BOOTTIME nanoseconds by the writer, so the trace is
+ * the same as with the default clock.  Elsewhere (32-bit, other
+ * architectures, no GNU C, no BOOTTIME, TB_EV_NO_FAST_CLOCK) the flag
+ * changes nothing.  See tb__ev_fast_now().
+ */
+#if TB_EV_HAVE_BOOTTIME && defined(__GNUC__) && \
+	!defined(TB_EV_NO_FAST_CLOCK) && \
+	(defined(__x86_64__) || defined(__aarch64__))
+#define TB__EV_HAVE_COUNTER	1
+#if defined(__x86_64__)
+static inline uint64_t tb__ev_cycles(void)
+{
+	uint32_t lo, hi;
+
+	/* not ordered with the loads and stores around it: no need here */
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+/* CPUID 0x80000007 EDX bit 8: the TSC ticks at one rate in every state. */
+static inline bool tb__ev_cycles_usable(void)
+{
+	uint32_t a, b, c, d;
+
+	__asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+			     : "a"(0x80000000u), "c"(0u));
+	if (a < 0x80000007u)
+		return false;
+	__asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+			     : "a"(0x80000007u), "c"(0u));
+	return (d >> 8) & 1;
+}
+#else
+static inline uint64_t tb__ev_cycles(void)
+{
+	uint64_t v;
+
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
+
+/* The generic timer: constant rate, readable at EL0 under Linux. */
+static inline bool tb__ev_cycles_usable(void)
+{
+	return true;
+}
+#endif
+#else
+#define TB__EV_HAVE_COUNTER	0
+#endif
+
 /* ------------------------------------------------------------------------
  * Event items: debug annotations, flows, a track, a timestamp.  Build
  * them with the tb_arg_* functions or the TB_ARG_* macros (which insist
@@ -731,6 +815,7 @@ struct tb_ev_event {
 /* tb_ev_writer_init() flags */
 #define TB_EV_NO_INTERN		1u	/* names inline, no iids */
 #define TB_EV_DEFAULTS		2u	/* TracePacketDefaults (top) */
+#define TB_EV_FAST_CLOCK	4u	/* BOOTTIME from the CPU's counter */
 
 struct tb_ev_stats {
 	uint32_t events;	/* event packets written (+ ends_late) */
@@ -766,13 +851,37 @@ struct tb__ev_end {		/* an END owed */
 	uint64_t ts;
 };
 
+#define TB__EV_UFIELD	11u	/* a track_uuid field: tag, varint */
+
 struct tb__ev_track {
 	const struct tb_track *t;
 	uint64_t lost;		/* bit d: BEGIN at depth d not written */
 	uint32_t depth;		/* slices open */
 	uint32_t epoch;		/* described in this state */
 	uint8_t ulen;		/* bytes of @ufield */
-	uint8_t ufield[11];	/* TrackEvent.track_uuid, encoded */
+	uint8_t ufield[TB__EV_UFIELD];	/* TrackEvent.track_uuid, encoded */
+};
+
+/*
+ * The fast clock's state: BOOTTIME = n0 + ((counter - t0) * mult >> 32)
+ * while counter - t0 < lim (about a millisecond), then a new anchor; never
+ * earlier than @floor.  The rate is measured from @tb, @nb on.
+ */
+struct tb__ev_fast {
+	uint64_t t0, n0;	/* the anchor: counter, BOOTTIME ns */
+	uint64_t tb, nb;	/* where the rate is measured from */
+	uint64_t mult;		/* ns per tick, << 32 */
+	uint64_t lim;		/* ticks the anchor holds; 0: read BOOTTIME */
+	uint64_t floor;		/* the latest time given out before t0 */
+	uint32_t on;		/* TB__EV_FAST_* */
+	uint32_t anchors;	/* anchors taken (tests, the bench) */
+};
+
+enum {				/* struct tb__ev_fast.on */
+	TB__EV_FAST_OFF,	/* not asked for, or no counter: never read */
+	TB__EV_FAST_CAL,	/* no rate yet: BOOTTIME, anchors */
+	TB__EV_FAST_ON,		/* the conversion */
+	TB__EV_FAST_DEAD,	/* the counter jumped: BOOTTIME, the floor */
 };
 
 struct tb_ev_writer {
@@ -786,6 +895,7 @@ struct tb_ev_writer {
 	uint32_t nintern;
 	uint32_t ntracks;
 	uint32_t own;		/* the default track's slot */
+	uint32_t cid;		/* timestamp_clock_id per packet; 0: none */
 	uint8_t fresh;		/* a fresh state before the next event */
 	uint8_t clear;		/* the next packet clears the state */
 	uint8_t flags;		/* TB_EV_NO_INTERN */
@@ -797,6 +907,7 @@ struct tb_ev_writer {
 	uint64_t forgot;	/* hash bits of written flows forgotten */
 	uint64_t stamp;		/* descriptors' timestamp; 0: now */
 	struct tb_ev_stats stats;
+	struct tb__ev_fast fast;	/* TB_EV_FAST_CLOCK */
 	struct tb__ev_end ends[TB_EV_OWED_ENDS];
 	struct tb__ev_track tracks[TB_EV_TRACKS];
 	struct tb__ev_flow flows[TB_EV_FLOWS];
@@ -810,8 +921,152 @@ struct tb_ev_writer {
 
 enum { TB__EV_K_CAT, TB__EV_K_NAME, TB__EV_K_ANN };	/* intern kinds */
 
-static inline uint64_t tb_ev_now(const struct tb_ev_writer *ew)
+#if TB__EV_HAVE_COUNTER
+/*
+ * The fast clock.  The counter is read together with BOOTTIME (a
+ * counter read on each side of it: the narrowest of three tries, the
+ * middle of it), which anchors the conversion for about a millisecond
+ * (TB__EV_FAST_SPAN ns); the rate comes from the anchor that far back
+ * or, once it has one, up to a second back, so neither the counter's
+ * drift against BOOTTIME (NTP slews it) nor the jitter of one reading
+ * adds up: each anchor starts from BOOTTIME itself, and what the
+ * conversion gave out before it is a floor, so time never goes back
+ * on the sequence.  Until the first rate (the first millisecond) every
+ * read is BOOTTIME's.  An anchor that finds the conversion off by more
+ * than TB__EV_FAST_BAD (a counter that jumped or stopped: suspend,
+ * another CPU's unsynchronised TSC) turns the fast clock off for good.
+ */
+#define TB__EV_FAST_SPAN	(1ull << 20)	/* ns an anchor holds */
+#define TB__EV_FAST_STEADY	(1ull << 26)	/* ns: a rate worth taking */
+#define TB__EV_FAST_BASE	(1ull << 30)	/* ns: the rate's base moves */
+#define TB__EV_FAST_BAD		100000ull	/* ns: off, + 1000 ppm */
+
+static inline uint64_t tb__ev_fast_ns(const struct tb__ev_fast *f,
+				      uint64_t dt)
 {
+	return f->n0 + (dt * f->mult >> 32);
+}
+
+/*
+ * BOOTTIME and the counter at that moment (*@t): the middle of two
+ * counter reads around it, the narrowest of up to three tries (one is
+ * enough once the rate says it took under TB__EV_FAST_TIGHT ns).
+ */
+#define TB__EV_FAST_TIGHT	64u
+
+static inline uint64_t tb__ev_fast_pair(const struct tb__ev_fast *f,
+					uint64_t *t)
+{
+	uint64_t best = ~0ull, ns = 0;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		uint64_t a = tb__ev_cycles(), n = tb_ev_boottime_ns();
+		uint64_t b = tb__ev_cycles();
+
+		if (b < a || b - a >= best)
+			continue;
+		best = b - a;
+		*t = a + best / 2;
+		ns = n;
+		if (f->on == TB__EV_FAST_ON &&
+		    (best * f->mult >> 32) < TB__EV_FAST_TIGHT)
+			break;
+	}
+	if (best == ~0ull) {		/* went back every time */
+		*t = tb__ev_cycles();
+		ns = tb_ev_boottime_ns();
+	}
+	return ns;
+}
+
+TB__EV_SLOW uint64_t tb__ev_fast_anchor(struct tb__ev_fast *f)
+{
+	uint64_t t, ns, dt;
+
+	if (f->on == TB__EV_FAST_DEAD) {
+		ns = tb_ev_boottime_ns();
+		return ns > f->floor ? ns : f->floor;
+	}
+	ns = tb__ev_fast_pair(f, &t);
+	dt = t - f->t0;
+	f->anchors++;
+	if (f->on == TB__EV_FAST_ON) {
+		/* what the conversion says now: the floor, and a check */
+		uint64_t want = t >= f->t0 && dt <= ~0ull / f->mult ?
+				tb__ev_fast_ns(f, dt) : 0;
+		uint64_t off = want > ns ? want - ns : ns - want;
+
+		if (want > f->floor)
+			f->floor = want;
+		if (!want || off > TB__EV_FAST_BAD + (want - f->n0) / 1000) {
+			f->on = TB__EV_FAST_DEAD;	/* jumped, went back */
+			f->lim = 0;
+			return ns > f->floor ? ns : f->floor;
+		}
+	}
+	if (t > f->tb && ns > f->nb) {
+		uint64_t dn = ns - f->nb, m;
+
+		if (dn < 2 * TB__EV_FAST_BASE &&
+		    dn >= (f->on == TB__EV_FAST_CAL ? TB__EV_FAST_SPAN :
+			   TB__EV_FAST_STEADY)) {
+			m = (dn << 32) / (t - f->tb);
+			/* 1 MHz .. 10 GHz, else not a counter to use */
+			if (m >= (1ull << 32) / 10 && m <= 1000ull << 32) {
+				f->mult = m;
+				f->lim = (TB__EV_FAST_SPAN << 32) / m;
+				f->on = TB__EV_FAST_ON;
+			}
+		}
+		if (dn >= TB__EV_FAST_BASE) {	/* a later base */
+			f->tb = t;
+			f->nb = ns;
+		}
+	}
+	f->t0 = t;
+	f->n0 = ns;
+	return ns > f->floor ? ns : f->floor;
+}
+
+/* The fast clock's reading: a counter read, a multiply, a compare. */
+static inline uint64_t tb__ev_fast_now(struct tb__ev_fast *f)
+{
+	uint64_t dt = tb__ev_cycles() - f->t0, ns;
+
+	if (dt >= f->lim)
+		return tb__ev_fast_anchor(f);
+	ns = tb__ev_fast_ns(f, dt);
+	return ns > f->floor ? ns : f->floor;
+}
+
+static inline void tb__ev_fast_init(struct tb__ev_fast *f)
+{
+	if (!tb__ev_cycles_usable())
+		return;
+	f->on = TB__EV_FAST_CAL;
+	f->tb = 0;
+	f->nb = tb__ev_fast_pair(f, &f->tb);
+	f->t0 = f->tb;
+	f->n0 = f->nb;
+}
+#endif
+
+/*
+ * Whether @ew's timestamps come from the fast clock (TB_EV_FAST_CLOCK):
+ * false where there is no counter, or once it turned out unusable.
+ */
+static inline bool tb_ev_fast_clock(const struct tb_ev_writer *ew)
+{
+	return ew->fast.on == TB__EV_FAST_CAL || ew->fast.on == TB__EV_FAST_ON;
+}
+
+static inline uint64_t tb_ev_now(struct tb_ev_writer *ew)
+{
+#if TB__EV_HAVE_COUNTER
+	if (ew->fast.on)
+		return tb__ev_fast_now(&ew->fast);
+#endif
 	if (ew->clock)
 		return ew->clock->now(ew->clock->ctx);
 #if TB_EV_HAVE_BOOTTIME
@@ -828,10 +1083,13 @@ static inline uint32_t tb__ev_own_clock_id(const struct tb_ev_writer *ew)
 	       ew->clock->id : 0;
 }
 
-/* The clock id each packet carries: none when the defaults say it. */
+/*
+ * The clock id each packet carries: none when the defaults say it (set
+ * at init: clock and flags stay).
+ */
 static inline uint32_t tb__ev_clock_id(const struct tb_ev_writer *ew)
 {
-	return ew->flags & TB_EV_DEFAULTS ? 0 : tb__ev_own_clock_id(ew);
+	return ew->cid;
 }
 
 /* ------------------------------------------------------------------------
@@ -928,20 +1186,21 @@ static inline void tb__ev_put(struct tb__ev_out *o, const void *src,
 	}
 }
 
-/* A few bytes already encoded (a cached field). */
+/*
+ * A cached field (a track_uuid: tag and varint, at most TB__EV_UFIELD
+ * bytes, @s holding that many): with room for all of them, one copy of
+ * constant size (a few moves, no loop), the bytes past @n overwritten by
+ * what follows or left unpublished in the open fragment's range.
+ */
+
 static inline void tb__ev_put_raw(struct tb__ev_out *o, const uint8_t *s,
 				  uint32_t n)
 {
-	uint32_t i;
-
-	if (!n)
-		return;
-	if ((size_t)(o->end - o->p) < n) {
+	if ((size_t)(o->end - o->p) < TB__EV_UFIELD) {
 		tb__ev_put(o, s, n);
 		return;
 	}
-	for (i = 0; i < n; i++)
-		o->p[i] = s[i];
+	TB_MEMCPY(o->p, s, TB__EV_UFIELD);
 	o->p += n;
 }
 
@@ -1011,6 +1270,71 @@ static inline uint64_t tb__ev_dbits(double d)
 
 	TB_MEMCPY(&v, &d, sizeof(v));
 	return v;
+}
+
+/*
+ * The same puts in two modes, @st a constant at every call: streaming
+ * (true: the checked puts above, which cross chunks), or direct (false:
+ * the open fragment's range holds the whole packet and TB__EV_SLACK bytes
+ * more, tb__ev_out_fits(), so nothing is checked and no put can cross).
+ * The event encoder is written once over these and instantiated in both.
+ */
+#define TB__EV_SLACK	TB__EV_FAST
+
+static inline bool tb__ev_out_fits(const struct tb__ev_out *o, uint32_t size)
+{
+	return (size_t)(o->end - o->p) >= (size_t)size + TB__EV_SLACK;
+}
+
+TB__EV_HOT void tb__ev_pu(struct tb__ev_out *o, bool st, uint32_t field,
+			  uint64_t v)
+{
+	if (st)
+		tb__ev_put_uint(o, field, v);
+	else
+		o->p = tb__pb_uint_at(o->p, field, v);
+}
+
+TB__EV_HOT void tb__ev_ph(struct tb__ev_out *o, bool st, uint32_t field,
+			  uint32_t len)
+{
+	if (st)
+		tb__ev_put_hdr(o, field, len);
+	else
+		o->p = tb__pb_len_at(o->p, field, len);
+}
+
+TB__EV_HOT void tb__ev_pb(struct tb__ev_out *o, bool st, uint32_t field,
+			  const void *b, uint32_t len)
+{
+	if (st) {
+		tb__ev_put_bytes(o, field, b, len);
+		return;
+	}
+	o->p = tb__pb_len_at(o->p, field, len);
+	if (len)
+		TB_MEMCPY(o->p, b, len);
+	o->p += len;
+}
+
+TB__EV_HOT void tb__ev_pf(struct tb__ev_out *o, bool st, uint32_t field,
+			  uint64_t v)
+{
+	if (st)
+		tb__ev_put_fixed64(o, field, v);
+	else
+		o->p = tb__pb_fixed64_at(o->p, field, v);
+}
+
+TB__EV_HOT void tb__ev_pr(struct tb__ev_out *o, bool st, const uint8_t *b,
+			  uint32_t n)
+{
+	if (st) {
+		tb__ev_put_raw(o, b, n);
+		return;
+	}
+	TB_MEMCPY(o->p, b, TB__EV_UFIELD);	/* TB__EV_SLACK covers it */
+	o->p += n;
 }
 
 /* Closes the packet; the sizes planned and written must agree. */
@@ -1088,7 +1412,7 @@ static inline uint32_t tb__ev_hit(const struct tb_ev_writer *ew,
 }
 
 /* A static string, by address. */
-static inline uint32_t tb__ev_intern_static(struct tb_ev_writer *ew,
+TB__EV_HOT uint32_t tb__ev_intern_static(struct tb_ev_writer *ew,
 					    const char *s, unsigned kind,
 					    uint8_t *emit)
 {
@@ -1170,7 +1494,7 @@ struct tb__ev_str {
  * address; else by its bytes); returns its field's bytes in the
  * referring message.
  */
-static inline uint32_t tb__ev_str_plan(struct tb_ev_writer *ew,
+TB__EV_HOT uint32_t tb__ev_str_plan(struct tb_ev_writer *ew,
 				       struct tb__ev_str *st, const char *s,
 				       unsigned kind, bool copy, bool fixed,
 				       uint32_t iid_field, uint32_t name_field)
@@ -1195,14 +1519,14 @@ static inline uint32_t tb__ev_str_plan(struct tb_ev_writer *ew,
 	return tb__ev_lsize(name_field, st->len);
 }
 
-static inline void tb__ev_str_put(struct tb__ev_out *o,
-				  const struct tb__ev_str *st,
-				  uint32_t iid_field, uint32_t name_field)
+TB__EV_HOT void tb__ev_str_put(struct tb__ev_out *o, bool m,
+			       const struct tb__ev_str *st,
+			       uint32_t iid_field, uint32_t name_field)
 {
 	if (st->iid)
-		tb__ev_put_uint(o, iid_field, st->iid);
+		tb__ev_pu(o, m, iid_field, st->iid);
 	else
-		tb__ev_put_bytes(o, name_field, st->s, st->len);
+		tb__ev_pb(o, m, name_field, st->s, st->len);
 }
 
 /* The bytes of an interned entry's message (iid, name). */
@@ -1219,15 +1543,15 @@ static inline uint32_t tb__ev_entry_size(const struct tb__ev_str *st)
 			  0;
 }
 
-static inline void tb__ev_entry_put(struct tb__ev_out *o,
-				    const struct tb__ev_str *st)
+TB__EV_HOT void tb__ev_entry_put(struct tb__ev_out *o, bool m,
+				 const struct tb__ev_str *st)
 {
 	if (!st->emit)
 		return;
 	/* InternedData field = kind + 1: categories 1, names 2, ann. 3 */
-	tb__ev_put_hdr(o, st->kind + 1u, tb__ev_entry_body(st));
-	tb__ev_put_uint(o, TB__IE_IID, st->iid);
-	tb__ev_put_bytes(o, TB__IE_NAME, st->s, st->len);
+	tb__ev_ph(o, m, st->kind + 1u, tb__ev_entry_body(st));
+	tb__ev_pu(o, m, TB__IE_IID, st->iid);
+	tb__ev_pb(o, m, TB__IE_NAME, st->s, st->len);
 }
 
 /* ------------------------------------------------------------------------
@@ -1247,18 +1571,25 @@ static inline uint32_t tb__ev_head_size(const struct tb_ev_writer *ew,
 	return n;
 }
 
-static inline void tb__ev_head_put(struct tb__ev_out *o,
-				   const struct tb_ev_writer *ew, bool ts,
-				   uint64_t t, uint32_t seq)
+TB__EV_HOT void tb__ev_head_put_m(struct tb__ev_out *o, bool m,
+				  const struct tb_ev_writer *ew, bool ts,
+				  uint64_t t, uint32_t seq)
 {
 	uint32_t id = tb__ev_clock_id(ew);
 
 	if (ts)
-		tb__ev_put_uint(o, TB__TP_TIMESTAMP, t);
+		tb__ev_pu(o, m, TB__TP_TIMESTAMP, t);
 	if (ts && id)
-		tb__ev_put_uint(o, TB__TP_TIMESTAMP_CLOCK_ID, id);
+		tb__ev_pu(o, m, TB__TP_TIMESTAMP_CLOCK_ID, id);
 	if (seq)
-		tb__ev_put_uint(o, TB__TP_SEQUENCE_FLAGS, seq);
+		tb__ev_pu(o, m, TB__TP_SEQUENCE_FLAGS, seq);
+}
+
+static inline void tb__ev_head_put(struct tb__ev_out *o,
+				   const struct tb_ev_writer *ew, bool ts,
+				   uint64_t t, uint32_t seq)
+{
+	tb__ev_head_put_m(o, true, ew, ts, t, seq);
 }
 
 /* The sequence flag of the first packet of a state, taken once. */
@@ -1508,6 +1839,7 @@ static inline struct tb__ev_track *tb__ev_add_track(struct tb_ev_writer *ew,
 	s->lost = 0;
 	s->depth = 0;
 	s->epoch = 0;
+	TB_MEMSET(s->ufield, 0, sizeof(s->ufield));	/* all copied */
 	s->ulen = (uint8_t)(tb__pb_uint_at(s->ufield, TB__TE_TRACK_UUID,
 					   t->uuid) - s->ufield);
 	return s;
@@ -1557,16 +1889,22 @@ static inline struct tb__ev_track *tb__ev_slot_of(struct tb_ev_writer *ew,
 	return tb__ev_find_track(ew, t);
 }
 
+/* As tb__ev_use_track(), *@slot already tb__ev_slot_of(@t). */
+static inline int tb__ev_use_slot(struct tb_ev_writer *ew,
+				  const struct tb_track *t,
+				  struct tb__ev_track **slot)
+{
+	if (!t || (*slot && (*slot)->epoch == ew->epoch))
+		return TB_OK;	/* described, or uuid 0 (global) */
+	return tb__ev_use_track_slow(ew, t, slot);
+}
+
 static inline int tb__ev_use_track(struct tb_ev_writer *ew,
 				   const struct tb_track *t,
 				   struct tb__ev_track **slot)
 {
-	struct tb__ev_track *s = tb__ev_slot_of(ew, t);
-
-	*slot = s;
-	if (!t || (s && s->epoch == ew->epoch))
-		return TB_OK;	/* described, or uuid 0 (global) */
-	return tb__ev_use_track_slow(ew, t, slot);
+	*slot = tb__ev_slot_of(ew, t);
+	return tb__ev_use_slot(ew, t, slot);
 }
 
 /* ------------------------------------------------------------------------
@@ -1756,7 +2094,7 @@ struct tb__ev_plan {
 	uint64_t ts;
 	const uint8_t *ufield;	/* the track_uuid field, encoded */
 	uint32_t ulen;		/* its bytes; 0: none (uuid 0) */
-	uint8_t ubuf[11];	/* where it is encoded if not cached */
+	uint8_t ubuf[TB__EV_UFIELD];	/* where it is encoded if not cached */
 	uint32_t seq;		/* sequence flags */
 	uint32_t te;		/* TrackEvent bytes */
 	uint32_t id;		/* InternedData bytes */
@@ -1784,6 +2122,7 @@ static inline void tb__ev_plan_track(const struct tb_ev_writer *ew,
 		pl->ufield = slot->ufield;
 		pl->ulen = slot->ulen;
 	} else if (t) {
+		TB_MEMSET(pl->ubuf, 0, sizeof(pl->ubuf));	/* all copied */
 		pl->ufield = pl->ubuf;
 		pl->ulen = (uint32_t)(tb__pb_uint_at(pl->ubuf,
 						     TB__TE_TRACK_UUID,
@@ -1819,27 +2158,27 @@ static inline uint32_t tb__ev_value_size(const struct tb_arg *a)
 	return 0;
 }
 
-static inline void tb__ev_value_put(struct tb__ev_out *o,
-				    const struct tb_arg *a)
+TB__EV_HOT void tb__ev_value_put(struct tb__ev_out *o, bool m,
+				 const struct tb_arg *a)
 {
 	switch (a->type) {
 	case TB_ARG_T_BOOL:
-		tb__ev_put_uint(o, TB__DA_BOOL, a->v.u);
+		tb__ev_pu(o, m, TB__DA_BOOL, a->v.u);
 		break;
 	case TB_ARG_T_UINT:
-		tb__ev_put_uint(o, TB__DA_UINT, a->v.u);
+		tb__ev_pu(o, m, TB__DA_UINT, a->v.u);
 		break;
 	case TB_ARG_T_INT:
-		tb__ev_put_uint(o, TB__DA_INT, (uint64_t)a->v.i);
+		tb__ev_pu(o, m, TB__DA_INT, (uint64_t)a->v.i);
 		break;
 	case TB_ARG_T_DOUBLE:
-		tb__ev_put_fixed64(o, TB__DA_DOUBLE, tb__ev_dbits(a->v.d));
+		tb__ev_pf(o, m, TB__DA_DOUBLE, tb__ev_dbits(a->v.d));
 		break;
 	case TB_ARG_T_STRING:
-		tb__ev_put_bytes(o, TB__DA_STRING, a->v.s, a->len);
+		tb__ev_pb(o, m, TB__DA_STRING, a->v.s, a->len);
 		break;
 	case TB_ARG_T_POINTER:
-		tb__ev_put_uint(o, TB__DA_POINTER, a->v.u);
+		tb__ev_pu(o, m, TB__DA_POINTER, a->v.u);
 		break;
 	}
 }
@@ -1850,7 +2189,7 @@ static inline bool tb__ev_has_cat(const struct tb_ev_event *ev)
 	       ev->type != TB_EV_COUNTER;
 }
 
-static inline void tb__ev_plan(struct tb_ev_writer *ew,
+TB__EV_HOT void tb__ev_plan(struct tb_ev_writer *ew,
 			       const struct tb_ev_event *ev,
 			       struct tb__ev_plan *pl)
 {
@@ -1909,53 +2248,74 @@ static inline void tb__ev_plan(struct tb_ev_writer *ew,
 		   tb__ev_lsize(TB__TP_TRACK_EVENT, te);
 }
 
-static inline void tb__ev_body_put(struct tb__ev_out *o,
-				   const struct tb_ev_writer *ew,
-				   const struct tb_ev_event *ev,
-				   const struct tb__ev_plan *pl)
+TB__EV_HOT void tb__ev_body_put_m(struct tb__ev_out *o, bool m,
+				  const struct tb_ev_writer *ew,
+				  const struct tb_ev_event *ev,
+				  const struct tb__ev_plan *pl)
 {
 	uint32_t i;
 
-	tb__ev_head_put(o, ew, true, pl->ts, pl->seq);
+	tb__ev_head_put_m(o, m, ew, true, pl->ts, pl->seq);
 	if (pl->id) {
-		tb__ev_put_hdr(o, TB__TP_INTERNED_DATA, pl->id);
+		tb__ev_ph(o, m, TB__TP_INTERNED_DATA, pl->id);
 		if (pl->has_cat)
-			tb__ev_entry_put(o, &pl->cat);
+			tb__ev_entry_put(o, m, &pl->cat);
 		if (pl->has_name)
-			tb__ev_entry_put(o, &pl->name);
+			tb__ev_entry_put(o, m, &pl->name);
 		for (i = 0; i < ev->nargs; i++)
 			if (tb__ev_is_annotation(ev->args[i].type))
-				tb__ev_entry_put(o, &pl->an[i]);
+				tb__ev_entry_put(o, m, &pl->an[i]);
 	}
-	tb__ev_put_hdr(o, TB__TP_TRACK_EVENT, pl->te);
+	tb__ev_ph(o, m, TB__TP_TRACK_EVENT, pl->te);
 	if (pl->has_cat)
-		tb__ev_str_put(o, &pl->cat, TB__TE_CATEGORY_IIDS,
+		tb__ev_str_put(o, m, &pl->cat, TB__TE_CATEGORY_IIDS,
 			       TB__TE_CATEGORIES);
 	if (pl->has_name)
-		tb__ev_str_put(o, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
-	tb__ev_put_uint(o, TB__TE_TYPE, ev->type);
+		tb__ev_str_put(o, m, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
+	tb__ev_pu(o, m, TB__TE_TYPE, ev->type);
 	if (pl->ulen)
-		tb__ev_put_raw(o, pl->ufield, pl->ulen);
+		tb__ev_pr(o, m, pl->ufield, pl->ulen);
 	if (ev->type == TB_EV_COUNTER && ev->flags & TB_EV_DOUBLE)
-		tb__ev_put_fixed64(o, TB__TE_DOUBLE_COUNTER_VALUE,
+		tb__ev_pf(o, m, TB__TE_DOUBLE_COUNTER_VALUE,
 				   tb__ev_dbits(ev->value.d));
 	else if (ev->type == TB_EV_COUNTER)
-		tb__ev_put_uint(o, TB__TE_COUNTER_VALUE,
+		tb__ev_pu(o, m, TB__TE_COUNTER_VALUE,
 				(uint64_t)ev->value.i);
 	for (i = 0; i < ev->nargs; i++) {
 		const struct tb_arg *a = &ev->args[i];
 
 		if (a->type == TB_ARG_T_FLOW)
-			tb__ev_put_fixed64(o, TB__TE_FLOW_IDS, a->v.u);
+			tb__ev_pf(o, m, TB__TE_FLOW_IDS, a->v.u);
 		else if (a->type == TB_ARG_T_FLOW_END && pl->al[i])
-			tb__ev_put_fixed64(o, TB__TE_TERMINATING_FLOW_IDS,
+			tb__ev_pf(o, m, TB__TE_TERMINATING_FLOW_IDS,
 					   a->v.u);
 		if (!tb__ev_is_annotation(a->type))
 			continue;
-		tb__ev_put_hdr(o, TB__TE_DEBUG_ANNOTATIONS, pl->al[i]);
-		tb__ev_str_put(o, &pl->an[i], TB__DA_NAME_IID, TB__DA_NAME);
-		tb__ev_value_put(o, a);
+		tb__ev_ph(o, m, TB__TE_DEBUG_ANNOTATIONS, pl->al[i]);
+		tb__ev_str_put(o, m, &pl->an[i], TB__DA_NAME_IID, TB__DA_NAME);
+		tb__ev_value_put(o, m, a);
 	}
+}
+
+/* A packet crossing chunks, or at a chunk's end: every put checked. */
+TB__EV_SLOW void tb__ev_body_stream(struct tb__ev_out *o,
+				    const struct tb_ev_writer *ew,
+				    const struct tb_ev_event *ev,
+				    const struct tb__ev_plan *pl)
+{
+	tb__ev_body_put_m(o, true, ew, ev, pl);
+}
+
+/* Encodes the planned event: direct when the open range holds it all. */
+TB__EV_HOT void tb__ev_body_put(struct tb__ev_out *o,
+				   const struct tb_ev_writer *ew,
+				   const struct tb_ev_event *ev,
+				   const struct tb__ev_plan *pl)
+{
+	if (TB__EV_DIRECT && tb__ev_out_fits(o, pl->size))
+		tb__ev_body_put_m(o, false, ew, ev, pl);
+	else
+		tb__ev_body_stream(o, ew, ev, pl);
 }
 
 /* The event's track and timestamp, from its items or its defaults. */
@@ -1992,11 +2352,12 @@ static inline bool tb__ev_valid(const struct tb_ev_event *ev)
 }
 
 /*
- * Writes @ev on @t at @pl->ts (0: now): the fresh state if one is due,
+ * Writes @ev on @t (*@slot: its entry, tb__ev_slot_of()) at @pl->ts (0:
+ * now): the fresh state if one is due,
  * the descriptors of a track not described in this state, then the event
  * with the interned data it needs.
  */
-static inline int tb__ev_write(struct tb_ev_writer *ew,
+TB__EV_HOT int tb__ev_write(struct tb_ev_writer *ew,
 			       const struct tb_ev_event *ev,
 			       const struct tb_track *t,
 			       struct tb__ev_plan *pl,
@@ -2006,7 +2367,7 @@ static inline int tb__ev_write(struct tb_ev_writer *ew,
 	int ret = tb__ev_check_state(ew);
 
 	if (!ret)
-		ret = tb__ev_use_track(ew, t, slot);
+		ret = tb__ev_use_slot(ew, t, slot);
 	if (ret)
 		return ret;
 	tb__ev_plan_track(ew, pl, t, *slot);
@@ -2019,6 +2380,16 @@ static inline int tb__ev_write(struct tb_ev_writer *ew,
 	if (ret)
 		tb__ev_lost(ew, ret);
 	return ret;
+}
+
+/* tb__ev_write() for the slow paths: one copy of it, out of line. */
+TB__EV_SLOW int tb__ev_write_slow(struct tb_ev_writer *ew,
+				  const struct tb_ev_event *ev,
+				  const struct tb_track *t,
+				  struct tb__ev_plan *pl,
+				  struct tb__ev_track **slot)
+{
+	return tb__ev_write(ew, ev, t, pl, slot);
 }
 
 /*
@@ -2038,11 +2409,11 @@ TB__EV_SLOW int tb__ev_pay_ends(struct tb_ev_writer *ew)
 	TB_MEMSET(&e, 0, sizeof(e));
 	e.type = TB_EV_SLICE_END;
 	while (ew->nends) {
-		slot = NULL;
 		e.track = ew->ends[0].t;
+		slot = tb__ev_slot_of(ew, e.track);
 		pl.ts = ew->ends[0].ts;
 		ew->stamp = pl.ts;
-		ret = tb__ev_write(ew, &e, e.track, &pl, &slot);
+		ret = tb__ev_write_slow(ew, &e, e.track, &pl, &slot);
 		ew->stamp = 0;
 		if (ret)
 			return ret;
@@ -2074,7 +2445,7 @@ static inline void tb__ev_owe_end(struct tb_ev_writer *ew,
 static inline int tb__ev_emit(struct tb_ev_writer *ew,
 			      const struct tb_ev_event *ev)
 {
-	struct tb__ev_track *slot = NULL;
+	struct tb__ev_track *slot;
 	struct tb__ev_plan pl;
 	const struct tb_track *t;
 	int ret;
@@ -2084,7 +2455,9 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	if (!tb__ev_valid(ev))
 		return TB_EINVAL;
 	t = tb__ev_items(ew, ev, &pl.ts);
-	if (ev->type == TB_EV_SLICE_END && !tb__ev_pop(tb__ev_slot_of(ew, t))) {
+	/* the table only grows while an event is written: @slot stays */
+	slot = tb__ev_slot_of(ew, t);
+	if (ev->type == TB_EV_SLICE_END && !tb__ev_pop(slot)) {
 		ew->stats.ends_skipped++;
 		if (ev->nargs && tb__ev_has_flows(ev))
 			tb__ev_flows_after(ew, ev, false);
@@ -2136,9 +2509,11 @@ static inline int tb__ev_clock_check(const struct tb_ev_clock *c)
  * Sets up @ew over @w (which it uses, and does not own): events go on
  * @track by default (NULL: the trace-global track), timestamped by
  * @clock (NULL: CLOCK_BOOTTIME).  @flags: TB_EV_NO_INTERN,
- * TB_EV_DEFAULTS.  @track (and its parents) and @clock are kept, not
- * copied: they must outlive @ew.  Nothing is written before the first
- * event.  TB_EINVAL; TB_ENOCLOCK: @clock NULL where <time.h> declares no
+ * TB_EV_DEFAULTS, TB_EV_FAST_CLOCK (with a NULL @clock: BOOTTIME read
+ * from the CPU's counter where it has a usable one, see "Timestamps" at
+ * the top; tb_ev_fast_clock() says).  @track (and its parents) and
+ * @clock are kept, not copied: they must outlive @ew.  Nothing is
+ * written before the first event.  TB_EINVAL; TB_ENOCLOCK: @clock NULL where <time.h> declares no
  * CLOCK_BOOTTIME (strict C99 without _POSIX_C_SOURCE or _GNU_SOURCE,
  * freestanding); TB_ECLOCKID, TB_ECLOCKFN, TB_ECLOCKREF: a clock the
  * importer could not place (struct tb_ev_clock).
@@ -2151,7 +2526,8 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 {
 	int ret;
 
-	if (!ew || !w || (flags & ~(TB_EV_NO_INTERN | TB_EV_DEFAULTS)))
+	if (!ew || !w || (flags & ~(TB_EV_NO_INTERN | TB_EV_DEFAULTS |
+				     TB_EV_FAST_CLOCK)))
 		return TB_EINVAL;
 	ret = tb__ev_clock_check(clock);
 	if (ret)
@@ -2162,9 +2538,14 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	ew->track = track;
 	ew->clock = clock;
 	ew->flags = (uint8_t)flags;
+	ew->cid = flags & TB_EV_DEFAULTS ? 0 : tb__ev_own_clock_id(ew);
 	ew->gen = tb_ring_generation(w->ring);
 	ew->next_iid = 1;
 	ew->fresh = 1;
+#if TB__EV_HAVE_COUNTER
+	if ((flags & TB_EV_FAST_CLOCK) && !clock)
+		tb__ev_fast_init(&ew->fast);
+#endif
 	if (track) {		/* the root first, so parents come first */
 		const struct tb_track *chain[TB__EV_NEST_MAX];
 		int n = 0;

@@ -17,6 +17,8 @@
  * lost a packet fails the bench: nothing wins by dropping.
  *
  *   slice / counter / counter-double: the macros, CLOCK_BOOTTIME
+ *   slice-fast / counter-fast: the same with TB_EV_FAST_CLOCK (BOOTTIME
+ *       from the CPU's counter; where there is none, the same as slice)
  *   slice-args: BEGIN with two annotations (uint, string), END with one
  *   slice-own-clock: the caller's clock (a counter): the encoder alone
  *   slice-defaults: TB_EV_DEFAULTS (no track_uuid on the writer's track)
@@ -36,6 +38,7 @@
  *       packet, and streams a long annotation across chunks.
  *   *-off: the category disabled: one relaxed load and a branch
  *   clock: two reads of CLOCK_BOOTTIME, what a slice's timestamps cost
+ *   clock-fast: two tb_ev_now() of a writer with TB_EV_FAST_CLOCK
  *
  * Bytes.  A demo-like workload (examples/demo.c's request handler: nested
  * request slices, each BEGIN with its sequence number, each END with its
@@ -77,12 +80,15 @@ enum op {
 	OP_INSTANT_DYN,
 	OP_COUNTER,
 	OP_COUNTER_DOUBLE,
+	OP_SLICE_FAST,
+	OP_COUNTER_FAST,
 	OP_SLICE_OWN_CLOCK,
 	OP_SLICE_DEFAULTS,
 	OP_SLICE_COPY,
 	OP_SLICE_OFF,
 	OP_COUNTER_OFF,
 	OP_CLOCK,
+	OP_CLOCK_FAST,
 };
 
 struct row {
@@ -102,12 +108,15 @@ static const struct row rows[] = {
 	{ "instant-dynamic", OP_INSTANT_DYN, 1, "INSTANT, name in a buffer" },
 	{ "counter", OP_COUNTER, 1, "int64 value" },
 	{ "counter-double", OP_COUNTER_DOUBLE, 1, "double value" },
+	{ "slice-fast", OP_SLICE_FAST, 1, "BEGIN + END, fast clock" },
+	{ "counter-fast", OP_COUNTER_FAST, 1, "int64 value, fast clock" },
 	{ "slice-own-clock", OP_SLICE_OWN_CLOCK, 1, "BEGIN + END, no clock" },
 	{ "slice-defaults", OP_SLICE_DEFAULTS, 1, "BEGIN + END, defaults" },
 	{ "slice-copy", OP_SLICE_COPY, 1, "encode to buffer + write" },
 	{ "slice-off", OP_SLICE_OFF, 0, "BEGIN + END, disabled" },
 	{ "counter-off", OP_COUNTER_OFF, 0, "counter, disabled" },
 	{ "clock", OP_CLOCK, 0, "2 x CLOCK_BOOTTIME" },
+	{ "clock-fast", OP_CLOCK_FAST, 0, "2 x tb_ev_now(), fast clock" },
 };
 
 #define NROWS	(sizeof(rows) / sizeof(rows[0]))
@@ -276,6 +285,7 @@ static inline void run_op(struct bench *b, enum op op, uint32_t i)
 
 	switch (op) {
 	case OP_SLICE:
+	case OP_SLICE_FAST:
 	case OP_SLICE_OWN_CLOCK:
 	case OP_SLICE_DEFAULTS:
 		TB_TRACE_BEGIN_W(ew, &cat_on, "HandleRequest");
@@ -304,6 +314,7 @@ static inline void run_op(struct bench *b, enum op op, uint32_t i)
 		tb_ev_instant(ew, &cat_on, dyn_name, NULL, 0);
 		break;
 	case OP_COUNTER:
+	case OP_COUNTER_FAST:
 		TB_TRACE_COUNTER_W(ew, &cat_on, &b->ctr, i & 1023);
 		break;
 	case OP_COUNTER_DOUBLE:
@@ -325,6 +336,10 @@ static inline void run_op(struct bench *b, enum op op, uint32_t i)
 	case OP_CLOCK:
 		sink += tb_ev_boottime_ns();
 		sink += tb_ev_boottime_ns();
+		break;
+	case OP_CLOCK_FAST:
+		sink += tb_ev_now(ew);
+		sink += tb_ev_now(ew);
 		break;
 	}
 }
@@ -400,7 +415,9 @@ static int run_row(const struct row *rw, unsigned runs)
 	if (!b)
 		exit(1);
 	setup(b, rw->op == OP_SLICE_OWN_CLOCK ? &own : NULL,
-	      rw->op == OP_SLICE_DEFAULTS ? TB_EV_DEFAULTS : 0);
+	      rw->op == OP_SLICE_DEFAULTS ? TB_EV_DEFAULTS :
+	      rw->op == OP_SLICE_FAST || rw->op == OP_COUNTER_FAST ||
+	      rw->op == OP_CLOCK_FAST ? TB_EV_FAST_CLOCK : 0);
 	capture(b, rw->op);
 	for (j = 0; j < b->ncap; j++)
 		bytes += b->caplen[j];
@@ -423,6 +440,10 @@ static int run_row(const struct row *rw, unsigned runs)
 	if (!ok)
 		printf("%-16s VERIFY FAILED: %u packets lost\n", rw->name,
 		       b->ew.stats.lost);
+	if ((rw->op == OP_SLICE_FAST || rw->op == OP_COUNTER_FAST ||
+	     rw->op == OP_CLOCK_FAST) && !tb_ev_fast_clock(&b->ew))
+		printf("%-16s (no fast clock here: CLOCK_BOOTTIME)\n",
+		       rw->name);
 	fflush(stdout);
 	teardown(b);
 	free(b);

@@ -1365,6 +1365,161 @@ START_TEST(test_builtin_clock_with_a_reference_is_snapshotted)
 }
 END_TEST
 
+/*
+ * TB_EV_FAST_CLOCK: the trace is the one the default clock writes (no
+ * clock id, no snapshot), and every timestamp is CLOCK_BOOTTIME: between
+ * BOOTTIME read just before and just after it (give or take
+ * FAST_TOLERANCE: the conversion's error, never the machine's load),
+ * never going back, across the anchors of several milliseconds.  Where
+ * there is no counter the flag changes nothing, and the same holds.
+ */
+#define FAST_TOLERANCE	100000u		/* ns */
+#define FAST_SPAN	(20u * 1000000u)	/* ns of readings */
+
+START_TEST(test_fast_clock_gives_boottime)
+{
+	struct tenv *e = env_new(4096, 8, TB_EV_FAST_CLOCK);
+	struct seqck *sc = sc_new();
+	uint64_t start = tb_ev_boottime_ns(), a, t, b, last = 0;
+	unsigned i, events = 0;
+	struct msg m;
+
+#if TB__EV_HAVE_COUNTER
+	ck_assert_int_eq(tb_ev_fast_clock(&e->ew), tb__ev_cycles_usable());
+#else
+	ck_assert(!tb_ev_fast_clock(&e->ew));
+#endif
+	do {
+		a = tb_ev_boottime_ns();
+		t = tb_ev_now(&e->ew);
+		b = tb_ev_boottime_ns();
+		ck_assert_msg(t + FAST_TOLERANCE >= a && t <= b + FAST_TOLERANCE,
+			      "fast clock %llu outside BOOTTIME [%llu, %llu]",
+			      (unsigned long long)t, (unsigned long long)a,
+			      (unsigned long long)b);
+		ck_assert_uint_ge(t, last);
+		last = t;
+	} while (b - start < FAST_SPAN);
+	if (tb_ev_fast_clock(&e->ew))	/* calibrated, anchored again */
+		ck_assert_uint_eq(e->ew.fast.on, TB__EV_FAST_ON);
+	/* and the events: no clock id, no snapshot, BOOTTIME stamps */
+	a = tb_ev_boottime_ns();
+	for (i = 0; i < 20; i++) {
+		TB_TRACE_BEGIN_W(&e->ew, &cat_a, "Fast");
+		TB_TRACE_END_W(&e->ew, &cat_a);
+	}
+	b = tb_ev_boottime_ns();
+	env_flush(e);
+	for (i = 0; i < e->n; i++) {
+		pkt(e, i, &m);
+		ck_assert(!msg_has(&m, 58));
+		ck_assert(!msg_has(&m, 6));
+		if (!msg_has(&m, 11))
+			continue;
+		events++;
+		ck_assert_uint_ge(msg_varint(&m, 8) + FAST_TOLERANCE, a);
+		ck_assert_uint_le(msg_varint(&m, 8), b + FAST_TOLERANCE);
+	}
+	ck_assert_uint_eq(events, 40);
+	sc_run(sc, e);
+	ck_assert_seq_ok(sc);
+	free(sc);
+	env_free(e);
+}
+END_TEST
+
+/* A caller's clock stays the caller's: the flag is for the default. */
+START_TEST(test_fast_clock_leaves_a_callers_clock_alone)
+{
+	struct tb_ev_clock clk = { fake_now, NULL, TB_CLOCK_BOOTTIME, 0,
+				   NULL };
+	struct tenv *e = env_new_clock(4096, 8, &clk, TB_EV_FAST_CLOCK);
+	uint64_t t;
+
+	ck_assert(!tb_ev_fast_clock(&e->ew));
+	t = tb_ev_now(&e->ew);
+	ck_assert_uint_eq(tb_ev_now(&e->ew), t + 10);	/* fake_now's steps */
+	env_free(e);
+}
+END_TEST
+
+#if TB__EV_HAVE_COUNTER
+/* Reads the fast clock until it has its rate (or ms of BOOTTIME pass). */
+static void fast_calibrate(struct tenv *e)
+{
+	uint64_t start = tb_ev_boottime_ns();
+
+	while (e->ew.fast.on == TB__EV_FAST_CAL &&
+	       tb_ev_boottime_ns() - start < 1000u * 1000000u)
+		tb_ev_now(&e->ew);
+	ck_assert_uint_eq(e->ew.fast.on, TB__EV_FAST_ON);
+}
+
+/*
+ * An anchor starts the conversion again from BOOTTIME; when it had run
+ * ahead (planted here: 50 us, under the error that turns it off), what
+ * it gave out is a floor: time never goes back on the sequence.
+ */
+START_TEST(test_fast_clock_never_goes_back_at_an_anchor)
+{
+	struct tenv *e = env_new(4096, 8, TB_EV_FAST_CLOCK);
+	uint64_t ahead, t;
+	unsigned i, anchors;
+
+	if (!tb_ev_fast_clock(&e->ew)) {	/* no invariant TSC here */
+		env_free(e);
+		return;
+	}
+	fast_calibrate(e);
+	e->ew.fast.n0 += 50000;
+	ahead = tb_ev_now(&e->ew);
+	anchors = e->ew.fast.anchors;
+	e->ew.fast.lim = 0;		/* the next read anchors */
+	for (i = 0; i < 100; i++) {
+		t = tb_ev_now(&e->ew);
+		ck_assert_msg(t >= ahead, "went back %llu ns at an anchor",
+			      (unsigned long long)(ahead - t));
+		ahead = t;
+	}
+	ck_assert_uint_gt(e->ew.fast.anchors, anchors);
+	ck_assert(tb_ev_fast_clock(&e->ew));
+	env_free(e);
+}
+END_TEST
+
+/*
+ * A counter that jumped (suspend, another CPU's TSC: planted, a second)
+ * turns the fast clock off at the next anchor, for good: BOOTTIME from
+ * then on, and still never going back.
+ */
+START_TEST(test_fast_clock_turns_off_when_the_counter_jumps)
+{
+	struct tenv *e = env_new(4096, 8, TB_EV_FAST_CLOCK);
+	uint64_t ahead, t, a;
+	unsigned i;
+
+	if (!tb_ev_fast_clock(&e->ew)) {
+		env_free(e);
+		return;
+	}
+	fast_calibrate(e);
+	e->ew.fast.n0 -= 1000000000u;	/* a second behind BOOTTIME */
+	e->ew.fast.lim = 0;
+	a = tb_ev_boottime_ns();
+	t = tb_ev_now(&e->ew);
+	ck_assert(!tb_ev_fast_clock(&e->ew));
+	ck_assert_uint_ge(t, a);	/* BOOTTIME again */
+	ahead = t;
+	for (i = 0; i < 100; i++) {
+		t = tb_ev_now(&e->ew);
+		ck_assert_uint_ge(t, ahead);
+		ahead = t;
+	}
+	env_free(e);
+}
+END_TEST
+#endif
+
 START_TEST(test_init_refuses_bad_clocks_and_flags)
 {
 	struct tenv *e = env_new(4096, 8, 0);
@@ -2307,6 +2462,12 @@ static Suite *event_suite(void)
 	tcase_add_test(lim, test_long_annotation_spans_chunks);
 	tcase_add_test(lim, test_too_many_items_and_bad_events_are_refused);
 	tcase_add_test(lim, test_init_refuses_bad_clocks_and_flags);
+	tcase_add_test(enc, test_fast_clock_gives_boottime);
+	tcase_add_test(enc, test_fast_clock_leaves_a_callers_clock_alone);
+#if TB__EV_HAVE_COUNTER
+	tcase_add_test(enc, test_fast_clock_never_goes_back_at_an_anchor);
+	tcase_add_test(enc, test_fast_clock_turns_off_when_the_counter_jumps);
+#endif
 	tcase_add_test(enc,
 		test_names_from_a_reused_buffer_are_interned_by_content);
 	tcase_add_test(lim, test_copied_names_are_bounded_and_never_lie);
