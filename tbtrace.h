@@ -102,7 +102,7 @@ struct tb_trace_out {
 	struct tb_trace_iov iov[TB_TRACE_IOV_MAX];
 	uint8_t stage[TB_TRACE_STAGE];
 	/* the trusted fields of the last packet's sequence, encoded */
-	uint64_t tail_key;		/* seq id << 32 | uid; 0: none */
+	uint64_t tail_key;		/* producer, writer, uid of the tail */
 	int32_t tail_pid;
 	uint8_t tail_len;
 	uint8_t tail[3 * (2 + TB_PB_VARINT_MAX)];
@@ -339,9 +339,7 @@ static inline bool tb__trace_flat_varint(const uint8_t **p,
 static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 					      const uint8_t *end)
 {
-	const uint8_t *q = *p;
-	const uint8_t *last = (size_t)(end - q) > TB_PB_VARINT_MAX ?
-			      q + TB_PB_VARINT_MAX : end;
+	const uint8_t *q = *p, *last;
 
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
 	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -357,6 +355,8 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 		q += 8;
 	}
 #endif
+	last = (size_t)(end - *p) > TB_PB_VARINT_MAX ? *p + TB_PB_VARINT_MAX :
+						        end;
 	while (q < last && *q & 0x80)
 		q++;
 	if (q == last)
@@ -386,8 +386,9 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 /* Whether one-byte key @key (below 0x80) is one a producer may write. */
 static inline bool tb__trace_key1_ok(unsigned key)
 {
-	return (key < 64 ? TB__TRACE_KEYS_LO >> key :
-			   TB__TRACE_KEYS_HI >> (key - 64)) & 1;
+	static const uint64_t ok[2] = { TB__TRACE_KEYS_LO, TB__TRACE_KEYS_HI };
+
+	return ok[key >> 6 & 1] >> (key & 63) & 1;
 }
 
 /* tb_trace_packet_valid() of @n contiguous bytes: the common case. */
@@ -413,8 +414,11 @@ static inline bool tb__trace_valid_flat(const uint8_t *p, size_t n)
 				return false;
 			break;
 		case TB_PB_LEN:
-			if (!tb__trace_flat_varint(&p, end, &len) ||
-			    len > (uint64_t)(end - p))
+			if (p < end && *p < 0x80)	/* a one-byte length */
+				len = *p++;
+			else if (!tb__trace_flat_varint(&p, end, &len))
+				return false;
+			if (len > (uint64_t)(end - p))
 				return false;
 			p += (size_t)len;
 			break;
@@ -471,13 +475,15 @@ static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 static inline size_t tb__trace_tail(struct tb_trace_out *o,
 				    const struct tb_buf_packet *pkt)
 {
-	uint32_t seq = tb_trace_seq_id(pkt->producer_id, pkt->writer_id);
-	uint64_t key = (uint64_t)seq << 32 | pkt->ident.uid;
+	uint64_t key = (uint64_t)pkt->producer_id << 48 |
+		       (uint64_t)pkt->writer_id << 32 | pkt->ident.uid;
+	uint32_t seq;
 	size_t nt = 0;
 
-	if (o->tail_len && key == o->tail_key &&
-	    pkt->ident.pid == o->tail_pid)
+	if (key == o->tail_key && pkt->ident.pid == o->tail_pid &&
+	    o->tail_len)
 		return o->tail_len;
+	seq = tb_trace_seq_id(pkt->producer_id, pkt->writer_id);
 	nt += tb_pb_uint(o->tail + nt, TB_PB_TRUSTED_UID, pkt->ident.uid);
 	nt += tb_pb_uint(o->tail + nt, TB_PB_TRUSTED_SEQ_ID, seq);
 	nt += tb_pb_int(o->tail + nt, TB_PB_TRUSTED_PID, pkt->ident.pid);
@@ -485,36 +491,6 @@ static inline size_t tb__trace_tail(struct tb_trace_out *o,
 	o->tail_pid = pkt->ident.pid;
 	o->tail_len = (uint8_t)nt;
 	return nt;
-}
-
-/*
- * Copies @n bytes (at most 64), reading and writing only those: two
- * overlapping copies of a constant size, which compile to a few moves,
- * where a call of memcpy costs more than the bytes.
- */
-static inline void tb__trace_copy_small(uint8_t *d, const uint8_t *s,
-					size_t n)
-{
-	if (n >= 16) {
-		if (n > 32) {
-			TB_MEMCPY(d, s, 32);
-			TB_MEMCPY(d + n - 32, s + n - 32, 32);
-		} else {
-			TB_MEMCPY(d, s, 16);
-			TB_MEMCPY(d + n - 16, s + n - 16, 16);
-		}
-	} else if (n >= 4) {
-		if (n >= 8) {
-			TB_MEMCPY(d, s, 8);
-			TB_MEMCPY(d + n - 8, s + n - 8, 8);
-		} else {
-			TB_MEMCPY(d, s, 4);
-			TB_MEMCPY(d + n - 4, s + n - 4, 4);
-		}
-	} else {
-		for (; n; n--)
-			*d++ = *s++;
-	}
 }
 
 /*
@@ -542,15 +518,14 @@ static inline void tb__trace_stage_packet(struct tb_trace_out *o,
 		nh = tb_pb_len(d, TB_PB_TRACE_PACKET, n);
 	}
 	d += nh;
-	for (i = 0; i < nsl; i++) {
-		const uint8_t *src = sl[i].data;
-		size_t k = sl[i].size;
-
-		if (k <= 64)
-			tb__trace_copy_small(d, src, k);
-		else
-			TB_MEMCPY(d, src, k);
-		d += k;
+	if (nsl == 1) {			/* nearly every packet */
+		tb__buf_copy_small(d, sl[0].data, sl[0].size);
+		d += sl[0].size;
+	} else {
+		for (i = 0; i < nsl; i++) {
+			tb__buf_copy_small(d, sl[i].data, sl[i].size);
+			d += sl[i].size;
+		}
 	}
 	TB_MEMCPY(d, o->tail, sizeof(o->tail));
 	if (nl)
@@ -567,13 +542,22 @@ static inline void tb__trace_stage_packet(struct tb_trace_out *o,
 	}
 }
 
+/* Whether @pkt is a valid TracePacket: one slice in line, more here. */
+static inline bool tb__trace_valid(const struct tb_buf_packet *pkt)
+{
+	if (pkt->nslices == 1)
+		return tb__trace_valid_flat(pkt->slices[0].data,
+					    pkt->slices[0].size);
+	return tb_trace_packet_valid(pkt);
+}
+
 /* tb_trace_write_packet() without handing the batch out. */
 static inline void tb__trace_packet(struct tb_trace_out *o,
 				    const struct tb_buf_packet *pkt)
 {
 	uint8_t buf[2 * TB_PB_VARINT_MAX + 3 * (2 + TB_PB_VARINT_MAX) +
 		    2 + TB_PB_VARINT_MAX];
-	bool valid = tb_trace_packet_valid(pkt);
+	bool valid = tb__trace_valid(pkt);
 	uint32_t loss = pkt->loss;
 	size_t size = valid ? pkt->size : 0, nt, nh, nl = 0;
 	uint8_t lb[2 + TB_PB_VARINT_MAX];
@@ -589,7 +573,7 @@ static inline void tb__trace_packet(struct tb_trace_out *o,
 		o->lossy_packets++;
 	}
 	o->packets += valid;	/* a stand-in is counted as invalid */
-	if (o->writev && !o->error && valid && size < TB_TRACE_COPY_MIN) {
+	if (valid && size < TB_TRACE_COPY_MIN && o->writev && !o->error) {
 		tb__trace_stage_packet(o, pkt, nt, lb, nl);
 		return;
 	}
@@ -628,16 +612,26 @@ static inline int tb_trace_write_packet(struct tb_trace_out *o,
  * trace.  Returns the packets written, or TB_EIO once a write failed.  With
  * @writev the whole read is handed out in as few calls as the vector
  * allows; the buffer's slices stay valid meanwhile (nothing writes to it).
+ * The buffer is read TB__TRACE_BATCH packets at a time
+ * (tb_buf_read_packets()): a write that fails loses the rest of its batch
+ * with it (nothing is written after a failure anyway).
  */
+#ifndef TB__TRACE_BATCH
+#define TB__TRACE_BATCH	32u
+#endif
 static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 {
-	struct tb_buf_packet pkt;
+	struct tb_buf_packet pkt[TB__TRACE_BATCH];
+	struct tb_buf_slice sl[TB__TRACE_BATCH];
+	unsigned k, i;
 	long n = 0;
 
 	tb_buf_begin_read(b);
-	while (!o->error && tb_buf_read_packet(b, &pkt)) {
-		tb__trace_packet(o, &pkt);
-		n++;
+	while (!o->error &&
+	       (k = tb_buf_read_packets(b, pkt, sl, TB__TRACE_BATCH))) {
+		for (i = 0; i < k && !o->error; i++)
+			tb__trace_packet(o, &pkt[i]);
+		n += (long)i;
 	}
 	return tb__trace_done(o) ? o->error : n;
 }
