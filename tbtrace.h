@@ -551,6 +551,73 @@ static inline bool tb__trace_valid(const struct tb_buf_packet *pkt)
 	return tb_trace_packet_valid(pkt);
 }
 
+/*
+ * The leading packets of @pkt[0 .. @k) that are the common case, staged
+ * for @writev in one loop: one slice, valid, no loss, smaller than
+ * TB_TRACE_COPY_MIN, of the first one's sequence and identity (one
+ * trusted tail), while the stage has room.  The stage's position and
+ * the counts stay in locals, stored once at the end (a byte store would
+ * make the compiler reload them for every packet).  Returns how many it
+ * took; tb__trace_packet() takes the next one, whatever it is.
+ */
+#define TB__TRACE_ONE_MAX	(2 * TB_PB_VARINT_MAX + TB_TRACE_COPY_MIN + \
+				 sizeof(((struct tb_trace_out *)0)->tail))
+
+static inline unsigned tb__trace_stage_run(struct tb_trace_out *o,
+					   const struct tb_buf_packet *pkt,
+					   unsigned k)
+{
+	uint8_t tail[sizeof(o->tail)], *d, *start, *lim;
+	uint16_t producer = pkt[0].producer_id, writer = pkt[0].writer_id;
+	struct tb_buf_ident id = pkt[0].ident;
+	size_t nt;
+	unsigned i;
+
+	if (!o->writev || o->error)
+		return 0;
+	tb__trace_room(o, TB__TRACE_ONE_MAX);	/* an element, a packet */
+	nt = tb__trace_tail(o, &pkt[0]);
+	TB_MEMCPY(tail, o->tail, sizeof(tail));
+	start = d = o->stage + o->nstage;
+	lim = o->stage + TB_TRACE_STAGE - TB__TRACE_ONE_MAX;
+	for (i = 0; i < k && d <= lim; i++) {
+		const struct tb_buf_packet *p = &pkt[i];
+		const uint8_t *src = p->slices ? p->slices[0].data : NULL;
+		size_t sz = p->size, n = sz + nt;
+
+		if (p->nslices != 1 || sz >= TB_TRACE_COPY_MIN || p->loss ||
+		    p->producer_id != producer || p->writer_id != writer ||
+		    p->ident.uid != id.uid || p->ident.pid != id.pid ||
+		    !tb__trace_valid_flat(src, sz))
+			break;
+		if (n < 0x80) {		/* the key and a one-byte length */
+			d[0] = TB_PB_TRACE_PACKET << 3 | TB_PB_LEN;
+			d[1] = (uint8_t)n;
+			d += 2;
+		} else {
+			d += tb_pb_len(d, TB_PB_TRACE_PACKET, n);
+		}
+		tb__buf_copy_small(d, src, sz);
+		TB_MEMCPY(d + sz, tail, sizeof(tail));
+		d += n;
+	}
+	if (d != start) {
+		size_t len = (size_t)(d - start);
+
+		o->packets += i;
+		o->bytes += len;
+		o->nstage += len;
+		if (o->stage_open) {
+			o->iov[o->niov - 1].len += len;
+		} else {
+			o->iov[o->niov].base = start;
+			o->iov[o->niov++].len = len;
+			o->stage_open = 1;
+		}
+	}
+	return i;
+}
+
 /* tb_trace_write_packet() without handing the batch out. */
 static inline void tb__trace_packet(struct tb_trace_out *o,
 				    const struct tb_buf_packet *pkt)
@@ -629,8 +696,13 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 	tb_buf_begin_read(b);
 	while (!o->error &&
 	       (k = tb_buf_read_packets(b, pkt, sl, TB__TRACE_BATCH))) {
-		for (i = 0; i < k && !o->error; i++)
-			tb__trace_packet(o, &pkt[i]);
+		for (i = 0; i < k && !o->error;) {
+			unsigned r = tb__trace_stage_run(o, pkt + i, k - i);
+
+			if (!r)
+				tb__trace_packet(o, &pkt[i++]);
+			i += r;
+		}
 		n += (long)i;
 	}
 	return tb__trace_done(o) ? o->error : n;

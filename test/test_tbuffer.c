@@ -3067,6 +3067,94 @@ START_TEST(test_read_past_old_padding_reads_what_a_full_walk_reads)
 }
 END_TEST
 
+/*
+ * tb_buf_copy_packed() is tb_buf_copy_frags() for fragments laid back to
+ * back: the same chunks, in random sizes (empty ones, ones with two- and
+ * three-byte lengths, chunks too big), complete and scraped, go into two
+ * buffers, one by each, and everything read or counted is the same.
+ */
+START_TEST(test_packed_fragments_are_copied_as_a_fragment_vector)
+{
+	static uint8_t data[8 * 20000];
+	struct tb_buf *b[2];
+	uint32_t ids[3] = { 0, 0, 0 };
+	unsigned round, k, i;
+
+	rng = 3;
+	b[0] = tb_buf_create(1 << 18, TB_BUF_RING_BUFFER);
+	b[1] = tb_buf_create(1 << 18, TB_BUF_RING_BUFFER);
+	ck_assert(b[0] && b[1]);
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)('a' + rnd(26));
+	for (round = 0; round < 300; round++) {
+		int n0, n1;
+
+		for (k = rnd(20); k; k--) {
+			struct tb_buf_frag f[8];
+			struct tb_buf_chunk_in in;
+			uint16_t sizes[8];
+			unsigned w = rnd(3), nf = rnd(8);
+			size_t off = 0;
+			bool big = k == 1 && round % 50 == 0;
+
+			memset(&in, 0, sizeof(in));
+			if (big)
+				nf = 5;	/* over 64 KiB framed: refused */
+			for (i = 0; i < nf; i++) {
+				uint32_t r = big ? 63 : rnd(64);
+
+				sizes[i] = (uint16_t)(r < 8 ? 0 :
+						      r < 56 ? rnd(200) :
+						      r < 62 ? rnd(2000) :
+						      16000 + rnd(4000));
+				f[i].data = data + off;
+				f[i].size = sizes[i];
+				off += sizes[i];
+			}
+			in.producer_id = 1;
+			in.writer_id = (uint16_t)(1 + w);
+			in.chunk_id = ids[w]++;
+			in.flags = (uint8_t)(rnd(4) ? 0 : F) |
+				   (uint8_t)(rnd(4) ? 0 : L);
+			in.complete = rnd(8) != 0;
+			ck_assert_int_eq(tb_buf_copy_frags(b[0], &in, f, nf),
+					 tb_buf_copy_packed(b[1], &in, data,
+							    sizes, nf));
+		}
+		n0 = read_all(b[0], pk, 8192);
+		n1 = read_all(b[1], pk2, 8192);
+		ck_assert_int_eq(n0, n1);
+		assert_same_packets(pk, pk2, n0);
+		ck_assert_mem_eq(tb_buf_stats(b[0]), tb_buf_stats(b[1]),
+				 sizeof(struct tb_buf_stats));
+	}
+	ck_assert_uint_gt(tb_buf_stats(b[1])->chunks_overwritten, 0);
+	ck_assert_uint_gt(tb_buf_stats(b[1])->abi_violations, 0);
+	tb_buf_destroy(b[0]);
+	tb_buf_destroy(b[1]);
+}
+END_TEST
+
+/* Empty fragments, or none, need no bytes: a chunk of them is stored. */
+START_TEST(test_packed_empty_fragments_need_no_bytes)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct tb_buf_chunk_in in;
+	uint16_t none[2] = { 0, 0 };
+
+	memset(&in, 0, sizeof(in));
+	in.producer_id = 1;
+	in.writer_id = 1;
+	in.complete = true;
+	ck_assert_int_eq(tb_buf_copy_packed(b, &in, NULL, none, 2), TB_OK);
+	in.chunk_id = 1;
+	ck_assert_int_eq(tb_buf_copy_packed(b, &in, NULL, NULL, 0), TB_OK);
+	ck_assert_uint_eq(tb_buf_stats(b)->chunks_written, 2);
+	ck_assert_str_eq(read_str(b), "");
+	tb_buf_destroy(b);
+}
+END_TEST
+
 /* ---- Suites ------------------------------------------------------------- */
 
 static Suite *storage_suite(void)
@@ -3095,6 +3183,10 @@ static Suite *storage_suite(void)
 	tcase_add_test(t, test_batched_read_takes_no_packet_when_there_is_none);
 	tcase_add_test(t,
 		test_read_past_old_padding_reads_what_a_full_walk_reads);
+	tcase_add_test(t,
+		test_packed_fragments_are_copied_as_a_fragment_vector);
+	tcase_add_test(t,
+		test_packed_empty_fragments_need_no_bytes);
 	suite_add_tcase(s, t);
 	return s;
 }
