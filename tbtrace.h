@@ -391,8 +391,11 @@ static inline bool tb__trace_key1_ok(unsigned key)
 	return ok[key >> 6 & 1] >> (key & 63) & 1;
 }
 
-/* tb_trace_packet_valid() of @n contiguous bytes: the common case. */
-static inline bool tb__trace_valid_flat(const uint8_t *p, size_t n)
+/*
+ * tb_trace_packet_valid() of @n contiguous bytes: the common case, in line
+ * in the loop that stages runs of packets (TB__BUF_HOT, tbuffer.h's).
+ */
+TB__BUF_HOT bool tb__trace_valid_flat(const uint8_t *p, size_t n)
 {
 	const uint8_t *end = p + n;
 	uint64_t key, len;
@@ -568,8 +571,9 @@ static inline unsigned tb__trace_stage_run(struct tb_trace_out *o,
 					   unsigned k)
 {
 	uint8_t tail[sizeof(o->tail)], *d, *start, *lim;
-	uint16_t producer = pkt[0].producer_id, writer = pkt[0].writer_id;
-	struct tb_buf_ident id = pkt[0].ident;
+	uint32_t seq = (uint32_t)pkt[0].producer_id << 16 | pkt[0].writer_id;
+	uint64_t id = (uint64_t)pkt[0].ident.uid << 32 |
+		      (uint32_t)pkt[0].ident.pid;
 	size_t nt;
 	unsigned i;
 
@@ -586,8 +590,9 @@ static inline unsigned tb__trace_stage_run(struct tb_trace_out *o,
 		size_t sz = p->size, n = sz + nt;
 
 		if (p->nslices != 1 || sz >= TB_TRACE_COPY_MIN || p->loss ||
-		    p->producer_id != producer || p->writer_id != writer ||
-		    p->ident.uid != id.uid || p->ident.pid != id.pid ||
+		    ((uint32_t)p->producer_id << 16 | p->writer_id) != seq ||
+		    ((uint64_t)p->ident.uid << 32 |
+		     (uint32_t)p->ident.pid) != id ||
 		    !tb__trace_valid_flat(src, sz))
 			break;
 		if (n < 0x80) {		/* the key and a one-byte length */

@@ -2000,8 +2000,8 @@ static inline int tb_buf_copy_packed(struct tb_buf *b,
 				     const uint16_t *sizes, unsigned n)
 {
 	struct tb__buf_src src;
-	uint64_t total = 0, data = 0;
-	uint32_t empty = 0;
+	uint64_t total, data = 0;
+	uint32_t empty = 0, any = 0;
 	unsigned i;
 
 	TB_BUG_ON(!b || !in || (!sizes && n));
@@ -2012,12 +2012,15 @@ static inline int tb_buf_copy_packed(struct tb_buf *b,
 
 		empty |= !sz;
 		data += sz;
-		total += 1u + (sz >= 0x80u) + (sz >= 0x4000u);
+		any |= sz;
 	}
 	TB_BUG_ON(!payload && data);
 	if (!payload && data)
 		return TB_EINVAL;
-	total += data;
+	total = data + n;		/* a byte of length each, */
+	if (any >= 0x80u)		/* unless a fragment needs more */
+		for (i = 0; i < n; i++)
+			total += (sizes[i] >= 0x80u) + (sizes[i] >= 0x4000u);
 	src.raw = NULL;
 	src.vec = NULL;
 	src.packed = (const uint8_t *)payload;
@@ -2248,8 +2251,10 @@ static inline unsigned tb__buf_read_run(struct tb_buf *b,
 {
 	struct tb__buf_seq *s = &b->seqs[b->inner_seq];
 	struct tb__buf_hdr *c;
+	struct tb_buf_ident id;
 	const uint8_t *p;
-	uint32_t size, off, start, len, next;
+	uint32_t size, off, start, len, next, end;
+	uint16_t producer, writer;
 	unsigned n = 0;
 
 	if (!s->n || s->skip_gen == b->gen)
@@ -2261,17 +2266,22 @@ static inline unsigned tb__buf_read_run(struct tb_buf *b,
 	/* the chunk's first fragment ends a packet: not a whole one */
 	if (!off && (c->flags & TB_BUF_FIRST_CONT))
 		return 0;
+	/* a fragment that ends at @end or later begins a packet */
+	end = c->flags & TB_BUF_LAST_CONT ? size : UINT32_MAX;
+	producer = (uint16_t)(s->key >> 16);
+	writer = (uint16_t)s->key;
+	id = s->ident;
 	while (n < max &&
 	       tb__buf_frag_next(p, size, off, &len, &next) == TB_PB_FRAG_OK &&
-	       len && !(next >= size && (c->flags & TB_BUF_LAST_CONT))) {
+	       len && next < end) {
 		slices[n].data = p + next - len;
 		slices[n].size = len;
 		out[n].slices = &slices[n];
 		out[n].nslices = 1;
 		out[n].size = len;
-		out[n].producer_id = (uint16_t)(s->key >> 16);
-		out[n].writer_id = (uint16_t)s->key;
-		out[n].ident = s->ident;
+		out[n].producer_id = producer;
+		out[n].writer_id = writer;
+		out[n].ident = id;
 		out[n].loss = 0;
 		n++;
 		off = next;
