@@ -383,12 +383,32 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 	 TB__TRACE_KEY1_OK(13) | TB__TRACE_KEY1_OK(14) |		\
 	 TB__TRACE_KEY1_OK(15))
 
-/* Whether one-byte key @key (below 0x80) is one a producer may write. */
-static inline bool tb__trace_key1_ok(unsigned key)
-{
-	static const uint64_t ok[2] = { TB__TRACE_KEYS_LO, TB__TRACE_KEYS_HI };
+/*
+ * What to do after one-byte key @k (below 0x80): 0 when a producer may not
+ * write it, else its wire type plus one (one load, and the switch on it,
+ * per field).
+ */
+#define TB__TRACE_ACT(k)						\
+	((((k) < 64 ? TB__TRACE_KEYS_LO >> (k) :			\
+		      TB__TRACE_KEYS_HI >> ((k) - 64)) & 1) ? ((k) & 7) + 1 : 0)
+#define TB__TRACE_ACT8(k)						\
+	TB__TRACE_ACT(k), TB__TRACE_ACT((k) + 1), TB__TRACE_ACT((k) + 2), \
+	TB__TRACE_ACT((k) + 3), TB__TRACE_ACT((k) + 4),		\
+	TB__TRACE_ACT((k) + 5), TB__TRACE_ACT((k) + 6), TB__TRACE_ACT((k) + 7)
+#define TB__TRACE_ACT_NONE	0u
 
-	return ok[key >> 6 & 1] >> (key & 63) & 1;
+static inline unsigned tb__trace_key1_act(unsigned key)
+{
+	static const uint8_t act[128] = {
+		TB__TRACE_ACT8(0), TB__TRACE_ACT8(8), TB__TRACE_ACT8(16),
+		TB__TRACE_ACT8(24), TB__TRACE_ACT8(32), TB__TRACE_ACT8(40),
+		TB__TRACE_ACT8(48), TB__TRACE_ACT8(56), TB__TRACE_ACT8(64),
+		TB__TRACE_ACT8(72), TB__TRACE_ACT8(80), TB__TRACE_ACT8(88),
+		TB__TRACE_ACT8(96), TB__TRACE_ACT8(104), TB__TRACE_ACT8(112),
+		TB__TRACE_ACT8(120),
+	};
+
+	return act[key & 0x7f];
 }
 
 /*
@@ -399,12 +419,14 @@ TB__BUF_HOT bool tb__trace_valid_flat(const uint8_t *p, size_t n)
 {
 	const uint8_t *end = p + n;
 	uint64_t key, len;
+	unsigned act;
 
 	while (p < end) {
 		if (*p < 0x80) {		/* fields 1 to 15: a table */
-			key = *p++;
-			if (!tb__trace_key1_ok((unsigned)key))
+			act = tb__trace_key1_act(*p++);
+			if (act == TB__TRACE_ACT_NONE)
 				return false;
+			key = act - 1;		/* its wire type is all we need */
 		} else {
 			if (!tb__trace_flat_varint(&p, end, &key) ||
 			    !tb__pb_key_ok(key) ||
