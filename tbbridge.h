@@ -7,7 +7,7 @@
  *
  * A struct tb_bridge drains a ring's reader and routes every emitted chunk
  * into the central buffer its target BufferID selects, copying each
- * fragment once from the reader's scratch.  Chunk ids are assigned per
+ * fragment once from the reader's scratch (tb_buf_copy_packed()).  Chunk ids are assigned per
  * {writer, BufferID} in the order the reader resolves that writer's
  * chunks, which is the order the writer wrote them; the ring's
  * continuation flags become the buffer's, and the ring's data-loss flag
@@ -120,7 +120,6 @@ struct tb_bridge {
 	uint32_t keys_n;
 	uint32_t epoch;			/* tb_bridge_lost_any() calls, not 0 */
 	uint64_t stat[TB_BS_MAX];
-	struct tb_buf_frag frags[TB_FRAG_MAX];
 };
 
 /*
@@ -279,10 +278,8 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 {
 	struct tb_bridge *br = (struct tb_bridge *)ctx;
 	struct tb_buf *buf = v->bid < br->nbufs ? br->bufs[v->bid] : NULL;
-	const uint8_t *p = v->payload;
 	struct tb_buf_chunk_in in;
 	struct tb__bridge_key *k;
-	uint32_t i;
 	int ret;
 
 	if (v->lost) {
@@ -302,10 +299,6 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 		k->loss = 1;
 		k->next_id++;	/* the buffer sees the gap: no chain across */
 	}
-	for (i = 0; i < v->nfrags; p += v->sizes[i++]) {
-		br->frags[i].data = p;
-		br->frags[i].size = v->sizes[i];
-	}
 	TB_MEMSET(&in, 0, sizeof(in));
 	in.producer_id = br->producer_id;
 	in.ident = br->ident;
@@ -322,7 +315,7 @@ static inline void tb__bridge_chunk(void *ctx, const struct tb_chunk_view *v)
 		k->loss = 0;
 	}
 	/* a refused chunk still used its id: the buffer sees the gap */
-	ret = tb_buf_copy_frags(buf, &in, br->frags, v->nfrags);
+	ret = tb_buf_copy_packed(buf, &in, v->payload, v->sizes, v->nfrags);
 	if (ret) {
 		br->stat[TB_BS_REJECTED]++;
 		br->stat[tb__bridge_rejected(ret)]++;

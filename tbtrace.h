@@ -102,7 +102,7 @@ struct tb_trace_out {
 	struct tb_trace_iov iov[TB_TRACE_IOV_MAX];
 	uint8_t stage[TB_TRACE_STAGE];
 	/* the trusted fields of the last packet's sequence, encoded */
-	uint64_t tail_key;		/* seq id << 32 | uid; 0: none */
+	uint64_t tail_key;		/* producer, writer, uid of the tail */
 	int32_t tail_pid;
 	uint8_t tail_len;
 	uint8_t tail[3 * (2 + TB_PB_VARINT_MAX)];
@@ -339,9 +339,7 @@ static inline bool tb__trace_flat_varint(const uint8_t **p,
 static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 					      const uint8_t *end)
 {
-	const uint8_t *q = *p;
-	const uint8_t *last = (size_t)(end - q) > TB_PB_VARINT_MAX ?
-			      q + TB_PB_VARINT_MAX : end;
+	const uint8_t *q = *p, *last;
 
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
 	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -357,6 +355,8 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 		q += 8;
 	}
 #endif
+	last = (size_t)(end - *p) > TB_PB_VARINT_MAX ? *p + TB_PB_VARINT_MAX :
+						        end;
 	while (q < last && *q & 0x80)
 		q++;
 	if (q == last)
@@ -383,24 +383,50 @@ static inline bool tb__trace_flat_skip_varint(const uint8_t **p,
 	 TB__TRACE_KEY1_OK(13) | TB__TRACE_KEY1_OK(14) |		\
 	 TB__TRACE_KEY1_OK(15))
 
-/* Whether one-byte key @key (below 0x80) is one a producer may write. */
-static inline bool tb__trace_key1_ok(unsigned key)
+/*
+ * What to do after one-byte key @k (below 0x80): 0 when a producer may not
+ * write it, else its wire type plus one (one load, and the switch on it,
+ * per field).
+ */
+#define TB__TRACE_ACT(k)						\
+	((((k) < 64 ? TB__TRACE_KEYS_LO >> (k) :			\
+		      TB__TRACE_KEYS_HI >> ((k) - 64)) & 1) ? ((k) & 7) + 1 : 0)
+#define TB__TRACE_ACT8(k)						\
+	TB__TRACE_ACT(k), TB__TRACE_ACT((k) + 1), TB__TRACE_ACT((k) + 2), \
+	TB__TRACE_ACT((k) + 3), TB__TRACE_ACT((k) + 4),		\
+	TB__TRACE_ACT((k) + 5), TB__TRACE_ACT((k) + 6), TB__TRACE_ACT((k) + 7)
+#define TB__TRACE_ACT_NONE	0u
+
+static inline unsigned tb__trace_key1_act(unsigned key)
 {
-	return (key < 64 ? TB__TRACE_KEYS_LO >> key :
-			   TB__TRACE_KEYS_HI >> (key - 64)) & 1;
+	static const uint8_t act[128] = {
+		TB__TRACE_ACT8(0), TB__TRACE_ACT8(8), TB__TRACE_ACT8(16),
+		TB__TRACE_ACT8(24), TB__TRACE_ACT8(32), TB__TRACE_ACT8(40),
+		TB__TRACE_ACT8(48), TB__TRACE_ACT8(56), TB__TRACE_ACT8(64),
+		TB__TRACE_ACT8(72), TB__TRACE_ACT8(80), TB__TRACE_ACT8(88),
+		TB__TRACE_ACT8(96), TB__TRACE_ACT8(104), TB__TRACE_ACT8(112),
+		TB__TRACE_ACT8(120),
+	};
+
+	return act[key & 0x7f];
 }
 
-/* tb_trace_packet_valid() of @n contiguous bytes: the common case. */
-static inline bool tb__trace_valid_flat(const uint8_t *p, size_t n)
+/*
+ * tb_trace_packet_valid() of @n contiguous bytes: the common case, in line
+ * in the loop that stages runs of packets (TB__BUF_HOT, tbuffer.h's).
+ */
+TB__BUF_HOT bool tb__trace_valid_flat(const uint8_t *p, size_t n)
 {
 	const uint8_t *end = p + n;
 	uint64_t key, len;
+	unsigned act;
 
 	while (p < end) {
 		if (*p < 0x80) {		/* fields 1 to 15: a table */
-			key = *p++;
-			if (!tb__trace_key1_ok((unsigned)key))
+			act = tb__trace_key1_act(*p++);
+			if (act == TB__TRACE_ACT_NONE)
 				return false;
+			key = act - 1;		/* its wire type is all we need */
 		} else {
 			if (!tb__trace_flat_varint(&p, end, &key) ||
 			    !tb__pb_key_ok(key) ||
@@ -413,8 +439,11 @@ static inline bool tb__trace_valid_flat(const uint8_t *p, size_t n)
 				return false;
 			break;
 		case TB_PB_LEN:
-			if (!tb__trace_flat_varint(&p, end, &len) ||
-			    len > (uint64_t)(end - p))
+			if (p < end && *p < 0x80)	/* a one-byte length */
+				len = *p++;
+			else if (!tb__trace_flat_varint(&p, end, &len))
+				return false;
+			if (len > (uint64_t)(end - p))
 				return false;
 			p += (size_t)len;
 			break;
@@ -471,13 +500,15 @@ static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 static inline size_t tb__trace_tail(struct tb_trace_out *o,
 				    const struct tb_buf_packet *pkt)
 {
-	uint32_t seq = tb_trace_seq_id(pkt->producer_id, pkt->writer_id);
-	uint64_t key = (uint64_t)seq << 32 | pkt->ident.uid;
+	uint64_t key = (uint64_t)pkt->producer_id << 48 |
+		       (uint64_t)pkt->writer_id << 32 | pkt->ident.uid;
+	uint32_t seq;
 	size_t nt = 0;
 
-	if (o->tail_len && key == o->tail_key &&
-	    pkt->ident.pid == o->tail_pid)
+	if (key == o->tail_key && pkt->ident.pid == o->tail_pid &&
+	    o->tail_len)
 		return o->tail_len;
+	seq = tb_trace_seq_id(pkt->producer_id, pkt->writer_id);
 	nt += tb_pb_uint(o->tail + nt, TB_PB_TRUSTED_UID, pkt->ident.uid);
 	nt += tb_pb_uint(o->tail + nt, TB_PB_TRUSTED_SEQ_ID, seq);
 	nt += tb_pb_int(o->tail + nt, TB_PB_TRUSTED_PID, pkt->ident.pid);
@@ -485,36 +516,6 @@ static inline size_t tb__trace_tail(struct tb_trace_out *o,
 	o->tail_pid = pkt->ident.pid;
 	o->tail_len = (uint8_t)nt;
 	return nt;
-}
-
-/*
- * Copies @n bytes (at most 64), reading and writing only those: two
- * overlapping copies of a constant size, which compile to a few moves,
- * where a call of memcpy costs more than the bytes.
- */
-static inline void tb__trace_copy_small(uint8_t *d, const uint8_t *s,
-					size_t n)
-{
-	if (n >= 16) {
-		if (n > 32) {
-			TB_MEMCPY(d, s, 32);
-			TB_MEMCPY(d + n - 32, s + n - 32, 32);
-		} else {
-			TB_MEMCPY(d, s, 16);
-			TB_MEMCPY(d + n - 16, s + n - 16, 16);
-		}
-	} else if (n >= 4) {
-		if (n >= 8) {
-			TB_MEMCPY(d, s, 8);
-			TB_MEMCPY(d + n - 8, s + n - 8, 8);
-		} else {
-			TB_MEMCPY(d, s, 4);
-			TB_MEMCPY(d + n - 4, s + n - 4, 4);
-		}
-	} else {
-		for (; n; n--)
-			*d++ = *s++;
-	}
 }
 
 /*
@@ -542,15 +543,14 @@ static inline void tb__trace_stage_packet(struct tb_trace_out *o,
 		nh = tb_pb_len(d, TB_PB_TRACE_PACKET, n);
 	}
 	d += nh;
-	for (i = 0; i < nsl; i++) {
-		const uint8_t *src = sl[i].data;
-		size_t k = sl[i].size;
-
-		if (k <= 64)
-			tb__trace_copy_small(d, src, k);
-		else
-			TB_MEMCPY(d, src, k);
-		d += k;
+	if (nsl == 1) {			/* nearly every packet */
+		tb__buf_copy_small(d, sl[0].data, sl[0].size);
+		d += sl[0].size;
+	} else {
+		for (i = 0; i < nsl; i++) {
+			tb__buf_copy_small(d, sl[i].data, sl[i].size);
+			d += sl[i].size;
+		}
 	}
 	TB_MEMCPY(d, o->tail, sizeof(o->tail));
 	if (nl)
@@ -567,13 +567,91 @@ static inline void tb__trace_stage_packet(struct tb_trace_out *o,
 	}
 }
 
+/* Whether @pkt is a valid TracePacket: one slice in line, more here. */
+static inline bool tb__trace_valid(const struct tb_buf_packet *pkt)
+{
+	if (pkt->nslices == 1)
+		return tb__trace_valid_flat(pkt->slices[0].data,
+					    pkt->slices[0].size);
+	return tb_trace_packet_valid(pkt);
+}
+
+/*
+ * The leading packets of @pkt[0 .. @k) that are the common case, staged
+ * for @writev in one loop: one slice, valid, no loss, smaller than
+ * TB_TRACE_COPY_MIN, of the first one's sequence and identity (one
+ * trusted tail), while the stage has room.  The stage's position and
+ * the counts stay in locals, stored once at the end (a byte store would
+ * make the compiler reload them for every packet).  Returns how many it
+ * took; tb__trace_packet() takes the next one, whatever it is.
+ */
+#define TB__TRACE_ONE_MAX	(2 * TB_PB_VARINT_MAX + TB_TRACE_COPY_MIN + \
+				 sizeof(((struct tb_trace_out *)0)->tail))
+
+static inline unsigned tb__trace_stage_run(struct tb_trace_out *o,
+					   const struct tb_buf_packet *pkt,
+					   unsigned k)
+{
+	uint8_t tail[sizeof(o->tail)], *d, *start, *lim;
+	uint32_t seq = (uint32_t)pkt[0].producer_id << 16 | pkt[0].writer_id;
+	uint64_t id = (uint64_t)pkt[0].ident.uid << 32 |
+		      (uint32_t)pkt[0].ident.pid;
+	size_t nt;
+	unsigned i;
+
+	if (!o->writev || o->error)
+		return 0;
+	tb__trace_room(o, TB__TRACE_ONE_MAX);	/* an element, a packet */
+	nt = tb__trace_tail(o, &pkt[0]);
+	TB_MEMCPY(tail, o->tail, sizeof(tail));
+	start = d = o->stage + o->nstage;
+	lim = o->stage + TB_TRACE_STAGE - TB__TRACE_ONE_MAX;
+	for (i = 0; i < k && d <= lim; i++) {
+		const struct tb_buf_packet *p = &pkt[i];
+		const uint8_t *src = p->slices ? p->slices[0].data : NULL;
+		size_t sz = p->size, n = sz + nt;
+
+		if (p->nslices != 1 || sz >= TB_TRACE_COPY_MIN || p->loss ||
+		    ((uint32_t)p->producer_id << 16 | p->writer_id) != seq ||
+		    ((uint64_t)p->ident.uid << 32 |
+		     (uint32_t)p->ident.pid) != id ||
+		    !tb__trace_valid_flat(src, sz))
+			break;
+		if (n < 0x80) {		/* the key and a one-byte length */
+			d[0] = TB_PB_TRACE_PACKET << 3 | TB_PB_LEN;
+			d[1] = (uint8_t)n;
+			d += 2;
+		} else {
+			d += tb_pb_len(d, TB_PB_TRACE_PACKET, n);
+		}
+		tb__buf_copy_small(d, src, sz);
+		TB_MEMCPY(d + sz, tail, sizeof(tail));
+		d += n;
+	}
+	if (d != start) {
+		size_t len = (size_t)(d - start);
+
+		o->packets += i;
+		o->bytes += len;
+		o->nstage += len;
+		if (o->stage_open) {
+			o->iov[o->niov - 1].len += len;
+		} else {
+			o->iov[o->niov].base = start;
+			o->iov[o->niov++].len = len;
+			o->stage_open = 1;
+		}
+	}
+	return i;
+}
+
 /* tb_trace_write_packet() without handing the batch out. */
 static inline void tb__trace_packet(struct tb_trace_out *o,
 				    const struct tb_buf_packet *pkt)
 {
 	uint8_t buf[2 * TB_PB_VARINT_MAX + 3 * (2 + TB_PB_VARINT_MAX) +
 		    2 + TB_PB_VARINT_MAX];
-	bool valid = tb_trace_packet_valid(pkt);
+	bool valid = tb__trace_valid(pkt);
 	uint32_t loss = pkt->loss;
 	size_t size = valid ? pkt->size : 0, nt, nh, nl = 0;
 	uint8_t lb[2 + TB_PB_VARINT_MAX];
@@ -589,7 +667,7 @@ static inline void tb__trace_packet(struct tb_trace_out *o,
 		o->lossy_packets++;
 	}
 	o->packets += valid;	/* a stand-in is counted as invalid */
-	if (o->writev && !o->error && valid && size < TB_TRACE_COPY_MIN) {
+	if (valid && size < TB_TRACE_COPY_MIN && o->writev && !o->error) {
 		tb__trace_stage_packet(o, pkt, nt, lb, nl);
 		return;
 	}
@@ -628,16 +706,31 @@ static inline int tb_trace_write_packet(struct tb_trace_out *o,
  * trace.  Returns the packets written, or TB_EIO once a write failed.  With
  * @writev the whole read is handed out in as few calls as the vector
  * allows; the buffer's slices stay valid meanwhile (nothing writes to it).
+ * The buffer is read TB__TRACE_BATCH packets at a time
+ * (tb_buf_read_packets()): a write that fails loses the rest of its batch
+ * with it (nothing is written after a failure anyway).
  */
+#ifndef TB__TRACE_BATCH
+#define TB__TRACE_BATCH	32u
+#endif
 static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 {
-	struct tb_buf_packet pkt;
+	struct tb_buf_packet pkt[TB__TRACE_BATCH];
+	struct tb_buf_slice sl[TB__TRACE_BATCH];
+	unsigned k, i;
 	long n = 0;
 
 	tb_buf_begin_read(b);
-	while (!o->error && tb_buf_read_packet(b, &pkt)) {
-		tb__trace_packet(o, &pkt);
-		n++;
+	while (!o->error &&
+	       (k = tb_buf_read_packets(b, pkt, sl, TB__TRACE_BATCH))) {
+		for (i = 0; i < k && !o->error;) {
+			unsigned r = tb__trace_stage_run(o, pkt + i, k - i);
+
+			if (!r)
+				tb__trace_packet(o, &pkt[i++]);
+			i += r;
+		}
+		n += (long)i;
 	}
 	return tb__trace_done(o) ? o->error : n;
 }

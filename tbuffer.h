@@ -311,6 +311,20 @@ struct tb_buf {
 	uint32_t inner_seq;		/* table slot of that sequence */
 	uint32_t rpf;			/* reading prefetched up to here */
 	uint64_t rd_walked;
+	/*
+	 * The run of padding at the start of the read order, as the last
+	 * walk found it: [start, clean_pos), clean_len bytes, with the write
+	 * cursor, used size and wrap count of then.  Only a write turns
+	 * padding into a record, and only at the write cursor, which is the
+	 * start: a later batch skips what is left of the run (see
+	 * tb__buf_clean_start()).
+	 */
+	uint8_t rd_clean;		/* the walk has seen padding only */
+	uint32_t clean_pos;
+	uint32_t clean_len;
+	uint32_t clean_wr;
+	uint32_t clean_used;
+	uint64_t clean_wraps;
 	uint64_t gen;			/* read generation */
 	/* Sequences: open addressing, linear probing. */
 	struct tb__buf_seq *seqs;
@@ -1384,12 +1398,55 @@ static inline void tb_buf_set_read_only(struct tb_buf *b)
 
 /* ---- Writing ------------------------------------------------------------ */
 
+/*
+ * Copies @n bytes, reading and writing only those: up to 64 bytes as two
+ * overlapping copies of a constant size, which compile to a few moves,
+ * where a call of memcpy costs more than the bytes (fragments and packets
+ * are mostly a few dozen bytes); more by TB_MEMCPY.
+ */
+TB__BUF_HOT void tb__buf_copy_small(uint8_t *d, const uint8_t *s, size_t n)
+{
+	if (n > 64) {
+		TB_MEMCPY(d, s, n);
+	} else if (n >= 16) {
+		if (n > 32) {
+			TB_MEMCPY(d, s, 32);
+			TB_MEMCPY(d + n - 32, s + n - 32, 32);
+		} else {
+			TB_MEMCPY(d, s, 16);
+			TB_MEMCPY(d + n - 16, s + n - 16, 16);
+		}
+	} else if (n >= 4) {
+		if (n >= 8) {
+			TB_MEMCPY(d, s, 8);
+			TB_MEMCPY(d + n - 8, s + n - 8, 8);
+		} else {
+			TB_MEMCPY(d, s, 4);
+			TB_MEMCPY(d + n - 4, s + n - 4, 4);
+		}
+	} else {
+		for (; n; n--)
+			*d++ = *s++;
+	}
+}
+
 /* The bytes of one incoming chunk: framed payload or fragment vector. */
 struct tb__buf_src {
 	const uint8_t *raw;
 	const struct tb_buf_frag *vec;
+	/* or fragments back to back at @packed, their sizes in @sizes */
+	const uint8_t *packed;
+	const uint16_t *sizes;
 	uint32_t size;			/* raw bytes, or framed vector bytes */
-	uint32_t nvec;
+	uint32_t nvec;			/* fragments in vec or sizes */
+	/*
+	 * A vector measured while it was checked (tb_buf_copy_frags()): what
+	 * tb__buf_src_measure() gives for all nvec fragments and no stop.
+	 */
+	bool measured;
+	bool pre_plain;
+	int pre_st;
+	uint32_t pre_all;
 };
 
 enum {
@@ -1410,6 +1467,11 @@ static inline int tb__buf_src_measure(const struct tb__buf_src *src,
 	uint32_t off = 0, i, len, next, empty = 0;
 	int r = TB_PB_FRAG_OK, st = TB__BUF_SRC_OK;
 
+	if (src->measured && nfrags == src->nvec && !stop) {
+		*all = src->pre_all;
+		*plain = src->pre_plain;
+		return src->pre_st;
+	}
 	if (src->raw) {
 		for (i = 0; i < nfrags && (!stop || off < stop); i++) {
 			r = tb__buf_frag_next(src->raw, src->size, off, &len,
@@ -1433,7 +1495,7 @@ static inline int tb__buf_src_measure(const struct tb__buf_src *src,
 			st = TB__BUF_SRC_BAD;
 			break;
 		}
-		sz = src->vec[i].size;
+		sz = src->sizes ? src->sizes[i] : src->vec[i].size;
 		if (sz == TB_PB_SIZE_ABORT) {
 			st = TB__BUF_SRC_ABORT;
 			break;
@@ -1475,12 +1537,31 @@ static inline void tb__buf_src_copy(const struct tb__buf_src *src,
 			TB_MEMCPY(dst, src->raw, all);
 		return;
 	}
+	if (src->sizes) {
+		const uint8_t *p = src->packed;
+
+		for (i = 0; off < all && i < src->nvec; i++) {
+			uint32_t sz = src->sizes[i];
+
+			if (sz < 0x80u)
+				dst[off++] = (uint8_t)sz;
+			else
+				off += tb_pb_varint_put(dst + off, sz);
+			tb__buf_copy_small(dst + off, p, sz);
+			off += sz;
+			p += sz;
+		}
+		return;
+	}
 	for (i = 0; off < all && i < src->nvec; i++) {
 		uint32_t sz = src->vec[i].size;
 
-		off += tb_pb_varint_put(dst + off, sz);
-		if (sz)
-			TB_MEMCPY(dst + off, src->vec[i].data, sz);
+		if (sz < 0x80u)
+			dst[off++] = (uint8_t)sz;
+		else
+			off += tb_pb_varint_put(dst + off, sz);
+		tb__buf_copy_small(dst + off, (const uint8_t *)src->vec[i].data,
+				   sz);
 		off += sz;
 	}
 }
@@ -1869,6 +1950,8 @@ static inline int tb_buf_copy_frags(struct tb_buf *b,
 	struct tb__buf_src src;
 	uint64_t total = 0;
 	unsigned i;
+	bool empty = false;
+	int st = TB__BUF_SRC_OK;
 
 	TB_BUG_ON(!b || !in || (!frags && n));
 	if (!b || !in || (!frags && n))
@@ -1879,15 +1962,79 @@ static inline int tb_buf_copy_frags(struct tb_buf *b,
 		TB_BUG_ON(!frags[i].data && sz && sz != TB_PB_SIZE_ABORT);
 		if (!frags[i].data && sz && sz != TB_PB_SIZE_ABORT)
 			return TB_EINVAL;
-		if (sz == TB_PB_SIZE_ABORT)
+		if (sz == TB_PB_SIZE_ABORT) {
+			st = TB__BUF_SRC_ABORT;
 			break;
+		}
+		empty |= !sz;
 		total += tb_pb_varint_len(sz) + (uint64_t)sz;
 	}
-	TB_MEMSET(&src, 0, sizeof(src));
+	src.raw = NULL;
 	src.vec = frags;
+	src.packed = NULL;
+	src.sizes = NULL;
 	src.nvec = n;
 	src.size = total > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
 		   (uint32_t)total;
+	/*
+	 * Measured already, for all @n fragments: within TB_BUF_MAX_PAYLOAD
+	 * every fragment up to an abort fits, so the measure could only
+	 * stop at the abort (a bigger vector is refused before it would be
+	 * measured).
+	 */
+	src.measured = true;
+	src.pre_all = (uint32_t)total;
+	src.pre_plain = !empty;
+	src.pre_st = st;
+	return tb__buf_copy(b, in, &src, n);
+}
+
+/*
+ * Copies one chunk given as @n unframed fragments laid back to back at
+ * @payload, of @sizes[0] to @sizes[n - 1] bytes (a ring reader's chunk
+ * view, tb_chunk_view), framing each with a LEB128 length while copying.
+ * Otherwise like tb_buf_copy_frags() (no size is a writer abort), at a
+ * fraction of its cost per fragment.
+ */
+static inline int tb_buf_copy_packed(struct tb_buf *b,
+				     const struct tb_buf_chunk_in *in,
+				     const void *payload,
+				     const uint16_t *sizes, unsigned n)
+{
+	struct tb__buf_src src;
+	uint64_t total, data = 0;
+	uint32_t empty = 0, any = 0;
+	unsigned i;
+
+	TB_BUG_ON(!b || !in || (!sizes && n));
+	if (!b || !in || (!sizes && n))
+		return TB_EINVAL;
+	for (i = 0; i < n; i++) {
+		uint32_t sz = sizes[i];
+
+		empty |= !sz;
+		data += sz;
+		any |= sz;
+	}
+	TB_BUG_ON(!payload && data);
+	if (!payload && data)
+		return TB_EINVAL;
+	total = data + n;		/* a byte of length each, */
+	if (any >= 0x80u)		/* unless a fragment needs more */
+		for (i = 0; i < n; i++)
+			total += (sizes[i] >= 0x80u) + (sizes[i] >= 0x4000u);
+	src.raw = NULL;
+	src.vec = NULL;
+	src.packed = (const uint8_t *)payload;
+	src.sizes = sizes;
+	src.nvec = n;
+	src.size = total > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
+		   (uint32_t)total;
+	/* measured: within TB_BUF_MAX_PAYLOAD every fragment fits */
+	src.measured = true;
+	src.pre_all = (uint32_t)total;
+	src.pre_plain = !empty;
+	src.pre_st = TB__BUF_SRC_OK;
 	return tb__buf_copy(b, in, &src, n);
 }
 
@@ -1976,6 +2123,45 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 /* ---- Reading ------------------------------------------------------------ */
 
 /*
+ * Where a read batch starts walking: the oldest record (at the write
+ * cursor, or 0 before the buffer wrapped), or past the run of padding
+ * there that the last walk found, when that run is still known to be
+ * padding.  Before the buffer wraps, nothing writes below the used end,
+ * so the run stays as long as no wrap came.  After, writes at the cursor
+ * eat into its front: it stays, shorter, as long as no wrap came, the used
+ * end did not move and the cursor did not pass the run's end (the last
+ * record the writes cut is left as padding up to a boundary of the old
+ * walk, at or before the run's end).
+ */
+static inline uint32_t tb__buf_clean_start(struct tb_buf *b)
+{
+	uint32_t start = b->wr == b->used ? 0 : b->wr;
+	bool keep = false;
+
+	if (b->clean_len && b->clean_wraps == b->stats.write_wrap_count) {
+		if (b->clean_wr == b->clean_used)	/* not wrapped then */
+			keep = b->wr == b->used;
+		else
+			keep = b->wr < b->used && b->used == b->clean_used &&
+			       b->wr >= b->clean_wr &&
+			       b->wr - b->clean_wr <= b->clean_len;
+	}
+	if (keep) {
+		if (start) {
+			b->clean_len -= b->wr - b->clean_wr;
+			b->clean_wr = b->wr;
+		}
+		return b->clean_len ? b->clean_pos : start;
+	}
+	b->clean_pos = start;
+	b->clean_len = 0;
+	b->clean_wr = b->wr;
+	b->clean_used = b->used;
+	b->clean_wraps = b->stats.write_wrap_count;
+	return start;
+}
+
+/*
  * Starts a read batch at the oldest data (just after the write cursor) and
  * lifts the stalls of the previous batch.
  */
@@ -1983,7 +2169,8 @@ static inline void tb_buf_begin_read(struct tb_buf *b)
 {
 	if (b->in_cb)
 		return;
-	b->rd = b->wr == b->used ? 0 : b->wr;
+	b->rd = tb__buf_clean_start(b);
+	b->rd_clean = 1;
 	b->inner = 0;
 	b->rd_walked = 0;
 	b->rd_valid = b->used != 0;
@@ -1991,17 +2178,12 @@ static inline void tb_buf_begin_read(struct tb_buf *b)
 }
 
 /*
- * Returns the next packet in @out, or false when nothing more can be read
- * in this batch.  Reading consumes.  Packets of one sequence come in
- * order; across sequences roughly in write order.  @out->loss carries the
- * loss reasons recorded for the sequence since its previous packet.
+ * tb_buf_read_packet() once the batch is known valid: the next packet in
+ * @out (every field set), its slices in b->slices.
  */
-static inline bool tb_buf_read_packet(struct tb_buf *b,
-				      struct tb_buf_packet *out)
+static inline bool tb__buf_read_next(struct tb_buf *b,
+				     struct tb_buf_packet *out)
 {
-	TB_MEMSET(out, 0, sizeof(*out));
-	if (!b->rd_valid || b->in_cb)
-		return false;
 	for (;;) {
 		struct tb__buf_hdr *c;
 		struct tb__buf_seq *s;
@@ -2044,7 +2226,122 @@ static inline bool tb_buf_read_packet(struct tb_buf *b,
 			return false;
 		}
 		b->rd = next >= b->used ? 0 : next;
+		if (b->rd_clean && !c->key) {	/* the run of padding grows */
+			b->clean_len += tb__buf_outer(c->size);
+			b->clean_pos = b->rd;
+		} else {
+			b->rd_clean = 0;
+		}
 	}
+}
+
+/*
+ * Returns the next packet in @out, or false when nothing more can be read
+ * in this batch.  Reading consumes.  Packets of one sequence come in
+ * order; across sequences roughly in write order.  @out->loss carries the
+ * loss reasons recorded for the sequence since its previous packet.
+ */
+static inline bool tb_buf_read_packet(struct tb_buf *b,
+				      struct tb_buf_packet *out)
+{
+	TB_MEMSET(out, 0, sizeof(*out));
+	if (!b->rd_valid || b->in_cb)
+		return false;
+	return tb__buf_read_next(b, out);
+}
+
+/*
+ * The run of whole packets, not empty, that the head chunk of the
+ * sequence being read holds next, as tb__buf_read_whole() would take them
+ * one by one: up to @max of them into @out, each with its slice in
+ * @slices.  The chunk is consumed (and counted as read when it empties)
+ * once, at the end of the run.  Returns how many.
+ */
+static inline unsigned tb__buf_read_run(struct tb_buf *b,
+					struct tb_buf_packet *out,
+					struct tb_buf_slice *slices,
+					unsigned max)
+{
+	struct tb__buf_seq *s = &b->seqs[b->inner_seq];
+	struct tb__buf_hdr *c;
+	struct tb_buf_ident id;
+	const uint8_t *p;
+	uint32_t size, off, start, len, next, end;
+	uint16_t producer, writer;
+	unsigned n = 0;
+
+	if (!s->n || s->skip_gen == b->gen)
+		return 0;
+	c = tb__buf_chunk(b, s, 0);
+	p = tb__buf_payload(c);
+	size = c->payload_size;
+	start = off = tb__buf_unread(c);
+	/* the chunk's first fragment ends a packet: not a whole one */
+	if (!off && (c->flags & TB_BUF_FIRST_CONT))
+		return 0;
+	/* a fragment that ends at @end or later begins a packet */
+	end = c->flags & TB_BUF_LAST_CONT ? size : UINT32_MAX;
+	producer = (uint16_t)(s->key >> 16);
+	writer = (uint16_t)s->key;
+	id = s->ident;
+	while (n < max &&
+	       tb__buf_frag_next(p, size, off, &len, &next) == TB_PB_FRAG_OK &&
+	       len && next < end) {
+		slices[n].data = p + next - len;
+		slices[n].size = len;
+		out[n].slices = &slices[n];
+		out[n].nslices = 1;
+		out[n].size = len;
+		out[n].producer_id = producer;
+		out[n].writer_id = writer;
+		out[n].ident = id;
+		out[n].loss = 0;
+		n++;
+		off = next;
+	}
+	if (n) {
+		out[0].loss = s->loss;
+		s->loss = 0;
+		tb__buf_consume(b, c, off - start, false);
+	}
+	return n;
+}
+
+/*
+ * Reads up to @max packets at once: the packets, order, loss reasons and
+ * accounting of that many tb_buf_read_packet() calls, in @out[0] to
+ * @out[n - 1].  Returns n, 0 when nothing more can be read in this batch.
+ * A packet of one slice has it in @slices (room for @max, at the
+ * packet's index); a packet of more slices (or none: a reassembled packet
+ * of empty fragments) has them in the buffer's own array, and one of more
+ * is the last of the call.  All stay valid until the next call
+ * that reads from or writes to the buffer.  For a long run of small
+ * packets this costs a fraction of a call per packet.
+ */
+static inline unsigned tb_buf_read_packets(struct tb_buf *b,
+					   struct tb_buf_packet *out,
+					   struct tb_buf_slice *slices,
+					   unsigned max)
+{
+	unsigned n = 0;
+
+	TB_BUG_ON(!b || ((!out || !slices) && max));
+	if (!b || !out || !slices || !b->rd_valid || b->in_cb)
+		return 0;
+	while (n < max) {
+		if (b->inner)
+			n += tb__buf_read_run(b, out + n, slices + n, max - n);
+		if (n == max || !tb__buf_read_next(b, &out[n]))
+			break;
+		if (out[n].nslices > 1)
+			return n + 1;	/* in b->slices: the last one */
+		if (out[n].nslices) {
+			slices[n] = b->slices[0];
+			out[n].slices = &slices[n];
+		}
+		n++;
+	}
+	return n;
 }
 
 /* ---- Cloning ------------------------------------------------------------ */

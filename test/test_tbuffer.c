@@ -2985,6 +2985,264 @@ START_TEST(test_frag_iter_reports_end_abort_and_bad_without_advancing)
 }
 END_TEST
 
+/* ---- Reading many packets per call, and the walk's start ---------------- */
+
+static uint32_t rng;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng = rng * 1103515245u + 12345u;
+	return (rng >> 8) % n;
+}
+
+/*
+ * One random chunk for sequence {1 + w % 2, 1 + w}: up to five fragments
+ * of up to 40 bytes (some empty), random continuation flags (so packets
+ * span chunks, chains break and continuations are orphaned), ids that now
+ * and then skip one (a gap), committed into every buffer of @bufs.  Now
+ * and then one for a fourth writer, scraped (incomplete), which stalls
+ * its sequence where it lies until it is overwritten or its writer's
+ * next chunk comes, rarely.
+ */
+static void put_random(struct tb_buf **bufs, unsigned nbufs, uint32_t *ids)
+{
+	static struct chunk c;
+	unsigned w = rnd(40) ? rnd(3) : 3, nf = 1 + rnd(5), i, k;
+	uint8_t flags = (uint8_t)(rnd(4) == 0 ? F : 0) |
+			(uint8_t)(rnd(4) == 0 ? L : 0);
+
+	ch_init(&c);
+	for (i = 0; i < nf; i++)
+		ch_frag(&c, rnd(5) ? 1 + rnd(40) : 0, (char)('a' + rnd(26)));
+	ids[w] += rnd(16) ? 1 : 2;
+	for (k = 0; k < nbufs; k++)
+		if (w == 3)
+			put_scraped(bufs[k], 3, 4, ids[w], flags, &c,
+				    c.len + 16);
+		else
+			put(bufs[k], (uint16_t)(1 + w % 2), (uint16_t)(1 + w),
+			    ids[w], flags, &c);
+}
+
+/* Reads a whole batch with tb_buf_read_packets(), @max at a time. */
+static int read_batched(struct tb_buf *b, struct pkt *out, int room,
+			unsigned max)
+{
+	struct tb_buf_packet tp[40];
+	struct tb_buf_slice sl[40];
+	unsigned k, i;
+	int n = 0;
+
+	tb_buf_begin_read(b);
+	while ((k = tb_buf_read_packets(b, tp, sl, max))) {
+		ck_assert_uint_le(k, max);
+		for (i = 0; i < k; i++) {
+			/* only the last may have its slices elsewhere */
+			if (i + 1 < k)
+				ck_assert_uint_le(tp[i].nslices, 1);
+			ck_assert_int_lt(n, room);
+			flatten(&tp[i], &out[n++]);
+		}
+	}
+	return n;
+}
+
+static void assert_same_packets(const struct pkt *a, const struct pkt *b,
+				int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_eq(a[i].p, b[i].p);
+		ck_assert_uint_eq(a[i].w, b[i].w);
+		ck_assert_uint_eq(a[i].loss, b[i].loss);
+		ck_assert_uint_eq(a[i].nslices, b[i].nslices);
+		ck_assert_uint_eq(a[i].size, b[i].size);
+		ck_assert_str_eq(a[i].str, b[i].str);
+		ck_assert_uint_eq(a[i].ident.uid, b[i].ident.uid);
+		ck_assert_int_eq(a[i].ident.pid, b[i].ident.pid);
+	}
+}
+
+static struct pkt pk2[8192];
+
+START_TEST(test_batched_reads_give_what_single_reads_give)
+{
+	static const unsigned maxes[] = { 1, 2, 3, 7, 32, 40 };
+	struct tb_buf *b[2];
+	uint32_t ids[4] = { 0, 0, 0, 0 };
+	unsigned round, i;
+
+	rng = 1;
+	/* small: the buffer wraps, packets are overwritten on the way */
+	b[0] = tb_buf_create(16384, TB_BUF_RING_BUFFER);
+	b[1] = tb_buf_create(16384, TB_BUF_RING_BUFFER);
+	ck_assert(b[0] && b[1]);
+	for (round = 0; round < 400; round++) {
+		unsigned max = maxes[round % 6];
+		int n0, n1;
+
+		for (i = rnd(round % 5 ? 40 : 400); i; i--)
+			put_random(b, 2, ids);
+		n0 = read_all(b[0], pk, 8192);
+		n1 = read_batched(b[1], pk2, 8192, max);
+		ck_assert_int_eq(n0, n1);
+		assert_same_packets(pk, pk2, n0);
+		ck_assert_mem_eq(tb_buf_stats(b[0]), tb_buf_stats(b[1]),
+				 sizeof(struct tb_buf_stats));
+	}
+	ck_assert_uint_gt(tb_buf_stats(b[1])->chunks_overwritten, 0);
+	ck_assert_uint_gt(tb_buf_stats(b[1])->readaheads_succeeded, 0);
+	tb_buf_destroy(b[0]);
+	tb_buf_destroy(b[1]);
+}
+END_TEST
+
+START_TEST(test_batched_read_takes_no_packet_when_there_is_none)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct tb_buf_packet tp[4];
+	struct tb_buf_slice sl[4];
+
+	ck_assert_uint_eq(tb_buf_read_packets(b, tp, sl, 4), 0);
+	ck_assert_int_eq(put_s(b, 1, 1, 0, "ab"), TB_OK);
+	/* no read batch begun */
+	ck_assert_uint_eq(tb_buf_read_packets(b, tp, sl, 4), 0);
+	tb_buf_begin_read(b);
+	ck_assert_uint_eq(tb_buf_read_packets(b, tp, sl, 0), 0);
+	ck_assert_uint_eq(tb_buf_read_packets(b, tp, sl, 4), 2);
+	ck_assert_uint_eq(tb_buf_read_packets(b, tp, sl, 4), 0);
+	tb_buf_destroy(b);
+}
+END_TEST
+
+/*
+ * A read starts past the padding the last read left at the start of the
+ * buffer's order: it must read what a read of the whole walk reads.  A
+ * read-only clone has no such memory of earlier reads, so reading it
+ * first is the oracle; small buffers wrap often, and reads come between
+ * writes at random points.
+ */
+START_TEST(test_read_past_old_padding_reads_what_a_full_walk_reads)
+{
+	static const size_t sizes[] = { 4096, 8192, 16384 };
+	uint32_t ids[4] = { 0, 0, 0, 0 };
+	unsigned k, round, i;
+
+	rng = 7;
+	for (k = 0; k < 3; k++) {
+		struct tb_buf *b = tb_buf_create(sizes[k], TB_BUF_RING_BUFFER);
+
+		ck_assert(b);
+		for (round = 0; round < 1500; round++) {
+			struct tb_buf *c;
+			int n0, n1;
+
+			/* now and then more than the padding left */
+			for (i = rnd(round % 7 ? 12 : 60); i; i--)
+				put_random(&b, 1, ids);
+			c = tb_buf_clone_readonly(b);
+			ck_assert(c);
+			n0 = read_all(c, pk, 8192);
+			n1 = read_all(b, pk2, 8192);
+			ck_assert_int_eq(n0, n1);
+			assert_same_packets(pk, pk2, n0);
+			tb_buf_destroy(c);
+		}
+		ck_assert_uint_gt(tb_buf_stats(b)->write_wrap_count, 10);
+		tb_buf_destroy(b);
+	}
+}
+END_TEST
+
+/*
+ * tb_buf_copy_packed() is tb_buf_copy_frags() for fragments laid back to
+ * back: the same chunks, in random sizes (empty ones, ones with two- and
+ * three-byte lengths, chunks too big), complete and scraped, go into two
+ * buffers, one by each, and everything read or counted is the same.
+ */
+START_TEST(test_packed_fragments_are_copied_as_a_fragment_vector)
+{
+	static uint8_t data[8 * 20000];
+	struct tb_buf *b[2];
+	uint32_t ids[3] = { 0, 0, 0 };
+	unsigned round, k, i;
+
+	rng = 3;
+	b[0] = tb_buf_create(1 << 18, TB_BUF_RING_BUFFER);
+	b[1] = tb_buf_create(1 << 18, TB_BUF_RING_BUFFER);
+	ck_assert(b[0] && b[1]);
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)('a' + rnd(26));
+	for (round = 0; round < 300; round++) {
+		int n0, n1;
+
+		for (k = rnd(20); k; k--) {
+			struct tb_buf_frag f[8];
+			struct tb_buf_chunk_in in;
+			uint16_t sizes[8];
+			unsigned w = rnd(3), nf = rnd(8);
+			size_t off = 0;
+			bool big = k == 1 && round % 50 == 0;
+
+			memset(&in, 0, sizeof(in));
+			if (big)
+				nf = 5;	/* over 64 KiB framed: refused */
+			for (i = 0; i < nf; i++) {
+				uint32_t r = big ? 63 : rnd(64);
+
+				sizes[i] = (uint16_t)(r < 8 ? 0 :
+						      r < 56 ? rnd(200) :
+						      r < 62 ? rnd(2000) :
+						      16000 + rnd(4000));
+				f[i].data = data + off;
+				f[i].size = sizes[i];
+				off += sizes[i];
+			}
+			in.producer_id = 1;
+			in.writer_id = (uint16_t)(1 + w);
+			in.chunk_id = ids[w]++;
+			in.flags = (uint8_t)(rnd(4) ? 0 : F) |
+				   (uint8_t)(rnd(4) ? 0 : L);
+			in.complete = rnd(8) != 0;
+			ck_assert_int_eq(tb_buf_copy_frags(b[0], &in, f, nf),
+					 tb_buf_copy_packed(b[1], &in, data,
+							    sizes, nf));
+		}
+		n0 = read_all(b[0], pk, 8192);
+		n1 = read_all(b[1], pk2, 8192);
+		ck_assert_int_eq(n0, n1);
+		assert_same_packets(pk, pk2, n0);
+		ck_assert_mem_eq(tb_buf_stats(b[0]), tb_buf_stats(b[1]),
+				 sizeof(struct tb_buf_stats));
+	}
+	ck_assert_uint_gt(tb_buf_stats(b[1])->chunks_overwritten, 0);
+	ck_assert_uint_gt(tb_buf_stats(b[1])->abi_violations, 0);
+	tb_buf_destroy(b[0]);
+	tb_buf_destroy(b[1]);
+}
+END_TEST
+
+/* Empty fragments, or none, need no bytes: a chunk of them is stored. */
+START_TEST(test_packed_empty_fragments_need_no_bytes)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct tb_buf_chunk_in in;
+	uint16_t none[2] = { 0, 0 };
+
+	memset(&in, 0, sizeof(in));
+	in.producer_id = 1;
+	in.writer_id = 1;
+	in.complete = true;
+	ck_assert_int_eq(tb_buf_copy_packed(b, &in, NULL, none, 2), TB_OK);
+	in.chunk_id = 1;
+	ck_assert_int_eq(tb_buf_copy_packed(b, &in, NULL, NULL, 0), TB_OK);
+	ck_assert_uint_eq(tb_buf_stats(b)->chunks_written, 2);
+	ck_assert_str_eq(read_str(b), "");
+	tb_buf_destroy(b);
+}
+END_TEST
+
 /* ---- Suites ------------------------------------------------------------- */
 
 static Suite *storage_suite(void)
@@ -3009,6 +3267,14 @@ static Suite *storage_suite(void)
 	tcase_add_test(t, test_create_says_why_it_failed);
 	tcase_add_test(t,
 	    test_packet_without_memory_for_its_slices_is_dropped_as_loss);
+	tcase_add_test(t, test_batched_reads_give_what_single_reads_give);
+	tcase_add_test(t, test_batched_read_takes_no_packet_when_there_is_none);
+	tcase_add_test(t,
+		test_read_past_old_padding_reads_what_a_full_walk_reads);
+	tcase_add_test(t,
+		test_packed_fragments_are_copied_as_a_fragment_vector);
+	tcase_add_test(t,
+		test_packed_empty_fragments_need_no_bytes);
 	suite_add_tcase(s, t);
 	return s;
 }
