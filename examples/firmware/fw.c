@@ -84,6 +84,14 @@ static volatile uint32_t fw_ticks;	/* SysTick periods since start */
 static volatile uint32_t main_in_event;	/* main is inside a tb_ev call */
 static volatile uint32_t isr_on;	/* the interrupt traces */
 static volatile uint32_t isr_fault_armed;
+/*
+ * Tagged main-loop events written since the flight recorder last dropped
+ * everything (recycle()): the armed fault waits for one, so that the dump
+ * holds the main writer's events whatever the timing (a fault right after
+ * a recycle, with the main writer's first packet open in a fresh chunk,
+ * would leave none of them in the ring).
+ */
+static volatile uint32_t main_since_recycle;
 static uint32_t rvr;			/* SysTick reload value */
 
 TB_CATEGORY_DEFINE(cat_fw, "fw", 1);
@@ -232,6 +240,8 @@ static int main_tagged(int kind, const char *name)
 	ret = tagged(&main_ev, &fw_report.main_written,
 		     &fw_report.main_failed, kind, name);
 	main_in_event = 0;
+	if (ret == TB_OK)
+		main_since_recycle++;
 	return ret;
 }
 
@@ -262,7 +272,7 @@ void SysTick_Handler(void)
 		fw_report.preempt_emit++;
 	if (main_w.cur.open) {
 		fw_report.preempt_open++;
-		if (isr_fault_armed) {
+		if (isr_fault_armed && main_since_recycle) {
 			fw_report.fault_mid_packet = 1;
 			(void)*(volatile uint32_t *)0xF0000000u;
 		}
@@ -338,6 +348,7 @@ static void recycle(void)
 	tb_writer_release(&isr_w);
 	tb_ring_bump_generation(&ring);
 	upto = tb_atomic_load(&ring.hdr->write_pos, TB_RLX);
+	main_since_recycle = 0;
 	__asm__ __volatile__("cpsie i" ::: "memory");
 	while (rd.pos != upto &&
 	       tb_reader_drain(&rd, upto - rd.pos, TB_READ_LAZY, discard,
