@@ -1549,7 +1549,8 @@ static inline void tb__buf_src_copy(const struct tb__buf_src *src,
 				off += tb_pb_varint_put(dst + off, sz);
 			tb__buf_copy_small(dst + off, p, sz);
 			off += sz;
-			p += sz;
+			if (sz)		/* empty fragments may have no bytes */
+				p += sz;
 		}
 		return;
 	}
