@@ -1915,6 +1915,30 @@ static inline int tb__buf_copy(struct tb_buf *b,
 }
 
 /*
+ * tb__buf_copy() of the @n fragments of a vector @src (vec, or packed and
+ * sizes, set by the caller) that its caller measured while checking them:
+ * @total framed bytes, @plain when no fragment is empty, @st what the
+ * measure found.  Within TB_BUF_MAX_PAYLOAD every fragment up to an abort
+ * fits, so the measure could only stop at the abort (a bigger vector is
+ * refused before it would be measured).
+ */
+static inline int tb__buf_copy_measured(struct tb_buf *b,
+					const struct tb_buf_chunk_in *in,
+					struct tb__buf_src *src, unsigned n,
+					uint64_t total, bool plain, int st)
+{
+	src->raw = NULL;
+	src->nvec = n;
+	src->size = total > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
+		    (uint32_t)total;
+	src->measured = true;
+	src->pre_all = (uint32_t)total;
+	src->pre_plain = plain;
+	src->pre_st = st;
+	return tb__buf_copy(b, in, src, n);
+}
+
+/*
  * Copies one committed chunk.  @in->payload holds @in->size bytes of
  * varint-framed fragments, of which the first @in->nfrags count.  Returns
  * TB_OK, or an error: the chunk was dropped, except TB_EFRAMING (the
@@ -1970,24 +1994,10 @@ static inline int tb_buf_copy_frags(struct tb_buf *b,
 		empty |= !sz;
 		total += tb_pb_varint_len(sz) + (uint64_t)sz;
 	}
-	src.raw = NULL;
 	src.vec = frags;
 	src.packed = NULL;
 	src.sizes = NULL;
-	src.nvec = n;
-	src.size = total > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
-		   (uint32_t)total;
-	/*
-	 * Measured already, for all @n fragments: within TB_BUF_MAX_PAYLOAD
-	 * every fragment up to an abort fits, so the measure could only
-	 * stop at the abort (a bigger vector is refused before it would be
-	 * measured).
-	 */
-	src.measured = true;
-	src.pre_all = (uint32_t)total;
-	src.pre_plain = !empty;
-	src.pre_st = st;
-	return tb__buf_copy(b, in, &src, n);
+	return tb__buf_copy_measured(b, in, &src, n, total, !empty, st);
 }
 
 /*
@@ -2024,19 +2034,11 @@ static inline int tb_buf_copy_packed(struct tb_buf *b,
 	if (any >= 0x80u)		/* unless a fragment needs more */
 		for (i = 0; i < n; i++)
 			total += (sizes[i] >= 0x80u) + (sizes[i] >= 0x4000u);
-	src.raw = NULL;
 	src.vec = NULL;
 	src.packed = (const uint8_t *)payload;
 	src.sizes = sizes;
-	src.nvec = n;
-	src.size = total > TB_BUF_MAX_PAYLOAD ? TB_BUF_MAX_PAYLOAD + 1 :
-		   (uint32_t)total;
-	/* measured: within TB_BUF_MAX_PAYLOAD every fragment fits */
-	src.measured = true;
-	src.pre_all = (uint32_t)total;
-	src.pre_plain = !empty;
-	src.pre_st = TB__BUF_SRC_OK;
-	return tb__buf_copy(b, in, &src, n);
+	return tb__buf_copy_measured(b, in, &src, n, total, !empty,
+				     TB__BUF_SRC_OK);
 }
 
 /*
