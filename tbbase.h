@@ -41,6 +41,12 @@
 #ifndef TB_MEMSET
 #define TB_MEMSET(dst, c, n)	memset((dst), (c), (n))
 #endif
+/* A rare path, kept out of line so that its callers' fast paths stay small. */
+#if defined(__GNUC__)
+#define TB__COLD	static __attribute__((noinline, unused))
+#else
+#define TB__COLD	static inline
+#endif
 #ifndef TB_BUG_ON
 #if defined(NDEBUG)
 #define TB_BUG_ON(cond)	((void)0)

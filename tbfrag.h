@@ -116,9 +116,20 @@ static inline void tb_frag_cursor_init(struct tb_frag_cursor *c,
  */
 static inline int32_t tb_frag_room(const struct tb_frag_cursor *c)
 {
-	if (c->nfrags >= TB_FRAG_MAX || c->dir - c->payload < c->width)
-		return TB_ENOROOM;
-	return (int32_t)(c->dir - c->width - c->payload);
+	/* each at most chunk_size (32 KiB): negative when none fits */
+	int32_t room = (int32_t)c->dir - (int32_t)c->width -
+		       (int32_t)c->payload;
+
+	return c->nfrags >= TB_FRAG_MAX || room < 0 ? TB_ENOROOM : room;
+}
+
+/* tb_frag_open() once its caller knows the fragment may be opened. */
+static inline void tb__frag_begin(struct tb_frag_cursor *c, uint8_t **begin,
+				  uint8_t **end)
+{
+	c->open = 1;
+	*begin = c->chunk + c->payload;
+	*end = c->chunk + c->dir - c->width;
 }
 
 /*
@@ -135,10 +146,18 @@ static inline int tb_frag_open(struct tb_frag_cursor *c, uint8_t **begin,
 		return TB_EOPEN;
 	if (tb_frag_room(c) < 0)
 		return TB_ENOROOM;
-	c->open = 1;
-	*begin = c->chunk + c->payload;
-	*end = c->chunk + c->dir - c->width;
+	tb__frag_begin(c, begin, end);
 	return TB_OK;
+}
+
+/* tb_frag_close() once its caller knows @size fits the open fragment. */
+static inline void tb__frag_end(struct tb_frag_cursor *c, uint32_t size)
+{
+	c->dir -= c->width;
+	tb__frag_put_le(c->chunk + c->dir, c->width, size);
+	c->payload += size;
+	c->nfrags++;
+	c->open = 0;
 }
 
 /*
@@ -154,11 +173,7 @@ static inline int tb_frag_close(struct tb_frag_cursor *c, uint32_t size)
 		return TB_ENOTOPEN;
 	if (size > c->dir - c->width - c->payload)
 		return TB_ESIZE;
-	tb__frag_put_le(c->chunk + c->dir - c->width, c->width, size);
-	c->dir -= c->width;
-	c->payload += size;
-	c->nfrags++;
-	c->open = 0;
+	tb__frag_end(c, size);
 	return TB_OK;
 }
 

@@ -202,6 +202,7 @@ enum tb_state {
 #define TB_STATE_SHIFT		29
 #define TB_FORMAT_SHIFT		27
 #define TB_NFRAGS_SHIFT		16
+#define TB_NFRAGS_MASK		(0xffu << TB_NFRAGS_SHIFT)
 #define TB_LOW_MASK		0x1fffffffu	/* all but the state */
 #define TB_WRAP_MASK		0x1fffffffu
 #define TB_F_CONT_PREV		(1u << 26)	/* first frag continues */
@@ -757,10 +758,11 @@ static inline bool tb__w_claim(const struct tb_ring *r, uint32_t pos,
 
 /*
  * Publish: Acquired(n) -> @want, which is Complete or (with a fragment
- * still open) Acquired with a larger count.
+ * still open) Acquired with a larger count.  The writer, which holds the
+ * chunk's address, calls the _word form.
  */
-static inline bool tb__w_publish(const struct tb_ring *r, uint32_t pos,
-				   uint32_t *seen, uint32_t want)
+static inline bool tb__w_publish_word(uint32_t *word, uint32_t *seen,
+				      uint32_t want)
 {
 	if (tb_state_of(*seen) != TB_ACQUIRED)
 		return false;
@@ -770,12 +772,17 @@ static inline bool tb__w_publish(const struct tb_ring *r, uint32_t pos,
 	 * acquire on failure: pairs with the reader's release in
 	 * mark_rewrite, so its copy is over before we relocate.
 	 */
-	return tb_atomic_cas(tb__ring_word(r, pos), seen, want, TB_REL, TB_ACQ);
+	return tb_atomic_cas(word, seen, want, TB_REL, TB_ACQ);
+}
+
+static inline bool tb__w_publish(const struct tb_ring *r, uint32_t pos,
+				   uint32_t *seen, uint32_t want)
+{
+	return tb__w_publish_word(tb__ring_word(r, pos), seen, want);
 }
 
 /* Reuse: Complete(n) -> Acquired(n), every other field unchanged. */
-static inline bool tb__w_reuse(const struct tb_ring *r, uint32_t pos,
-				 uint32_t *seen)
+static inline bool tb__w_reuse_word(uint32_t *word, uint32_t *seen)
 {
 	if (tb_state_of(*seen) != TB_COMPLETE)
 		return false;
@@ -783,8 +790,14 @@ static inline bool tb__w_reuse(const struct tb_ring *r, uint32_t pos,
 	 * relaxed/relaxed: this RMW continues the release sequence of our
 	 * own earlier publication; the next publish releases again.
 	 */
-	return tb_atomic_cas(tb__ring_word(r, pos), seen,
-			tb__state_with(*seen, TB_ACQUIRED), TB_RLX, TB_RLX);
+	return tb_atomic_cas(word, seen, tb__state_with(*seen, TB_ACQUIRED),
+			     TB_RLX, TB_RLX);
+}
+
+static inline bool tb__w_reuse(const struct tb_ring *r, uint32_t pos,
+				 uint32_t *seen)
+{
+	return tb__w_reuse_word(tb__ring_word(r, pos), seen);
 }
 
 /* Reader: Acquired(n) -> RewriteRequested(n), after copying the prefix. */
@@ -1326,6 +1339,12 @@ static inline void tb__writer_abandon(struct tb_writer *w)
 	tb__w_notify(w->ring);
 }
 
+/* The held chunk's state word: its first bytes (see tb__ring_word()). */
+static inline uint32_t *tb__writer_word(const struct tb_writer *w)
+{
+	return (uint32_t *)(void *)w->cur.chunk;
+}
+
 /* The held chunk may be kept for the next fragment after publication. */
 static inline bool tb__writer_cacheable(const struct tb_writer *w)
 {
@@ -1334,54 +1353,102 @@ static inline bool tb__writer_cacheable(const struct tb_writer *w)
 }
 
 /*
- * Publishes every closed fragment: Complete, or Acquired with the new
- * count while a fragment is open.  A failed CAS means a scrape: relocate
- * (with the first @used bytes of an open fragment) and publish again in
- * the replacement, at most TB_RELOCATE_ROUNDS times.
+ * One publication of every closed fragment: Complete, or Acquired with
+ * the new count while a fragment is open.  TB_OK when published (or when
+ * there was nothing new), else 1 with *@seen the word that failed the
+ * CAS: a scrape.
  */
-static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
+static inline int tb__writer_try_publish(struct tb_writer *w, uint32_t *seen)
 {
-	const struct tb_ring *r = w->ring;
+	uint32_t want;
+
+	if (w->cur.open && w->cur.nfrags == tb_state_nfrags(w->word))
+		return TB_OK;	/* nothing new; stay Acquired */
+	/* our word with the new state and count (and N when due) */
+	want = tb__state_with(w->word & ~TB_NFRAGS_MASK,
+			      w->cur.open ? TB_ACQUIRED : TB_COMPLETE) |
+	       w->cur.nfrags << TB_NFRAGS_SHIFT |
+	       (w->cont_next && !w->cur.open ? TB_F_CONT_NEXT : 0);
+	*seen = w->word;
+	if (!tb__w_publish_word(tb__writer_word(w), seen, want))
+		return 1;
+	w->word = want;
+	w->pub_off = w->cur.payload;
+	if (w->cur.open)
+		return TB_OK;
+	/*
+	 * Ring only when the chunk is handed over: one kept for reuse is not
+	 * final, and waking the reader for every packet would cost a system
+	 * call each and chop chunks into few packets.
+	 */
+	w->own = TB__OWN_CACHED;
+	if (!tb__writer_cacheable(w))
+		tb__writer_forget(w);
+	return TB_OK;
+}
+
+/*
+ * The publication lost to a scrape (@seen): relocate (with the first
+ * @used bytes of an open fragment) and publish again in the replacement,
+ * at most TB_RELOCATE_ROUNDS relocations in all; then give up what is
+ * left.  Out of line: the writer's fast path has no use for it.
+ */
+TB__COLD int tb__writer_publish_lost(struct tb_writer *w, uint32_t seen,
+				     uint32_t used)
+{
 	unsigned round;
 
 	for (round = 0; round < TB_RELOCATE_ROUNDS; round++) {
-		uint32_t seen = w->word, want;
-		int ret;
+		int ret = tb__writer_relocate(w, seen, used);
 
-		if (w->cur.open && w->cur.nfrags == tb_state_nfrags(w->word))
-			return TB_OK;	/* nothing new; stay Acquired */
-		want = tb__state_data(w->cur.open ? TB_ACQUIRED : TB_COMPLETE,
-				     tb_state_format(w->word),
-				     tb__state_flags(w->word) |
-				     (w->cont_next && !w->cur.open ?
-				      TB_F_CONT_NEXT : 0),
-				     w->cur.nfrags, w->id);
-		if (tb__w_publish(r, w->pos, &seen, want)) {
-			w->word = want;
-			w->pub_off = w->cur.payload;
-			if (w->cur.open)
-				return TB_OK;
-			/*
-			 * Ring only when the chunk is handed over: one kept
-			 * for reuse is not final, and waking the reader for
-			 * every packet would cost a system call each and
-			 * chop chunks into few packets.
-			 */
-			w->own = TB__OWN_CACHED;
-			if (!tb__writer_cacheable(w))
-				tb__writer_forget(w);
-			return TB_OK;
-		}
-		ret = tb__writer_relocate(w, seen, used);
 		if (ret || w->own == TB__OWN_NONE)
 			return ret;
 		if (!w->cur.nfrags)
 			return TB_OK;	/* only the open fragment moved */
+		if (round + 1 < TB_RELOCATE_ROUNDS &&
+		    tb__writer_try_publish(w, &seen) == TB_OK)
+			return TB_OK;
 	}
 	tb__writer_abandon(w);
 	tb__writer_drop(w, w->cur.nfrags - tb_state_nfrags(w->word) +
 			 w->cur.open);
 	return TB_DROPPED;
+}
+
+/*
+ * Publishes every closed fragment (tb__writer_try_publish()); a failed CAS
+ * means a scrape (tb__writer_publish_lost()).
+ */
+static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
+{
+	uint32_t seen;
+
+	if (tb__writer_try_publish(w, &seen) == TB_OK)
+		return TB_OK;
+	return tb__writer_publish_lost(w, seen, used);
+}
+
+/*
+ * Opens a fragment of at least @min bytes in the cached chunk when it has
+ * the room: true, with @span set.  False when it has not (the chunk stays
+ * cached) or when the reader took it meanwhile (nothing is held now).
+ */
+static inline bool tb__writer_reuse(struct tb_writer *w, size_t min,
+				    struct tb_span *span)
+{
+	int32_t room = tb_frag_room(&w->cur);
+	uint32_t seen = w->word;
+
+	if (w->own != TB__OWN_CACHED || room < 0 || min > (uint32_t)room)
+		return false;
+	if (!tb__w_reuse_word(tb__writer_word(w), &seen)) {
+		w->own = TB__OWN_NONE;	/* the reader took it */
+		return false;
+	}
+	w->word = tb__state_with(w->word, TB_ACQUIRED);
+	w->own = TB__OWN_ACQUIRED;
+	tb__frag_begin(&w->cur, &span->begin, &span->end);
+	return true;
 }
 
 /*
@@ -1397,25 +1464,16 @@ static inline int tb_writer_open(struct tb_writer *w, uint32_t min,
 	bool cont = flags & TB_OPEN_CONT_PREV;
 	int ret;
 
+	if (!flags && tb__writer_reuse(w, min, span))
+		return TB_OK;	/* the common case */
 	if (flags & ~TB_OPEN_CONT_PREV)
 		return TB_EINVAL;	/* TB_CLOSE_CONT_NEXT, or unknown */
 	if (w->own == TB__OWN_ACQUIRED)
 		return TB_EOPEN;
 	if (min > tb_frag_max_size(w->ring->chunk_size))
 		return TB_TOO_LARGE;
-	if (w->own == TB__OWN_CACHED) {
-		uint32_t seen = w->word;
-
-		if (!cont && tb_frag_room(&w->cur) >= (int32_t)min &&
-		    tb__w_reuse(w->ring, w->pos, &seen)) {
-			w->word = tb__state_with(w->word, TB_ACQUIRED);
-			w->own = TB__OWN_ACQUIRED;
-		} else if (seen == w->word) {
-			tb__writer_forget(w);	/* no CAS */
-		} else {
-			w->own = TB__OWN_NONE;	/* the reader took it */
-		}
-	}
+	if (w->own == TB__OWN_CACHED)
+		tb__writer_forget(w);	/* no room, or a continuation */
 	if (w->own == TB__OWN_NONE) {
 		ret = tb__writer_claim(w, cont ? TB_F_CONT_PREV : 0);
 		if (ret)
@@ -1520,9 +1578,16 @@ static inline int tb_writer_write_packet(struct tb_writer *w,
 {
 	const uint8_t *p = (const uint8_t *)data;
 	unsigned cont = 0;
+	struct tb_span s;
 
+	/* The common case: the cached chunk takes the whole packet. */
+	if (tb__writer_reuse(w, len, &s)) {
+		if (len)
+			TB_MEMCPY(s.begin, p, len);
+		tb__frag_end(&w->cur, (uint32_t)len);
+		return tb__writer_publish(w, 0);
+	}
 	for (;;) {
-		struct tb_span s;
 		uint32_t min = len < TB_SPLIT_MIN ? (uint32_t)len :
 						    TB_SPLIT_MIN;
 		uint32_t n;

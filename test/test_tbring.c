@@ -1247,6 +1247,73 @@ START_TEST(test_publish_beats_scrape_reader_discards_speculative_copy)
 }
 END_TEST
 
+/*
+ * A suffix is relocated at most TB_RELOCATE_ROUNDS times in a row (8,
+ * tbring.h's Limits): a reader that scrapes every chunk the writer is
+ * about to publish - the first and each replacement - gets the packet
+ * after 7 scrapes, and after 8 the writer gives up: TB_DROPPED, the
+ * fragment counted as dropped, the last replacement handed back (a hole)
+ * and data loss owed to the next chunk.
+ */
+static unsigned scrapes_left;
+
+static void scrape_before_publish(const uint32_t *p, int op, uint32_t e,
+				  uint32_t v, int ok, int fail)
+{
+	uint32_t want = (e & 0x1fffffffu) | SPEC_RR << 29;
+
+	(void)ok, (void)fail;
+	if (op != TB_TEST_CAS || !scrapes_left || e >> 29 != SPEC_ACQ ||
+	    v >> 29 != SPEC_CMP || (e & 0xffffu) != WA)
+		return;
+	scrapes_left--;		/* the reader's mark, right before the CAS */
+	ck_assert(__atomic_compare_exchange_n((uint32_t *)(uintptr_t)p, &e,
+					      want, 0, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+}
+
+START_TEST(test_writer_relocates_a_suffix_at_most_8_times_in_a_row)
+{
+	unsigned scrapes = 7 + (unsigned)_i;
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	int ret;
+
+	tring_new(&t, 256, 32);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	scrapes_left = scrapes;
+	tb_test_atomic = scrape_before_publish;
+	ret = tb_writer_write_packet(&a.w, "ant", 3);
+	tb_test_atomic = NULL;
+	ck_assert_uint_eq(scrapes_left, 0);
+	ck_assert_uint_eq(a.w.relocations, scrapes);
+	if (scrapes == 7) {
+		ck_assert_int_eq(ret, TB_OK);
+		ck_assert_uint_eq(a.w.dropped_frags, 0);
+		ck_assert_uint_eq(tword(&t, 7), spec_word(SPEC_CMP, 0, 0, 1,
+							  WA));
+	} else {
+		ck_assert_int_eq(ret, TB_DROPPED);
+		ck_assert_uint_eq(a.w.dropped_frags, 1);
+		/* the 8th replacement given back with nothing published */
+		ck_assert_uint_eq(tword(&t, 8), spec_word(SPEC_CMP, 0, 0, 0,
+							  WA));
+		ck_assert_int_eq(tb_writer_write_packet(&a.w, "bee", 3),
+				 TB_OK);
+		ck_assert_uint_eq(tword(&t, 9), spec_word(SPEC_CMP, 0, SPEC_L,
+							  1, WA));
+	}
+	/* every scraped chunk acknowledged: the reader resolves them all */
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL, NULL),
+			 (int)twrite_pos(&t));
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_scrape_beats_publish_writer_relocates_only_suffix)
 {
 	struct tring t;
@@ -5289,6 +5356,9 @@ static Suite *race_suite(void)
 		test_publish_beats_scrape_reader_discards_speculative_copy);
 	tcase_add_test(tc,
 		test_scrape_beats_publish_writer_relocates_only_suffix);
+	tcase_add_loop_test(tc,
+			    test_writer_relocates_a_suffix_at_most_8_times_in_a_row,
+			    0, 2);
 	tcase_add_test(tc, test_reuse_beats_consume_reader_follows_scrape_path);
 	tcase_add_test(tc, test_consume_beats_reuse_writer_drops_cached_handle);
 	tcase_add_test(tc, test_delayed_writer_cannot_publish_behind_reader_2_1);
