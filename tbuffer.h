@@ -333,9 +333,12 @@ struct tb_buf {
 	uint32_t seq_shift;
 	uint32_t nempty;
 	uint64_t age;
-	/* The sequence the last patch found; NULL when the table moved. */
+	/*
+	 * The sequence the last patch found and its key, or TB__BUF_NO_PKEY
+	 * (no key) since the table moved.
+	 */
 	struct tb__buf_seq *pseq;
-	uint32_t pkey;
+	uint64_t pkey;
 	/* Slices of the packet being returned. */
 	struct tb_buf_slice *slices;
 	uint32_t slices_cap;
@@ -421,6 +424,9 @@ static inline uint32_t tb__buf_key(uint16_t producer, uint16_t writer)
 	return (uint32_t)producer << 16 | writer;
 }
 
+/* Above every key: the patch cache (tb_buf.pkey) holds no sequence. */
+#define TB__BUF_NO_PKEY	((uint64_t)1 << 32)
+
 /* ---- Sequence table ----------------------------------------------------- */
 
 static inline uint32_t tb__buf_slot(const struct tb_buf *b, uint32_t key)
@@ -458,7 +464,7 @@ static inline int tb__buf_table_alloc(struct tb_buf *b, uint32_t cap)
 	b->seqs = t;
 	b->seq_cap = cap;
 	b->seq_shift = shift;
-	b->pseq = NULL;
+	b->pkey = TB__BUF_NO_PKEY;
 	return TB_OK;
 }
 
@@ -503,7 +509,7 @@ static inline void tb__buf_table_del(struct tb_buf *b, uint32_t i)
 		tb__buf_mem(b, s->ring, (size_t)s->cap * sizeof(*s->ring), 0);
 	TB_MEMSET(s, 0, sizeof(*s));
 	b->seq_n--;
-	b->pseq = NULL;			/* entries move back */
+	b->pkey = TB__BUF_NO_PKEY;	/* entries move back */
 	for (;;) {
 		uint32_t home;
 
@@ -610,6 +616,16 @@ static inline uint32_t tb__buf_ring_lower(const struct tb__buf_seq *s,
 	return lo;
 }
 
+/* tb__buf_ring_find() past its guesses: the search, out of line. */
+TB__BUF_COLD const struct tb__buf_ref *
+tb__buf_ring_search(const struct tb__buf_seq *s, uint32_t id)
+{
+	uint32_t i = tb__buf_ring_lower(s, id);
+
+	return i < s->n && tb__buf_ref(s, i)->id == id ? tb__buf_ref(s, i)
+						       : NULL;
+}
+
 /*
  * The entry of chunk @id in the sequence, or NULL.  A patch nearly always
  * comes for one of a writer's newest chunks, most often the newest itself:
@@ -619,24 +635,27 @@ static inline const struct tb__buf_ref *
 tb__buf_ring_find(const struct tb__buf_seq *s, uint32_t id)
 {
 	const struct tb__buf_ref *r;
-	uint32_t last, rel, i;
+	uint32_t after, rel;
 
 	if (!s->n)
 		return NULL;
 	r = tb__buf_ref(s, s->n - 1);
-	last = r->id;
-	if (id == last)
+	/* From the last: 0 for it, the sign bit set before it (id_cmp). */
+	after = id - r->id;
+	if (!after)
 		return r;
+	/*
+	 * Outside [first, last]: no such chunk (ids span < 2^31).  After the
+	 * last first: a patch that comes too early needs no more loads.
+	 */
+	if (!(after & 0x80000000u))
+		return NULL;
 	rel = id - tb__buf_ref(s, 0)->id;
-	/* Outside [first, last]: no such chunk (ids span < 2^31). */
-	if (rel & 0x80000000u || tb_buf_id_cmp(id, last) > 0)
+	if (rel & 0x80000000u)
 		return NULL;
 	if (rel < s->n && tb__buf_ref(s, rel)->id == id)
 		return tb__buf_ref(s, rel);
-	i = tb__buf_ring_lower(s, id);
-	if (i < s->n && tb__buf_ref(s, i)->id == id)
-		return tb__buf_ref(s, i);
-	return NULL;
+	return tb__buf_ring_search(s, id);
 }
 
 static inline void tb__buf_ring_insert(struct tb__buf_seq *s, uint32_t pos,
@@ -2042,19 +2061,33 @@ static inline int tb_buf_copy_packed(struct tb_buf *b,
 }
 
 /*
- * The sequence @key for a patch.  Patches come in runs for one writer
- * (its newest chunks, one commit after another): the sequence the last
- * patch found is tried first.  The table only moves entries when it grows
- * or deletes one, and both forget it.
+ * The sequence @key for a patch that did not find it in the patch cache,
+ * or NULL; the cache gets it.  Out of line: patches come in runs for one
+ * writer (its newest chunks, one commit after another).
  */
-static inline struct tb__buf_seq *tb__buf_patch_seq(struct tb_buf *b,
-						     uint32_t key)
+TB__BUF_COLD struct tb__buf_seq *tb__buf_patch_seq(struct tb_buf *b,
+						    uint32_t key)
 {
-	if (!b->pseq || b->pkey != key) {
-		b->pseq = tb__buf_seq_find(b, key);
+	struct tb__buf_seq *s = tb__buf_seq_find(b, key);
+
+	if (s) {
+		b->pseq = s;
 		b->pkey = key;
 	}
-	return b->pseq;
+	return s;
+}
+
+/*
+ * The entry of chunk @id of sequence @key for a patch, or NULL.  The
+ * sequence the last patch found is tried first: the table only moves
+ * entries when it grows or deletes one, and both forget it.
+ */
+static inline const struct tb__buf_ref *
+tb__buf_patch_find(struct tb_buf *b, uint32_t key, uint32_t id)
+{
+	if (b->pkey != key && !tb__buf_patch_seq(b, key))
+		return NULL;
+	return tb__buf_ring_find(b->pseq, id);
 }
 
 /*
@@ -2079,7 +2112,6 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 			       bool more_pending)
 {
 	const struct tb__buf_ref *r;
-	struct tb__buf_seq *s;
 	struct tb__buf_hdr *c;
 	uint8_t clear;
 	size_t k;
@@ -2094,8 +2126,7 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	if (b->in_cb | b->read_only)
 		return tb__buf_patch_refused(b);
 	b->rd_valid = 0;
-	s = tb__buf_patch_seq(b, tb__buf_key(producer, writer));
-	r = s ? tb__buf_ring_find(s, chunk_id) : NULL;
+	r = tb__buf_patch_find(b, tb__buf_key(producer, writer), chunk_id);
 	if (!r) {
 		b->stats.patches_failed++;
 		return TB_ENOENT;
