@@ -293,6 +293,13 @@ struct tb__buf_seq {
 	uint32_t n;
 };
 
+/*
+ * Why writes and patches are refused now (tb_buf.refuse), in one byte so
+ * that the common case tests both at once.
+ */
+#define TB__BUF_IN_CB		0x01u	/* inside the overwrite callback */
+#define TB__BUF_READ_ONLY	0x02u
+
 struct tb_buf {
 	uint8_t *data;
 	uint32_t size;
@@ -300,9 +307,8 @@ struct tb_buf {
 	uint32_t wr;			/* write cursor; may equal size */
 	uint32_t pf;			/* making room prefetched up to here */
 	uint8_t policy;
-	uint8_t read_only;
+	uint8_t refuse;			/* TB__BUF_IN_CB, TB__BUF_READ_ONLY */
 	uint8_t discard;		/* DISCARD latch */
-	uint8_t in_cb;			/* inside the overwrite callback */
 	/* Read batch state. */
 	uint8_t rd_valid;
 	uint8_t inner;			/* walking a sequence towards target */
@@ -1054,9 +1060,9 @@ static inline void tb__buf_emit(struct tb_buf *b, const struct tb__buf_seq *s)
 
 	TB_MEMSET(&p, 0, sizeof(p));
 	tb__buf_fill_packet(b, s, &p);
-	b->in_cb = 1;
+	b->refuse |= TB__BUF_IN_CB;
 	b->cb(b->cb_ctx, &p);
-	b->in_cb = 0;
+	b->refuse &= (uint8_t)~TB__BUF_IN_CB;
 }
 
 /*
@@ -1412,7 +1418,7 @@ static inline const struct tb_buf_stats *tb_buf_stats(const struct tb_buf *b)
 /* Makes the buffer read-only: later writes and patches fail (EROFS). */
 static inline void tb_buf_set_read_only(struct tb_buf *b)
 {
-	b->read_only = 1;
+	b->refuse |= TB__BUF_READ_ONLY;
 }
 
 /* ---- Writing ------------------------------------------------------------ */
@@ -1909,10 +1915,8 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
  */
 static inline int tb__buf_may_write(struct tb_buf *b)
 {
-	if (b->in_cb)
-		return TB_EBUSY;
-	if (b->read_only)
-		return TB_EROFS;
+	if (b->refuse)
+		return b->refuse & TB__BUF_IN_CB ? TB_EBUSY : TB_EROFS;
 	if (b->rd_valid)
 		b->rd_valid = 0;
 	return TB_OK;
@@ -2120,10 +2124,10 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	if (!b || (!patches && n))
 		return TB_EINVAL;
 	/*
-	 * tb__buf_may_write() inline: one branch for both refusals, and the
-	 * end of the read batch stored without a test.
+	 * tb__buf_may_write() inline: the end of the read batch stored
+	 * without a test.
 	 */
-	if (b->in_cb | b->read_only)
+	if (b->refuse)
 		return tb__buf_patch_refused(b);
 	b->rd_valid = 0;
 	r = tb__buf_patch_find(b, tb__buf_key(producer, writer), chunk_id);
@@ -2201,7 +2205,7 @@ static inline uint32_t tb__buf_clean_start(struct tb_buf *b)
  */
 static inline void tb_buf_begin_read(struct tb_buf *b)
 {
-	if (b->in_cb)
+	if (b->refuse & TB__BUF_IN_CB)
 		return;
 	b->rd = tb__buf_clean_start(b);
 	b->rd_clean = 1;
@@ -2279,7 +2283,7 @@ static inline bool tb_buf_read_packet(struct tb_buf *b,
 				      struct tb_buf_packet *out)
 {
 	TB_MEMSET(out, 0, sizeof(*out));
-	if (!b->rd_valid || b->in_cb)
+	if (!b->rd_valid || b->refuse & TB__BUF_IN_CB)
 		return false;
 	return tb__buf_read_next(b, out);
 }
@@ -2360,7 +2364,8 @@ static inline unsigned tb_buf_read_packets(struct tb_buf *b,
 	unsigned n = 0;
 
 	TB_BUG_ON(!b || ((!out || !slices) && max));
-	if (!b || !out || !slices || !b->rd_valid || b->in_cb)
+	if (!b || !out || !slices || !b->rd_valid ||
+	    b->refuse & TB__BUF_IN_CB)
 		return 0;
 	while (n < max) {
 		if (b->inner)
@@ -2390,7 +2395,7 @@ static inline struct tb_buf *tb_buf_clone_readonly(const struct tb_buf *b)
 	struct tb_buf *c;
 	uint32_t i;
 
-	if (b->in_cb)
+	if (b->refuse & TB__BUF_IN_CB)
 		return NULL;
 	c = tb_buf_create_with(b->size, (enum tb_buf_policy)b->policy,
 			       b->alloc, b->alloc_ctx);
@@ -2436,7 +2441,7 @@ static inline struct tb_buf *tb_buf_clone_readonly(const struct tb_buf *b)
 	c->wr = b->wr;
 	c->gen = b->gen;
 	c->discard = b->discard;
-	c->read_only = 1;
+	c->refuse = TB__BUF_READ_ONLY;
 	c->stats = b->stats;
 	c->stats.bytes_read = 0;
 	c->stats.chunks_read = 0;
