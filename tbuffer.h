@@ -2117,6 +2117,7 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 {
 	const struct tb__buf_ref *r;
 	struct tb__buf_hdr *c;
+	uint32_t size;
 	uint8_t clear;
 	size_t k;
 
@@ -2136,9 +2137,10 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 		return TB_ENOENT;
 	}
 	c = tb__buf_hdr_at(b, r->off);
+	size = c->payload_size;		/* patches write the payload only */
 	for (k = 0; k < n; k++) {
-		if (c->payload_size < TB_BUF_PATCH_SIZE ||
-		    patches[k].offset > c->payload_size - TB_BUF_PATCH_SIZE) {
+		if (size < TB_BUF_PATCH_SIZE ||
+		    patches[k].offset > size - TB_BUF_PATCH_SIZE) {
 			if (k)	/* the patches before it changed its bytes */
 				c->flags &= (uint8_t)~TB__BUF_PLAIN;
 			b->stats.patches_failed++;
