@@ -1915,8 +1915,10 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
  */
 static inline int tb__buf_may_write(struct tb_buf *b)
 {
+	if (b->refuse & TB__BUF_IN_CB)
+		return TB_EBUSY;
 	if (b->refuse)
-		return b->refuse & TB__BUF_IN_CB ? TB_EBUSY : TB_EROFS;
+		return TB_EROFS;
 	if (b->rd_valid)
 		b->rd_valid = 0;
 	return TB_OK;
