@@ -2067,32 +2067,23 @@ static inline int tb_buf_copy_packed(struct tb_buf *b,
 }
 
 /*
- * The sequence @key for a patch that did not find it in the patch cache,
- * or NULL; the cache gets it.  Out of line: patches come in runs for one
- * writer (its newest chunks, one commit after another).
- */
-TB__BUF_COLD struct tb__buf_seq *tb__buf_patch_seq(struct tb_buf *b,
-						    uint32_t key)
-{
-	struct tb__buf_seq *s = tb__buf_seq_find(b, key);
-
-	if (s) {
-		b->pseq = s;
-		b->pkey = key;
-	}
-	return s;
-}
-
-/*
- * The entry of chunk @id of sequence @key for a patch, or NULL.  The
- * sequence the last patch found is tried first: the table only moves
- * entries when it grows or deletes one, and both forget it.
+ * The entry of chunk @id of sequence @key for a patch, or NULL.  Patches
+ * come in runs for one writer (its newest chunks, one commit after
+ * another): the sequence the last patch found is tried first, and only a
+ * sequence found is kept.  The table only moves entries when it grows or
+ * deletes one, and both forget it.
  */
 static inline const struct tb__buf_ref *
 tb__buf_patch_find(struct tb_buf *b, uint32_t key, uint32_t id)
 {
-	if (b->pkey != key && !tb__buf_patch_seq(b, key))
-		return NULL;
+	if (b->pkey != key) {
+		struct tb__buf_seq *s = tb__buf_seq_find(b, key);
+
+		if (!s)
+			return NULL;
+		b->pseq = s;
+		b->pkey = key;
+	}
 	return tb__buf_ring_find(b->pseq, id);
 }
 
