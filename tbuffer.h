@@ -293,6 +293,13 @@ struct tb__buf_seq {
 	uint32_t n;
 };
 
+/*
+ * Why writes and patches are refused now (tb_buf.refuse), in one byte so
+ * that the common case tests both at once.
+ */
+#define TB__BUF_IN_CB		0x01u	/* inside the overwrite callback */
+#define TB__BUF_READ_ONLY	0x02u
+
 struct tb_buf {
 	uint8_t *data;
 	uint32_t size;
@@ -300,9 +307,8 @@ struct tb_buf {
 	uint32_t wr;			/* write cursor; may equal size */
 	uint32_t pf;			/* making room prefetched up to here */
 	uint8_t policy;
-	uint8_t read_only;
+	uint8_t refuse;			/* TB__BUF_IN_CB, TB__BUF_READ_ONLY */
 	uint8_t discard;		/* DISCARD latch */
-	uint8_t in_cb;			/* inside the overwrite callback */
 	/* Read batch state. */
 	uint8_t rd_valid;
 	uint8_t inner;			/* walking a sequence towards target */
@@ -333,9 +339,12 @@ struct tb_buf {
 	uint32_t seq_shift;
 	uint32_t nempty;
 	uint64_t age;
-	/* The sequence the last patch found; NULL when the table moved. */
+	/*
+	 * The sequence the last patch found and its key, or TB__BUF_NO_PKEY
+	 * (no key) since the table moved.
+	 */
 	struct tb__buf_seq *pseq;
-	uint32_t pkey;
+	uint64_t pkey;
 	/* Slices of the packet being returned. */
 	struct tb_buf_slice *slices;
 	uint32_t slices_cap;
@@ -421,6 +430,9 @@ static inline uint32_t tb__buf_key(uint16_t producer, uint16_t writer)
 	return (uint32_t)producer << 16 | writer;
 }
 
+/* Above every key: the patch cache (tb_buf.pkey) holds no sequence. */
+#define TB__BUF_NO_PKEY	((uint64_t)1 << 32)
+
 /* ---- Sequence table ----------------------------------------------------- */
 
 static inline uint32_t tb__buf_slot(const struct tb_buf *b, uint32_t key)
@@ -458,7 +470,7 @@ static inline int tb__buf_table_alloc(struct tb_buf *b, uint32_t cap)
 	b->seqs = t;
 	b->seq_cap = cap;
 	b->seq_shift = shift;
-	b->pseq = NULL;
+	b->pkey = TB__BUF_NO_PKEY;
 	return TB_OK;
 }
 
@@ -503,7 +515,7 @@ static inline void tb__buf_table_del(struct tb_buf *b, uint32_t i)
 		tb__buf_mem(b, s->ring, (size_t)s->cap * sizeof(*s->ring), 0);
 	TB_MEMSET(s, 0, sizeof(*s));
 	b->seq_n--;
-	b->pseq = NULL;			/* entries move back */
+	b->pkey = TB__BUF_NO_PKEY;	/* entries move back */
 	for (;;) {
 		uint32_t home;
 
@@ -610,6 +622,16 @@ static inline uint32_t tb__buf_ring_lower(const struct tb__buf_seq *s,
 	return lo;
 }
 
+/* tb__buf_ring_find() past its guesses: the search, out of line. */
+TB__BUF_COLD const struct tb__buf_ref *
+tb__buf_ring_search(const struct tb__buf_seq *s, uint32_t id)
+{
+	uint32_t i = tb__buf_ring_lower(s, id);
+
+	return i < s->n && tb__buf_ref(s, i)->id == id ? tb__buf_ref(s, i)
+						       : NULL;
+}
+
 /*
  * The entry of chunk @id in the sequence, or NULL.  A patch nearly always
  * comes for one of a writer's newest chunks, most often the newest itself:
@@ -619,24 +641,27 @@ static inline const struct tb__buf_ref *
 tb__buf_ring_find(const struct tb__buf_seq *s, uint32_t id)
 {
 	const struct tb__buf_ref *r;
-	uint32_t last, rel, i;
+	uint32_t after, rel;
 
 	if (!s->n)
 		return NULL;
 	r = tb__buf_ref(s, s->n - 1);
-	last = r->id;
-	if (id == last)
+	/* From the last: 0 for it, the sign bit set before it (id_cmp). */
+	after = id - r->id;
+	if (!after)
 		return r;
+	/*
+	 * Outside [first, last]: no such chunk (ids span < 2^31).  After the
+	 * last first: a patch that comes too early needs no more loads.
+	 */
+	if (!(after & 0x80000000u))
+		return NULL;
 	rel = id - tb__buf_ref(s, 0)->id;
-	/* Outside [first, last]: no such chunk (ids span < 2^31). */
-	if (rel & 0x80000000u || tb_buf_id_cmp(id, last) > 0)
+	if (rel & 0x80000000u)
 		return NULL;
 	if (rel < s->n && tb__buf_ref(s, rel)->id == id)
 		return tb__buf_ref(s, rel);
-	i = tb__buf_ring_lower(s, id);
-	if (i < s->n && tb__buf_ref(s, i)->id == id)
-		return tb__buf_ref(s, i);
-	return NULL;
+	return tb__buf_ring_search(s, id);
 }
 
 static inline void tb__buf_ring_insert(struct tb__buf_seq *s, uint32_t pos,
@@ -1035,9 +1060,9 @@ static inline void tb__buf_emit(struct tb_buf *b, const struct tb__buf_seq *s)
 
 	TB_MEMSET(&p, 0, sizeof(p));
 	tb__buf_fill_packet(b, s, &p);
-	b->in_cb = 1;
+	b->refuse |= TB__BUF_IN_CB;
 	b->cb(b->cb_ctx, &p);
-	b->in_cb = 0;
+	b->refuse &= (uint8_t)~TB__BUF_IN_CB;
 }
 
 /*
@@ -1393,7 +1418,7 @@ static inline const struct tb_buf_stats *tb_buf_stats(const struct tb_buf *b)
 /* Makes the buffer read-only: later writes and patches fail (EROFS). */
 static inline void tb_buf_set_read_only(struct tb_buf *b)
 {
-	b->read_only = 1;
+	b->refuse |= TB__BUF_READ_ONLY;
 }
 
 /* ---- Writing ------------------------------------------------------------ */
@@ -1890,9 +1915,9 @@ static inline int tb__buf_copy_one(struct tb_buf *b,
  */
 static inline int tb__buf_may_write(struct tb_buf *b)
 {
-	if (b->in_cb)
+	if (b->refuse & TB__BUF_IN_CB)
 		return TB_EBUSY;
-	if (b->read_only)
+	if (b->refuse)
 		return TB_EROFS;
 	if (b->rd_valid)
 		b->rd_valid = 0;
@@ -2042,19 +2067,24 @@ static inline int tb_buf_copy_packed(struct tb_buf *b,
 }
 
 /*
- * The sequence @key for a patch.  Patches come in runs for one writer
- * (its newest chunks, one commit after another): the sequence the last
- * patch found is tried first.  The table only moves entries when it grows
- * or deletes one, and both forget it.
+ * The entry of chunk @id of sequence @key for a patch, or NULL.  Patches
+ * come in runs for one writer (its newest chunks, one commit after
+ * another): the sequence the last patch found is tried first, and only a
+ * sequence found is kept.  The table only moves entries when it grows or
+ * deletes one, and both forget it.
  */
-static inline struct tb__buf_seq *tb__buf_patch_seq(struct tb_buf *b,
-						     uint32_t key)
+static inline const struct tb__buf_ref *
+tb__buf_patch_find(struct tb_buf *b, uint32_t key, uint32_t id)
 {
-	if (!b->pseq || b->pkey != key) {
-		b->pseq = tb__buf_seq_find(b, key);
+	if (b->pkey != key) {
+		struct tb__buf_seq *s = tb__buf_seq_find(b, key);
+
+		if (!s)
+			return NULL;
+		b->pseq = s;
 		b->pkey = key;
 	}
-	return b->pseq;
+	return tb__buf_ring_find(b->pseq, id);
 }
 
 /*
@@ -2079,8 +2109,8 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 			       bool more_pending)
 {
 	const struct tb__buf_ref *r;
-	struct tb__buf_seq *s;
 	struct tb__buf_hdr *c;
+	uint32_t size;
 	uint8_t clear;
 	size_t k;
 
@@ -2088,22 +2118,22 @@ static inline int tb_buf_patch(struct tb_buf *b, uint16_t producer,
 	if (!b || (!patches && n))
 		return TB_EINVAL;
 	/*
-	 * tb__buf_may_write() inline: one branch for both refusals, and the
-	 * end of the read batch stored without a test.
+	 * tb__buf_may_write() inline: the end of the read batch stored
+	 * without a test.
 	 */
-	if (b->in_cb | b->read_only)
+	if (b->refuse)
 		return tb__buf_patch_refused(b);
 	b->rd_valid = 0;
-	s = tb__buf_patch_seq(b, tb__buf_key(producer, writer));
-	r = s ? tb__buf_ring_find(s, chunk_id) : NULL;
+	r = tb__buf_patch_find(b, tb__buf_key(producer, writer), chunk_id);
 	if (!r) {
 		b->stats.patches_failed++;
 		return TB_ENOENT;
 	}
 	c = tb__buf_hdr_at(b, r->off);
+	size = c->payload_size;		/* patches write the payload only */
 	for (k = 0; k < n; k++) {
-		if (c->payload_size < TB_BUF_PATCH_SIZE ||
-		    patches[k].offset > c->payload_size - TB_BUF_PATCH_SIZE) {
+		if (size < TB_BUF_PATCH_SIZE ||
+		    patches[k].offset > size - TB_BUF_PATCH_SIZE) {
 			if (k)	/* the patches before it changed its bytes */
 				c->flags &= (uint8_t)~TB__BUF_PLAIN;
 			b->stats.patches_failed++;
@@ -2170,7 +2200,7 @@ static inline uint32_t tb__buf_clean_start(struct tb_buf *b)
  */
 static inline void tb_buf_begin_read(struct tb_buf *b)
 {
-	if (b->in_cb)
+	if (b->refuse & TB__BUF_IN_CB)
 		return;
 	b->rd = tb__buf_clean_start(b);
 	b->rd_clean = 1;
@@ -2248,7 +2278,7 @@ static inline bool tb_buf_read_packet(struct tb_buf *b,
 				      struct tb_buf_packet *out)
 {
 	TB_MEMSET(out, 0, sizeof(*out));
-	if (!b->rd_valid || b->in_cb)
+	if (!b->rd_valid || b->refuse & TB__BUF_IN_CB)
 		return false;
 	return tb__buf_read_next(b, out);
 }
@@ -2329,7 +2359,8 @@ static inline unsigned tb_buf_read_packets(struct tb_buf *b,
 	unsigned n = 0;
 
 	TB_BUG_ON(!b || ((!out || !slices) && max));
-	if (!b || !out || !slices || !b->rd_valid || b->in_cb)
+	if (!b || !out || !slices || !b->rd_valid ||
+	    b->refuse & TB__BUF_IN_CB)
 		return 0;
 	while (n < max) {
 		if (b->inner)
@@ -2359,7 +2390,7 @@ static inline struct tb_buf *tb_buf_clone_readonly(const struct tb_buf *b)
 	struct tb_buf *c;
 	uint32_t i;
 
-	if (b->in_cb)
+	if (b->refuse & TB__BUF_IN_CB)
 		return NULL;
 	c = tb_buf_create_with(b->size, (enum tb_buf_policy)b->policy,
 			       b->alloc, b->alloc_ctx);
@@ -2405,7 +2436,7 @@ static inline struct tb_buf *tb_buf_clone_readonly(const struct tb_buf *b)
 	c->wr = b->wr;
 	c->gen = b->gen;
 	c->discard = b->discard;
-	c->read_only = 1;
+	c->refuse = TB__BUF_READ_ONLY;
 	c->stats = b->stats;
 	c->stats.bytes_read = 0;
 	c->stats.chunks_read = 0;

@@ -901,6 +901,35 @@ START_TEST(test_patch_to_unknown_sequence_or_chunk_fails)
 }
 END_TEST
 
+/*
+ * A patch that finds no sequence leaves nothing behind in the patch cache:
+ * the sequence a later commit creates is found, and so is the one the
+ * last patch found, after a patch for another writer missed.
+ */
+START_TEST(test_patch_finds_a_sequence_created_after_a_miss)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct tb_buf_patch p = mk_patch(1, "abcd");
+
+	put_f(b, 1, 1, 5, 0, "--------", NULL);
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 5, &p, 1, true), TB_OK);
+	ck_assert_int_eq(tb_buf_patch(b, 2, 1, 7, &p, 1, false),
+			 TB_ENOENT);
+	put_f(b, 2, 1, 7, 0, "--------", NULL);
+	p = mk_patch(5, "efgh");
+	ck_assert_int_eq(tb_buf_patch(b, 2, 1, 7, &p, 1, false), TB_OK);
+	ck_assert_int_eq(tb_buf_patch(b, 3, 1, 7, &p, 1, false),
+			 TB_ENOENT);
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 5, &p, 1, false), TB_OK);
+	ck_assert_int_eq(read_all(b, pk, 10), 2);
+	ck_assert_str_eq(pk[0].str, "abcdefgh");
+	ck_assert_str_eq(pk[1].str, "----efgh");
+	ck_assert_uint_eq(tb_buf_stats(b)->patches_failed, 2);
+	ck_assert_uint_eq(tb_buf_stats(b)->patches_succeeded, 3);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_patch_to_consumed_chunk_fails)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
@@ -3347,6 +3376,7 @@ static Suite *patch_suite(void)
 	tcase_add_test(t, test_patch_at_last_possible_offset_succeeds);
 	tcase_add_test(t, test_patch_to_payload_smaller_than_patch_fails);
 	tcase_add_test(t, test_patch_to_unknown_sequence_or_chunk_fails);
+	tcase_add_test(t, test_patch_finds_a_sequence_created_after_a_miss);
 	tcase_add_test(t, test_patch_to_consumed_chunk_fails);
 	tcase_add_test(t, test_patch_ends_the_read_batch);
 	tcase_add_test(t, test_patch_lookup_finds_every_chunk_among_thousands);
