@@ -1354,16 +1354,16 @@ static inline bool tb__writer_cacheable(const struct tb_writer *w)
 
 /*
  * One publication of every closed fragment: Complete, or Acquired with
- * the new count while a fragment is open.  TB_OK when published (or when
- * there was nothing new), else 1 with *@seen the word that failed the
+ * the new count while a fragment is open.  True when published (or when
+ * there was nothing new), false with *@seen the word that failed the
  * CAS: a scrape.
  */
-static inline int tb__writer_try_publish(struct tb_writer *w, uint32_t *seen)
+static inline bool tb__writer_try_publish(struct tb_writer *w, uint32_t *seen)
 {
 	uint32_t want;
 
 	if (w->cur.open && w->cur.nfrags == tb_state_nfrags(w->word))
-		return TB_OK;	/* nothing new; stay Acquired */
+		return true;	/* nothing new; stay Acquired */
 	/* our word with the new state and count (and N when due) */
 	want = tb__state_with(w->word & ~TB_NFRAGS_MASK,
 			      w->cur.open ? TB_ACQUIRED : TB_COMPLETE) |
@@ -1371,11 +1371,11 @@ static inline int tb__writer_try_publish(struct tb_writer *w, uint32_t *seen)
 	       (w->cont_next && !w->cur.open ? TB_F_CONT_NEXT : 0);
 	*seen = w->word;
 	if (!tb__w_publish_word(tb__writer_word(w), seen, want))
-		return 1;
+		return false;
 	w->word = want;
 	w->pub_off = w->cur.payload;
 	if (w->cur.open)
-		return TB_OK;
+		return true;
 	/*
 	 * Ring only when the chunk is handed over: one kept for reuse is not
 	 * final, and waking the reader for every packet would cost a system
@@ -1384,7 +1384,7 @@ static inline int tb__writer_try_publish(struct tb_writer *w, uint32_t *seen)
 	w->own = TB__OWN_CACHED;
 	if (!tb__writer_cacheable(w))
 		tb__writer_forget(w);
-	return TB_OK;
+	return true;
 }
 
 /*
@@ -1406,7 +1406,7 @@ TB__COLD int tb__writer_publish_lost(struct tb_writer *w, uint32_t seen,
 		if (!w->cur.nfrags)
 			return TB_OK;	/* only the open fragment moved */
 		if (round + 1 < TB_RELOCATE_ROUNDS &&
-		    tb__writer_try_publish(w, &seen) == TB_OK)
+		    tb__writer_try_publish(w, &seen))
 			return TB_OK;
 	}
 	tb__writer_abandon(w);
@@ -1423,7 +1423,7 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 {
 	uint32_t seen;
 
-	if (tb__writer_try_publish(w, &seen) == TB_OK)
+	if (tb__writer_try_publish(w, &seen))
 		return TB_OK;
 	return tb__writer_publish_lost(w, seen, used);
 }

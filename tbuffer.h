@@ -362,14 +362,13 @@ struct tb_buf {
 /*
  * The fragment tokenizer runs for every fragment read, deleted or copied
  * in, and the common step of reading for every packet read: keep them in
- * line at each of their few call sites, and the rare slow paths out.
+ * line at each of their few call sites, and the rare slow paths out
+ * (TB__COLD, tbbase.h).
  */
 #if defined(__GNUC__)
 #define TB__BUF_HOT	static inline __attribute__((always_inline))
-#define TB__BUF_COLD	static __attribute__((noinline, unused))
 #else
 #define TB__BUF_HOT	static inline
-#define TB__BUF_COLD	static inline
 #endif
 
 #ifndef TB_BUF_NO_DEFAULT_ALLOC
@@ -623,7 +622,7 @@ static inline uint32_t tb__buf_ring_lower(const struct tb__buf_seq *s,
 }
 
 /* tb__buf_ring_find() past its guesses: the search, out of line. */
-TB__BUF_COLD const struct tb__buf_ref *
+TB__COLD const struct tb__buf_ref *
 tb__buf_ring_search(const struct tb__buf_seq *s, uint32_t id)
 {
 	uint32_t i = tb__buf_ring_lower(s, id);
@@ -698,7 +697,7 @@ struct tb__buf_frag {
 };
 
 /* tb__buf_frag_next() for a length of three bytes or more, or a bad one. */
-TB__BUF_COLD int tb__buf_frag_slow(const uint8_t *p, uint32_t size,
+TB__COLD int tb__buf_frag_slow(const uint8_t *p, uint32_t size,
 				   uint32_t off, uint32_t *len, uint32_t *next)
 {
 	struct tb_pb_frags it;
@@ -2091,7 +2090,7 @@ tb__buf_patch_find(struct tb_buf *b, uint32_t key, uint32_t id)
  * Why a patch may not go ahead: TB_EBUSY or TB_EROFS, as for a write.  Out
  * of line, so that the patch tests both conditions in one branch.
  */
-TB__BUF_COLD int tb__buf_patch_refused(struct tb_buf *b)
+TB__COLD int tb__buf_patch_refused(struct tb_buf *b)
 {
 	return tb__buf_may_write(b);
 }
