@@ -25,8 +25,9 @@
  *  - nothing leaks (LeakSanitizer), nothing reads out of bounds (ASan).
  *
  * FUZZ_MKSEEDS=DIR makes the target write its seed corpus into DIR (a
- * clean trace, a trace breaking rules, and clean, torn, scribbled and
- * badly framed ring images) and exit: fuzz/corpus_tbcheck was made so.
+ * clean trace, a trace breaking rules, clean, torn, scribbled and badly
+ * framed ring images, and a ring with a stray header in its chunks) and
+ * exit: fuzz/corpus_tbcheck was made so.
  */
 #define TBTRACE_NO_MAIN 1
 #include "tools/tbtrace.c"
@@ -272,6 +273,19 @@ static int mkseeds(const char *dir)
 		     j == 2 ? "ring-scribbled" : "ring-baddir",
 		     (uint8_t)(3 | (j << 2)), mem, sizeof(mem));
 	}
+	/*
+	 * A ring attach takes, its padding not zero, and in its chunks a
+	 * valid header claiming far more than the image: convert must not
+	 * settle on that one and refuse (a finding of CI's fuzz run).
+	 */
+	memset(mem, 0, sizeof(mem));
+	CHECK(!tb_ring_init(&r, mem, TB_RING_SIZE(256, 2), 256, 2));
+	r.hdr->pad0[0] = 1;
+	memcpy(mem + TB_RING_HDR_SIZE, mem, 5 * 4);
+	word = (uint32_t *)(void *)(mem + TB_RING_HDR_SIZE);
+	word[3] = 15;
+	word[4] = 20;
+	seed(dir, "ring-stray-large", 3, mem, TB_RING_SIZE(256, 2));
 	return 0;
 }
 

@@ -943,6 +943,47 @@ START_TEST(test_convert_finds_the_ring_in_a_larger_dump)
 }
 END_TEST
 
+/*
+ * Other memory may hold what reads as a valid header, claiming a ring
+ * larger than the dump and too large to salvage: the scan passes it by
+ * and takes the ring after it.
+ */
+START_TEST(test_convert_passes_over_a_too_large_header)
+{
+	static bool ok[NW][NPKT];
+	char img[512], trace[512];
+	const char *args[] = { "convert", img, trace, NULL };
+	struct verdict v;
+	struct tring t;
+	uint8_t *dump;
+	size_t len;
+
+	ring_image(&t, ok, 41);
+	len = 8192 + t.len;
+	dump = (uint8_t *)malloc(len);
+	ck_assert_ptr_nonnull(dump);
+	other_memory(dump, 8192);
+	/* at 2048: 2^20 chunks of 32 KiB, padding zero */
+	memset(dump + 2048, 0, TB_RING_HDR_SIZE);
+	poke32(dump + 2048, TB_RING_MAGIC);
+	poke32(dump + 2052, TB_RING_VERSION);
+	poke32(dump + 2056, TB_RING_HDR_SIZE);
+	poke32(dump + 2060, 15);
+	poke32(dump + 2064, 20);
+	memcpy(dump + 8192, t.mem, t.len);
+	tmp_path(img, sizeof(img), "stray.bin");
+	tmp_path(trace, sizeof(trace), "stray.pftrace");
+	spit(img, dump, len);
+	ck_assert_int_eq(tbtrace(args, NULL), 0);
+	ck_assert_out("found at offset 8192");
+	verify_file(trace, &v, ok);
+	ck_assert_uint_eq(v.delivered[0], 41);
+	ck_assert_uint_eq(v.delivered[1], 41);
+	free(dump);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_convert_salvages_a_dump_cut_in_the_ring)
 {
 	static bool ok[NW][NPKT];
@@ -1020,6 +1061,7 @@ int main(void)
 	tcase_add_test(t, test_bridge_never_joins_across_a_lost_view);
 	tcase_add_test(t, test_stream_command_line);
 	tcase_add_test(t, test_convert_finds_the_ring_in_a_larger_dump);
+	tcase_add_test(t, test_convert_passes_over_a_too_large_header);
 	tcase_add_test(t, test_convert_salvages_a_dump_cut_in_the_ring);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);

@@ -1098,6 +1098,8 @@ static void tbt_charge_holes(FILE *f, const struct tb_ring *r,
 	}
 }
 
+#define TBT_GROW_MAX	(64u << 20)	/* the largest ring salvaged cut */
+
 /*
  * A ring header at @p (@n bytes left) that tb_ring_attach() would take,
  * and whose padding is zero as tb_ring_init() leaves it: a stray magic
@@ -1121,7 +1123,22 @@ static bool tbt_ring_header(const uint8_t *p, size_t n)
 	return true;
 }
 
-#define TBT_GROW_MAX	(64u << 20)	/* the largest ring salvaged cut */
+/*
+ * tbt_ring_header(), and the ring it describes can be converted: it fits
+ * in the @n bytes, or is cut but small enough to salvage.  A header that
+ * claims more is other memory to the scan, which goes on looking.
+ */
+static bool tbt_ring_usable(const uint8_t *p, size_t n)
+{
+	const struct tb_ring_hdr *h = (const struct tb_ring_hdr *)
+				      (const void *)p;
+	size_t need;
+
+	if (!tbt_ring_header(p, n))
+		return false;
+	need = tb_ring_size(1u << h->chunk_log2, 1u << h->count_log2);
+	return need && (need <= n || need <= TBT_GROW_MAX);
+}
 
 static uint32_t tbt_peek32(const uint8_t *p)
 {
@@ -1147,8 +1164,8 @@ static void tbt_another(FILE *f, const uint8_t *img, size_t len, size_t off,
 
 /*
  * Where the ring is in @img: at @o->offset (-O), or at the first 4-byte
- * aligned offset holding a valid header (a RAM dump holds other memory
- * around it); without one, at the first magic (or 0), for attach to say
+ * aligned offset holding a valid header of a ring that can be converted
+ * (tbt_ring_usable(): a RAM dump holds other memory around it); without one, at the first magic (or 0), for attach to say
  * what is wrong there.  The ring is moved to the start of @img.  An
  * image that ends inside the ring (after its header), or that is not
  * aligned to TB_RING_LINE, is copied into *@grown (aligned), zero-filled
@@ -1178,7 +1195,7 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 			if (first == SIZE_MAX &&
 			    tbt_peek32(*img + off) == TB_RING_MAGIC)
 				first = off;
-			if (tbt_ring_header(*img + off, *len - off))
+			if (tbt_ring_usable(*img + off, *len - off))
 				break;
 		}
 		if (off + TB_RING_HDR_SIZE > *len)
