@@ -281,7 +281,8 @@ static int mkseeds(const char *dir)
 	memset(mem, 0, sizeof(mem));
 	CHECK(!tb_ring_init(&r, mem, TB_RING_SIZE(256, 2), 256, 2));
 	r.hdr->pad0[0] = 1;
-	memcpy(mem + TB_RING_HDR_SIZE, mem, 5 * 4);
+	memcpy(mem + TB_RING_HDR_SIZE, mem,
+	       offsetof(struct tb_ring_hdr, pad0));	/* magic..count_log2 */
 	word = (uint32_t *)(void *)(mem + TB_RING_HDR_SIZE);
 	word[3] = 15;
 	word[4] = 20;

@@ -1165,13 +1165,14 @@ static void tbt_another(FILE *f, const uint8_t *img, size_t len, size_t off,
 /*
  * Where the ring is in @img: at @o->offset (-O), or at the first 4-byte
  * aligned offset holding a valid header of a ring that can be converted
- * (tbt_ring_usable(): a RAM dump holds other memory around it); without one, at the first magic (or 0), for attach to say
- * what is wrong there.  The ring is moved to the start of @img.  An
- * image that ends inside the ring (after its header), or that is not
- * aligned to TB_RING_LINE, is copied into *@grown (aligned), zero-filled
- * to the ring's size (the caller frees it), and
- * res->complete says how many chunks it holds whole.  Returns 0, or -1
- * (reported) when @o->offset is outside the image.
+ * (tbt_ring_usable(): a RAM dump holds other memory around it); without
+ * one, at the first magic (or 0), for attach to say what is wrong there.
+ * The ring is moved to the start of @img.  An image that ends inside the
+ * ring (after its header), or that is not aligned to TB_RING_LINE, is
+ * copied into *@grown (aligned), zero-filled to the ring's size (the
+ * caller frees it), and res->complete says how many chunks it holds
+ * whole.  Returns 0, or -1 (reported) when @o->offset is outside the
+ * image.
  */
 static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 		      const struct tbt_convert_opts *o,
