@@ -706,13 +706,17 @@ static inline void tb_ring_bump_generation(const struct tb_ring *r)
 /*
  * Reserve a logical position: TB_OK with *@pos, or TB_FULL with the
  * sampled read_pos in *@read_sample (write_pos untouched).  A lost
- * write_pos CAS reserves nothing and is retried at no cost.
+ * write_pos CAS reserves nothing and is retried at no cost.  @floor, when
+ * not NULL, is the least position the caller may get (see
+ * tb__writer_claim()): a write_pos behind it, which only a stray store
+ * can make, is taken as *@floor, and the CAS moves it past.
  */
-static inline int tb__w_reserve(const struct tb_ring *r, uint32_t *pos,
-				  uint32_t *read_sample)
+static inline int tb__w_reserve_from(const struct tb_ring *r,
+				       const uint32_t *floor, uint32_t *pos,
+				       uint32_t *read_sample)
 {
 	struct tb_ring_hdr *h = r->hdr;
-	uint32_t rd, wr;
+	uint32_t rd, wr, at;
 
 	for (;;) {
 		/*
@@ -727,16 +731,23 @@ static inline int tb__w_reserve(const struct tb_ring *r, uint32_t *pos,
 		rd = tb_atomic_load(&h->read_pos, TB_ACQ);
 		/* relaxed: a stale write_pos only makes the CAS below fail */
 		wr = tb_atomic_load(&h->write_pos, TB_RLX);
-		if (tb__pos_distance(wr, rd) >= r->num_chunks) {
+		at = floor && (int32_t)(wr - *floor) < 0 ? *floor : wr;
+		if (tb__pos_distance(at, rd) >= r->num_chunks) {
 			*read_sample = rd;
 			return TB_FULL;
 		}
 		/* relaxed/relaxed: a ticket, it transfers no ownership */
-		if (tb_atomic_cas(&h->write_pos, &wr, wr + 1, TB_RLX, TB_RLX)) {
-			*pos = wr;
+		if (tb_atomic_cas(&h->write_pos, &wr, at + 1, TB_RLX, TB_RLX)) {
+			*pos = at;
 			return TB_OK;
 		}
 	}
+}
+
+static inline int tb__w_reserve(const struct tb_ring *r, uint32_t *pos,
+				  uint32_t *read_sample)
+{
+	return tb__w_reserve_from(r, NULL, pos, read_sample);
 }
 
 /*
@@ -1036,6 +1047,7 @@ struct tb_writer {
 	uint32_t stall_ms;
 	uint32_t spin;		/* polls of read_pos before a sleep, adaptive */
 	uint32_t pos;		/* position of the held chunk */
+	uint32_t next_pos;	/* the least position it may reserve next */
 	uint32_t word;		/* its state word as we last set it */
 	uint32_t pub_off;	/* payload end of the published prefix */
 	struct tb_frag_cursor cur;
@@ -1061,6 +1073,8 @@ static inline int tb_writer_init(struct tb_writer *w, const struct tb_ring *r,
 	w->policy = (uint8_t)policy;
 	w->stall_ms = TB_STALL_MS;
 	w->spin = TB_SPIN_MAX;
+	/* relaxed: a floor for its own reservations (tb__writer_claim()) */
+	w->next_pos = tb_atomic_load(&r->hdr->write_pos, TB_RLX);
 	return TB_OK;
 }
 
@@ -1204,6 +1218,11 @@ static inline void tb__writer_full(struct tb_writer *w)
  * Reserve and claim a fresh chunk whose word carries @flags (and owed data
  * loss).  Lost claims burn positions: they ring the doorbell and spend the
  * budget.  Once anything burned, a full ring is TB_NO_CHUNK, never a wait.
+ *
+ * Each reservation comes after this writer's previous one, even if a
+ * stray store put write_pos back: the reader hands chunks on in position
+ * order, so a position behind one already taken, whose chunk is free for
+ * this lap, would put this writer's next packet before its last.
  */
 static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 {
@@ -1212,7 +1231,8 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 	uint32_t pos, sample, word;
 
 	for (;;) {
-		if (tb__w_reserve(r, &pos, &sample) == TB_FULL) {
+		if (tb__w_reserve_from(r, &w->next_pos, &pos, &sample) ==
+		    TB_FULL) {
 			if (burned)
 				break;
 			if (w->policy == TB_STALL &&
@@ -1222,6 +1242,7 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 			tb__writer_full(w);
 			return TB_FULL;
 		}
+		w->next_pos = pos + 1;
 		word = tb__state_data(TB_ACQUIRED, TB_FORMAT_TARGET,
 				     flags | (w->loss_owed ? TB_F_DATA_LOSS : 0),
 				     0, w->id);
