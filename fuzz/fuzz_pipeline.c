@@ -576,6 +576,9 @@ static void scribble(unsigned op, struct in *in)
 	default:	/* cursors: may hide published chunks for good */
 		G.cursors = 1;
 		n = (uint32_t)(int32_t)(int8_t)get(in);
+		TRACE("  %s %+d (write_pos %u, read_pos %u)\n",
+		      op & 0x10 ? "write_pos" : "read_pos", (int32_t)n,
+		      h->write_pos, h->read_pos);
 		if (op & 0x10)
 			h->write_pos += n;
 		else
