@@ -731,7 +731,9 @@ static inline int tb__w_reserve_from(const struct tb_ring *r,
 		rd = tb_atomic_load(&h->read_pos, TB_ACQ);
 		/* relaxed: a stale write_pos only makes the CAS below fail */
 		wr = tb_atomic_load(&h->write_pos, TB_RLX);
-		at = floor && (int32_t)(wr - *floor) < 0 ? *floor : wr;
+		/* behind the floor: the distance to it has the sign bit */
+		at = floor && tb__pos_distance(wr, *floor) & 0x80000000u ?
+		     *floor : wr;
 		if (tb__pos_distance(at, rd) >= r->num_chunks) {
 			*read_sample = rd;
 			return TB_FULL;

@@ -2260,47 +2260,6 @@ START_TEST(test_writer_packet_split_sets_continuation_flags)
 }
 END_TEST
 
-/*
- * write_pos only grows; a stray store that puts it back (a hostile or
- * broken process in the mapping) must not let a writer claim a position
- * before one it already took: the reader hands chunks on in position
- * order, so the writer's later packet would come out first.  Here the
- * writer's first chunk is at position 2 and write_pos is put back to 1,
- * whose chunk is free for this lap: the next claim must still come after
- * position 2.
- */
-START_TEST(test_writer_positions_only_grow_when_write_pos_goes_back)
-{
-	struct tring t;
-	struct twriter a;
-	struct treader tr;
-	struct collect col;
-
-	memset(&col, 0, sizeof(col));
-	tring_new(&t, 256, 4);
-	twriter_new(&a, &t, WA, BID, TB_DROP);
-	treader_new(&tr, &t);
-	tset_write_pos(&t, 2);		/* positions 0 and 1: holes */
-	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), 3);
-	tset_write_pos(&t, 1);		/* the stray store */
-	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), 4);	/* and write_pos mended */
-	ck_assert_uint_eq(tword(&t, 1), spec_free(0));	/* untouched */
-	tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col);
-	ck_assert_uint_eq(col.count, 2);
-	ck_assert_uint_eq(col.c[0].pos, 2);
-	ck_assert_str_eq(col.c[0].frag[0], "one");
-	ck_assert_uint_eq(col.c[1].pos, 3);
-	ck_assert_str_eq(col.c[1].frag[0], "two");
-	treader_free(&tr);
-	twriter_free(&a);
-	tring_free(&t);
-}
-END_TEST
-
 START_TEST(test_writer_data_loss_on_next_claimed_chunk_only_once)
 {
 	struct tring t;
@@ -4051,6 +4010,47 @@ START_TEST(test_hostile_directory_rejected_as_malformed_without_oob)
 		treader_free(&tr);
 		tring_free(&t);
 	}
+}
+END_TEST
+
+/*
+ * write_pos only grows; a stray store that puts it back (a hostile or
+ * broken process in the mapping) must not let a writer claim a position
+ * before one it already took: the reader hands chunks on in position
+ * order, so the writer's later packet would come out first.  Here the
+ * writer's first chunk is at position 2 and write_pos is put back to 1,
+ * whose chunk is free for this lap: the next claim must still come after
+ * position 2.
+ */
+START_TEST(test_writer_positions_only_grow_when_write_pos_goes_back)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct collect col;
+
+	memset(&col, 0, sizeof(col));
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	tset_write_pos(&t, 2);		/* positions 0 and 1: holes */
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), 3);
+	tset_write_pos(&t, 1);		/* the stray store */
+	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), 4);	/* and write_pos mended */
+	ck_assert_uint_eq(tword(&t, 1), spec_free(0));	/* untouched */
+	tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col);
+	ck_assert_uint_eq(col.count, 2);
+	ck_assert_uint_eq(col.c[0].pos, 2);
+	ck_assert_str_eq(col.c[0].frag[0], "one");
+	ck_assert_uint_eq(col.c[1].pos, 3);
+	ck_assert_str_eq(col.c[1].frag[0], "two");
+	treader_free(&tr);
+	twriter_free(&a);
+	tring_free(&t);
 }
 END_TEST
 
