@@ -2195,9 +2195,13 @@ END_TEST
  * A ring's refusals name no writer.
  */
 
-/* A ring record of producer @producer: ended @end, @full writes refused. */
+/*
+ * A ring record of producer @producer: ended @end, @full writes refused,
+ * @holes chunks the reader lost, writer @holder (0: none) holding a chunk.
+ */
 static void t_ring_record(struct trace *t, uint16_t producer,
-			  enum tb_trace_end end, uint32_t full)
+			  enum tb_trace_end end, uint32_t full,
+			  uint32_t holes, uint16_t holder)
 {
 	struct tb_buf_ident id = { UID, PID };
 	struct tb_trace_ring_record r;
@@ -2210,6 +2214,12 @@ static void t_ring_record(struct trace *t, uint16_t producer,
 	r.pid = PID;
 	r.end = end;
 	r.full = full;
+	r.holes = holes;
+	if (holder) {
+		r.held = 1;
+		r.holders = 1;
+		r.held_by[0] = holder;
+	}
 	ck_assert_int_eq(tb_trace_ring_record(&o, id, 300, &r), 0);
 }
 
@@ -2217,7 +2227,9 @@ static void t_ring_record(struct trace *t, uint16_t producer,
  * A ring counts the writes its writers could not make, not whose: with
  * two writers in the trace, one that stopped mid-slice (it died, the RAM
  * image was taken) is not explained by refusals that may be the other's.
- * A lone writer's are its own; a producer's death is every writer's.
+ * A lone writer's are its own; a producer's death is every writer's; a
+ * chunk a writer held at the end is that writer's tail lost; chunks the
+ * reader lost name no writer, and may have held anyone's.
  */
 START_TEST(test_ring_refusals_explain_only_a_lone_writer)
 {
@@ -2225,21 +2237,41 @@ START_TEST(test_ring_refusals_explain_only_a_lone_writer)
 
 	t_open_slice(&t, 0x20001);
 	t_open_slice(&t, 0x20002);
-	t_ring_record(&t, 2, TB_TRACE_END_LIVE, 5);
+	t_ring_record(&t, 2, TB_TRACE_END_LIVE, 5, 0, 0);
 	ck_assert_int_eq(run(&t), TB_OK);
 	expect_only(TB_CK_SLICE_NOT_ENDED, 2, 0);
 	ck_assert_uint_eq(ck.stats.producers_lossy, 1);
 	done();
 	t_free(&t);
 	t_open_slice(&t, 0x30001);
-	t_ring_record(&t, 3, TB_TRACE_END_LIVE, 5);
+	t_ring_record(&t, 3, TB_TRACE_END_LIVE, 5, 0, 0);
 	ck_assert_int_eq(run(&t), TB_OK);
 	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 1);
 	done();
 	t_free(&t);
 	t_open_slice(&t, 0x20001);
 	t_open_slice(&t, 0x20002);
-	t_ring_record(&t, 2, TB_TRACE_END_DIED, 0);
+	t_ring_record(&t, 2, TB_TRACE_END_DIED, 0, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 2);
+	done();
+	t_free(&t);
+	/* writer 1 held a chunk (the interrupt faulted over it), writer 2's
+	 * interrupt had writes refused: only writer 1 is explained */
+	t_open_slice(&t, 0x20001);
+	t_open_slice(&t, 0x20002);
+	t_ring_record(&t, 2, TB_TRACE_END_LIVE, 8, 0, 1);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_SLICE_NOT_ENDED].first_seq, 0x20002);
+	ck_assert_uint_eq(ck.rule[TB_CK_SLICE_NOT_ENDED].first_explained_seq,
+			  0x20001);
+	done();
+	t_free(&t);
+	/* the reader lost chunks that named no writer: either's tail */
+	t_open_slice(&t, 0x20001);
+	t_open_slice(&t, 0x20002);
+	t_ring_record(&t, 2, TB_TRACE_END_LIVE, 0, 2, 0);
 	ck_assert_int_eq(run(&t), TB_OK);
 	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 2);
 	done();

@@ -132,16 +132,20 @@
  * its end was lost with no packet left to carry a flag: its TraceStats
  * packet (trace_stats) counts chunks a buffer discarded, bytes it never
  * completed, patches that failed, ABI violations, chunks refused before
- * any buffer or invalid packets; or the service recorded that the
- * sequence's producer died (tbtrace.h's ring record: an instant on a
- * service sequence, 2 to 65535, that no {producer, writer} gets: every
- * writer of that producer died with it); or that the producer left
- * chunks held or had writes refused, when the sequence is the producer's
- * only writer in the trace (a ring counts what its writers could not
- * write, not which writer: with several, a refusal explains none of them,
- * and a writer that stopped mid-slice is a violation; a writer's own
- * refused writes show as the loss flag of its next packet); or the
- * caller set c->tail_lost, knowing so from elsewhere.  Explained
+ * any buffer or invalid packets; or the service recorded (tbtrace.h's
+ * ring record: an instant on a service sequence, 2 to 65535, that no
+ * {producer, writer} gets) that, per writer: the sequence's producer
+ * died (every writer of it died with it); its writer held a chunk at the
+ * end (named in tb.held_by: what it wrote there after its last whole
+ * packet is not in the trace); the producer's reader lost chunks
+ * (tb.holes, tb.malformed: they name no writer, so any writer's tail may
+ * have been in them); or the producer had writes refused, or held chunks
+ * the record does not name, when the sequence is the producer's only
+ * writer in the trace (a ring counts the writes it refused, not whose:
+ * with several writers a refusal explains none of them, and a writer
+ * that stopped mid-slice is a violation; a writer's own refused writes
+ * show as the loss flag of its next packet); or the caller set
+ * c->tail_lost, knowing so from elsewhere.  Explained
  * violations are counted apart; tb_check_clean() is true when nothing
  * unexplained is left.
  *
@@ -307,6 +311,7 @@ struct tb_check_seq {
 	uint8_t delta_valid;		/* legacy delta timestamps usable */
 	uint8_t has_last_ts;
 	uint8_t defaults_lost;		/* TB__CK_LOST_*: a clear dropped */
+	uint8_t held;			/* held a chunk at its ring's end */
 	uint32_t default_clock;
 	uint64_t default_track;
 	int32_t thread_pid, thread_tid;
@@ -448,6 +453,8 @@ struct tb__ck_pair {
 #define TB__CK_END_LOSSY	4u	/* held chunks or refused writes */
 #define TB__CK_END_ONE		8u	/* a writer of it is in the trace */
 #define TB__CK_END_MANY		16u	/* ... and another */
+#define TB__CK_END_HOLES	32u	/* chunks lost naming no writer */
+#define TB__CK_HELD_BY_MAX	64	/* holders a record may name */
 
 /* Private: what a sequence's clear dropped of its defaults. */
 #define TB__CK_LOST_TRACK	1u
@@ -1995,11 +2002,75 @@ static inline void tb__ck_arg_parse(const uint8_t *p, size_t n,
 	}
 }
 
+/* What a ring record says (tb_trace_ring_record()'s annotations). */
+struct tb__ck_rr {
+	uint64_t producer, held, holders;
+	uint16_t held_by[TB__CK_HELD_BY_MAX];
+	uint32_t named;
+	bool has_producer, has_end, died, live, refused, holes;
+};
+
+/* One annotation of a ring record into @rr. */
+static inline void tb__ck_rr_arg(struct tb__ck_rr *rr, const struct tb__ck_arg *a)
+{
+	if (!a->has_name)
+		return;
+	if (a->has_u && tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_PRODUCER)) {
+		rr->producer = a->u;
+		rr->has_producer = true;
+	} else if (a->has_str && tb__ck_is(a->name, a->name_n,
+					   TB_TRACE_ARG_END)) {
+		rr->has_end = true;
+		rr->died = tb__ck_is(a->str, a->str_n, "died");
+		rr->live = tb__ck_is(a->str, a->str_n, "live");
+	} else if (a->has_u && tb__ck_is(a->name, a->name_n,
+					 TB_TRACE_ARG_HELD)) {
+		rr->held = a->u;
+	} else if (a->has_u && tb__ck_is(a->name, a->name_n,
+					 TB_TRACE_ARG_HOLDERS)) {
+		rr->holders = a->u;
+	} else if (a->has_u && tb__ck_is(a->name, a->name_n,
+					 TB_TRACE_ARG_HELD_BY)) {
+		if (rr->named < TB__CK_HELD_BY_MAX && a->u < 65536)
+			rr->held_by[rr->named++] = (uint16_t)a->u;
+	} else if (a->has_u && a->u &&
+		   (tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_FULL) ||
+		    tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_NO_CHUNK) ||
+		    tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_DROPPED))) {
+		rr->refused = true;
+	} else if (a->has_u && a->u &&
+		   (tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_HOLES) ||
+		    tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_MALFORMED))) {
+		rr->holes = true;
+	}
+}
+
+/*
+ * Marks the writers of producer @producer that held chunks at its end:
+ * what they wrote there after their last whole packet is not in the
+ * trace, so their open slices are explained (their own, per writer).
+ */
+static inline void tb__ck_held_by(struct tb_check *c, uint64_t producer,
+				  const struct tb__ck_rr *rr)
+{
+	struct tb__ck_ent *e;
+	uint32_t i;
+
+	for (i = 0; i < rr->named; i++) {
+		e = tb__ck_find(&c->seq_ix, producer << 16 | rr->held_by[i], 0);
+		if (e)
+			c->seqs[e->v1].held = 1;
+	}
+}
+
 /*
  * An instant of a service's sequence with the annotations of a ring
- * record (tb_trace_ring_record()): the producer's end, and whether its
- * tail is lost (it died, its writers held chunks, or writes were refused
- * that no later packet could flag).
+ * record (tb_trace_ring_record()): the producer's end, and what it says
+ * of its writers' tails.  Its death is every writer's; chunks lost that
+ * name no writer (the reader's holes, malformed chunks) may have held
+ * any writer's tail; a writer named holding a chunk lost its own; the
+ * writes refused, and chunks held by writers not named, are a lone
+ * writer's only (see tb__ck_tail_lost()).
  */
 static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
 				      size_t n)
@@ -2007,45 +2078,25 @@ static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
 	struct tb_pb_reader r;
 	struct tb_pb_field f;
 	struct tb__ck_arg a;
-	uint64_t producer = 0, lossy = 0, held = 0;
-	bool has_producer = false, died = false, has_end = false;
-	bool live = false;
+	struct tb__ck_rr rr;
+	bool lossy;
 
+	TB_MEMSET(&rr, 0, sizeof(rr));
 	tb_pb_reader_init(&r, p, n);
 	while (tb_pb_next(&r, &f) > 0) {
 		if (f.number != TB__CK_TE_ANNOTATIONS || f.type != TB_PB_LEN)
 			continue;
 		tb__ck_arg_parse(f.data, f.size, &a);
-		if (!a.has_name)
-			continue;
-		if (a.has_u && tb__ck_is(a.name, a.name_n,
-					 TB_TRACE_ARG_PRODUCER)) {
-			producer = a.u;
-			has_producer = true;
-		} else if (a.has_str && tb__ck_is(a.name, a.name_n,
-						  TB_TRACE_ARG_END)) {
-			has_end = true;
-			died = tb__ck_is(a.str, a.str_n, "died");
-			live = tb__ck_is(a.str, a.str_n, "live");
-		} else if (a.has_u && tb__ck_is(a.name, a.name_n,
-						TB_TRACE_ARG_HELD)) {
-			held = a.u;
-		} else if (a.has_u && a.u &&
-			   (tb__ck_is(a.name, a.name_n, TB_TRACE_ARG_FULL) ||
-			    tb__ck_is(a.name, a.name_n,
-				      TB_TRACE_ARG_NO_CHUNK) ||
-			    tb__ck_is(a.name, a.name_n,
-				      TB_TRACE_ARG_DROPPED))) {
-			lossy = 1;
-		}
+		tb__ck_rr_arg(&rr, &a);
 	}
-	if (!has_producer || !has_end || !producer || producer > 65535)
+	if (!rr.has_producer || !rr.has_end || !rr.producer ||
+	    rr.producer > 65535)
 		return;
 	/* chunks held by a producer that left are packets it left open; a
 	 * live one's are the chunks its writers keep (a torn packet there
 	 * shows as bytes its buffer never completed, in TraceStats) */
-	if (held && !live)
-		lossy = 1;
+	lossy = rr.refused || rr.holders > rr.named ||
+		(rr.held && !rr.live && !rr.holders);
 	if (!c->ends) {
 		c->ends = (uint8_t *)tb__ck_mem(c, NULL, 0, 65536);
 		if (!c->ends)
@@ -2053,11 +2104,14 @@ static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
 		TB_MEMSET(c->ends, 0, 65536);
 	}
 	c->stats.producer_ends++;
-	c->stats.producer_deaths += died;
-	c->stats.producers_lossy += lossy && !died;
-	c->ends[producer] |= (uint8_t)(TB__CK_END_SEEN |
-				       (died ? TB__CK_END_DIED : 0) |
-				       (lossy ? TB__CK_END_LOSSY : 0));
+	c->stats.producer_deaths += rr.died;
+	c->stats.producers_lossy += (lossy || rr.holes || rr.named) &&
+				    !rr.died;
+	c->ends[rr.producer] |= (uint8_t)(TB__CK_END_SEEN |
+					  (rr.died ? TB__CK_END_DIED : 0) |
+					  (lossy ? TB__CK_END_LOSSY : 0) |
+					  (rr.holes ? TB__CK_END_HOLES : 0));
+	tb__ck_held_by(c, rr.producer, &rr);
 }
 
 /* A varint field's sum over every instance (BufferStats are repeated). */
@@ -3133,9 +3187,9 @@ static inline bool tb__ck_tail_lost(const struct tb_check *c,
 	uint32_t producer = s->seq_id >> 16;
 	uint8_t end = c->ends && producer ? c->ends[producer] : 0;
 
-	return c->tail_lost || c->ts_tail_lost ||
+	return c->tail_lost || c->ts_tail_lost || s->held ||
 	       (s->last_loss != TB_CHECK_NONE && s->last_loss > packet) ||
-	       (end & TB__CK_END_DIED) ||
+	       (end & (TB__CK_END_DIED | TB__CK_END_HOLES)) ||
 	       ((end & TB__CK_END_LOSSY) && !(end & TB__CK_END_MANY));
 }
 
