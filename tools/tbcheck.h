@@ -181,9 +181,7 @@
  *    importer tokenizes only the event): tbevent.h never writes one;
  *  - incremental counters fed from two sequences (the importer keeps a
  *    running total per sequence), and extra counter uuids given only in
- *    TrackEventDefaults;
- *  - clock snapshots before the trace's first (the importer defers a
- *    packet whose clock it cannot convert yet to the end of the file).
+ *    TrackEventDefaults.
  *
  * Threading: one thread per struct tb_check.  Input is untrusted: a
  * trace image that is not one (or a budget that runs out) stops the check
@@ -303,15 +301,15 @@ struct tb_check_seq {
 	/* the importer's state of the sequence: private */
 	uint64_t first_skip;		/* packet index, or NONE */
 	uint32_t gen;			/* incremental-state generation */
-	uint32_t obj;			/* the importer's generation object */
+	uint32_t obj;			/* the importer's state object */
 	uint8_t valid;			/* incremental state valid */
 	uint8_t lossy;			/* loss flag since the last clear */
 	uint8_t has_default_track;
 	uint8_t thread_valid;		/* a thread descriptor was seen */
 	uint8_t delta_valid;		/* legacy delta timestamps usable */
 	uint8_t has_last_ts;
-	uint8_t defaults_lost;		/* TB__CK_LOST_*: a clear dropped */
-	uint8_t held;			/* held a chunk at its ring's end */
+	uint8_t defaults_lost;		/* TB__CK_LOST_*: lost to a clear */
+	uint8_t held;			/* held a chunk at the end */
 	uint32_t default_clock;
 	uint64_t default_track;
 	int32_t thread_pid, thread_tid;
@@ -343,7 +341,7 @@ struct tb_check_track {
 	uint32_t open;			/* open slices (pool index + 1) */
 	uint32_t depth;			/* slices on its stack */
 	uint8_t resolved;		/* 0: not yet, 1: ok */
-	uint8_t reserved;		/* a descriptor, or an event, took it */
+	uint8_t reserved;		/* by a descriptor, or an event */
 	uint8_t incremental;		/* a counter of delta values */
 	uint8_t ended;			/* slices ended under open ones */
 };
@@ -451,7 +449,7 @@ struct tb__ck_pair {
 #define TB__CK_END_SEEN		1u
 #define TB__CK_END_DIED		2u
 #define TB__CK_END_LOSSY	4u	/* held chunks or refused writes */
-#define TB__CK_END_ONE		8u	/* a writer of it is in the trace */
+#define TB__CK_END_ONE		8u	/* a writer of it in the trace */
 #define TB__CK_END_MANY		16u	/* ... and another */
 #define TB__CK_END_HOLES	32u	/* chunks lost naming no writer */
 #define TB__CK_HELD_BY_MAX	64	/* holders a record may name */
@@ -496,7 +494,7 @@ struct tb_check {
 	struct tb__ck_flow *flows;
 	uint32_t flows_cap, nflows;
 	struct tb__ck_index flow_ix;
-	struct tb__ck_index thread_ix;	/* (pid, tid) or pid: first track */
+	struct tb__ck_index thread_ix;	/* (pid, tid), pid: first uuid */
 	struct tb__ck_rec *evs;		/* stage 2's events */
 	uint32_t evs_cap, nevs;
 	struct tb__ck_pair *pairs;	/* clocks against the trace clock */
@@ -1267,7 +1265,10 @@ static inline uint32_t tb__ck_root(struct tb_check *c, uint32_t i)
 /*
  * Whether clock @id on sequence @s converts to the trace clock: some
  * chain of clock snapshots relates the two (the importer searches the
- * same graph: ClockTracker, importers/common/clock_tracker.cc).
+ * same graph: ClockTracker, importers/common/clock_tracker.cc), wherever
+ * the snapshots are in the file (a packet it cannot convert yet waits
+ * for the end of the file: ProtoTraceReader::
+ * ResolveTimestampToTraceTime()).
  */
 static inline bool tb__ck_clock_ok(struct tb_check *c,
 				   const struct tb_check_seq *s, uint64_t id)
@@ -2011,7 +2012,8 @@ struct tb__ck_rr {
 };
 
 /* One annotation of a ring record into @rr. */
-static inline void tb__ck_rr_arg(struct tb__ck_rr *rr, const struct tb__ck_arg *a)
+static inline void tb__ck_rr_arg(struct tb__ck_rr *rr,
+				 const struct tb__ck_arg *a)
 {
 	if (!a->has_name)
 		return;
