@@ -2050,6 +2050,32 @@ START_TEST(test_iid_interned_later_in_the_same_generation)
 }
 END_TEST
 
+/*
+ * MaybeParseFlowEvents() runs on the slice an event begins, ends or is:
+ * a counter value makes none, nor does an END that ends nothing, so their
+ * flow ids are not read at all.
+ */
+START_TEST(test_flow_ids_where_no_slice_is_made_are_not_read)
+{
+	struct trace t = { 0 };
+	struct msg ev;
+
+	t_start(&t, 5);
+	t_counter_inc(&t, 5, 600, 0, 0);
+	ev_init(&ev, COUNTER, 600);
+	m_uint(&ev, TE_COUNTER, 1);
+	ck_assert_uint_lt(ev.n + 20, sizeof(ev.b));
+	ev.n += tb_pb_fixed64(ev.b + ev.n, TE_FLOW_IDS, 21);
+	t_pkt(&t, 5, 20, 0, &ev, NULL, NULL, 0);	/* would begin 21 */
+	t_flow(&t, 5, 30, END, 5, 0, 22, 0);		/* ends nothing */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_END_WITHOUT_BEGIN, 1, 0);
+	ck_assert_uint_eq(ck.stats.flows_begun, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------
  * Slices ENDed by name, clock snapshots, annotations.
  */
@@ -2350,6 +2376,8 @@ static Suite *check_suite(void)
 		test_cross_thread_flow_out_of_file_order_draws_its_arrow);
 	tcase_add_test(t, test_slices_match_in_time_order);
 	tcase_add_test(t, test_iid_interned_later_in_the_same_generation);
+	tcase_add_test(t,
+		test_flow_ids_where_no_slice_is_made_are_not_read);
 	tcase_add_test(t, test_end_naming_an_outer_slice);
 	tcase_add_test(t, test_clock_snapshot_packet_with_a_payload);
 	tcase_add_test(t, test_debug_annotation_without_a_name);
