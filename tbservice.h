@@ -353,8 +353,9 @@ static inline void tb__service_loss(struct tb_service *s)
 /*
  * Writes into the trace what the ring of bridge @br counted and how its
  * producer ended (@end; @held: chunks its writers still held, as the
- * caller counted them): an instant on the service's track
- * (tb_trace_ring_record()).  Call it when a producer left, after
+ * caller counted them, and then which writers held them, from the
+ * ring's chunk words unless its reader stopped on an error): an instant
+ * on the service's track (tb_trace_ring_record()).  Call it when a producer left, after
  * tb_service_remove() took what it published; the end of the trace
  * writes one (TB_TRACE_END_LIVE) for each ring still served.  Nothing
  * without a clock.
@@ -364,7 +365,9 @@ static inline void tb_service_record_ring(struct tb_service *s,
 					  enum tb_trace_end end, uint32_t held)
 {
 	struct tb_trace_ring_record r;
+	struct tb_ring_stats st;
 	const uint32_t *w, *rs;
+	unsigned i;
 
 	if (!br || !tb__service_timed(s))
 		return;
@@ -379,6 +382,12 @@ static inline void tb_service_record_ring(struct tb_service *s,
 	r.pid = br->ident.pid;
 	r.end = end;
 	r.held = held;
+	if (held && !br->error) {	/* whose packets the chunks left open */
+		tb_ring_stats(br->reader.ring, &st);
+		r.holders = st.nholders;
+		for (i = 0; i < TB_RING_HOLDERS && i < TB_TRACE_HELD_BY; i++)
+			r.held_by[i] = st.holders[i];
+	}
 	/* relaxed: statistics, read untrusted */
 	r.full = tb_atomic_load(&w[TB_WS_FULL], TB_RLX);
 	r.no_chunk = tb_atomic_load(&w[TB_WS_NO_CHUNK], TB_RLX);

@@ -751,8 +751,9 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
  *    producer's ring is let go, or at the end for a ring still served:
  *    "producer N died" / "ended" / "at the end", whose debug annotations
  *    carry what the ring counted (TB_TRACE_ARG_*: the producer id, how it
- *    ended, the chunks its writers still held, the writes refused by
- *    cause, the reader's holes, scrapes and malformed chunks).  Perfetto
+ *    ended, the chunks its writers still held and which writers held
+ *    them, the writes refused by cause, the reader's holes, scrapes and
+ *    malformed chunks).  Perfetto
  *    has no field for a ring's counters: they are the instant's
  *    arguments, shown in the UI, and read by tools/tbcheck.h;
  *  - last of all, a TraceStats packet (trace_stats, Perfetto's field
@@ -776,11 +777,17 @@ enum tb_trace_end {
 };
 
 /* What a service says about one ring. */
+#define TB_TRACE_HELD_BY	8	/* writers of held chunks named */
+
 struct tb_trace_ring_record {
 	uint16_t producer;
 	int32_t pid;
 	enum tb_trace_end end;
 	uint32_t held;			/* chunks its writers held */
+	uint32_t holders;		/* writers that held them (0: not
+					   known), the first TB_TRACE_HELD_BY
+					   named in @held_by */
+	uint16_t held_by[TB_TRACE_HELD_BY];
 	uint32_t full, no_chunk;	/* writes refused, by cause */
 	uint32_t dropped_frags;
 	uint32_t holes, scrapes, malformed;	/* the reader's */
@@ -960,9 +967,10 @@ static inline int tb_trace_ring_record(struct tb_trace_out *o,
 	static const char *const what[3] = {
 		" at the end", " ended", " died",
 	};
-	uint8_t te[640], pkt[700];
+	uint8_t te[896], pkt[960];
 	char name[48];
 	size_t n = 0, k = 0, m;
+	uint32_t i;
 
 	m = tb__trace_cat(name, "producer ");
 	m += tb__trace_dec(name + m, r->producer);
@@ -978,6 +986,10 @@ static inline int tb_trace_ring_record(struct tb_trace_out *o,
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_END, 0,
 			   tb_trace_end_name(r->end));
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_HELD, r->held, NULL);
+	n += tb__trace_arg(te + n, TB_TRACE_ARG_HOLDERS, r->holders, NULL);
+	for (i = 0; i < r->holders && i < TB_TRACE_HELD_BY; i++)
+		n += tb__trace_arg(te + n, TB_TRACE_ARG_HELD_BY,
+				   r->held_by[i], NULL);
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_FULL, r->full, NULL);
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_NO_CHUNK, r->no_chunk, NULL);
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_DROPPED, r->dropped_frags,

@@ -1592,6 +1592,9 @@ static void tbt_convert_tail(struct tb_trace_out *out, const uint8_t *p,
 	rec.pid = o->pid;
 	rec.end = TB_TRACE_END_LIVE;
 	rec.held = res->ring.states[TB_ACQUIRED] + res->ring.states[TB_REWRITE];
+	rec.holders = res->ring.nholders;	/* whose packets they left open */
+	for (i = 0; i < TB_RING_HOLDERS && i < TB_TRACE_HELD_BY; i++)
+		rec.held_by[i] = res->ring.holders[i];
 	rec.full = res->ring.wstat[TB_WS_FULL];
 	rec.no_chunk = res->ring.wstat[TB_WS_NO_CHUNK];
 	rec.dropped_frags = res->ring.wstat[TB_WS_DROPPED_FRAGS];
