@@ -1,0 +1,154 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# bench/ring-vs-peer.sh [ROW...] - bench_ring against Perfetto's prototype
+# of the same protocol, interleaved: for every row, PAIRS times ours then
+# theirs (each one invocation of its bench: the median of TB_BENCH_RUNS
+# runs), then the medians of those pairs and their spreads, side by side.
+# Rows are bench_ring's names (fnmatch(3) globs, as the benches take them);
+# without any, every stall and drop row the prototype also has.
+#
+# Environment:
+#   PAIRS=5        pairs per row (the issue asks for at least 5)
+#   RING=build/bench_ring            ours (make build/bench_ring)
+#   PEER=build/peer/proto_ring_bench theirs (bench/peer-ring.sh build/peer)
+#   QUIET=3        before every pair, wait until the 1-minute load average
+#                  is below this (0: do not wait); the load is printed
+#   QUIET_WAIT=5400  give up waiting after this many seconds (the row is
+#                  then measured anyway, and its load says so)
+#   TB_BENCH_RUNS, TB_BENCH_SECONDS, TB_BENCH_WARMUP: passed to both.
+#
+# Columns, per side: delivered Mpkt/s (median of the pairs' medians, and
+# (max - min) / median of them, in per cent); Mpkt per CPU-second (each
+# pair's Mpkt/s / (cpu% / 100), the process's CPU time over the run, then
+# the median); cpu%; futex calls per chunk; loss%; then ours / theirs of
+# the two medians, and the load average seen before the pairs (min-max).
+# Per CPU-second is the figure that counts on a machine whose cores the
+# application needs: a side that spins gets more CPU, not more done.
+#
+# The raw lines of every invocation go to ring-vs-peer.log (LOG=...).
+set -e
+RING=${RING:-build/bench_ring}
+PEER=${PEER:-build/peer/proto_ring_bench}
+PAIRS=${PAIRS:-5}
+QUIET=${QUIET:-3}
+QUIET_WAIT=${QUIET_WAIT:-5400}
+LOG=${LOG:-ring-vs-peer.log}
+for b in "$RING" "$PEER"; do
+	[ -x "$b" ] || {
+		echo "ring-vs-peer: no $b (make build/bench_ring;" \
+		     "bench/peer-ring.sh build/peer)" >&2
+		exit 2
+	}
+done
+if [ $# -eq 0 ]; then
+	set -- $("$PEER" -l)
+fi
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# Waits (up to QUIET_WAIT s) for a 1-minute load below QUIET.
+wait_quiet() {
+	[ "$QUIET" = 0 ] && return 0
+	waited=0
+	while awk -v l="$(load1)" -v q="$QUIET" 'BEGIN { exit !(l >= q) }'; do
+		[ "$waited" -ge "$QUIET_WAIT" ] && return 0
+		sleep 30
+		waited=$((waited + 30))
+	done
+}
+
+# One invocation: "mpkt cpu fx loss wns rns" of row $2 from bench $1.
+one() {
+	out=$("$1" "$2" 2>&1) || true
+	printf '%s\n' "$out" >> "$LOG"
+	printf '%s\n' "$out" | awk -v row="$2" '
+		$1 == row && $12 == "|" { m = $2; fx = $9; cpu = $11; loss = $6 }
+		$1 == row && /CPU ns per packet/ {
+			s = $0; sub(/.*CPU ns per packet: writers /, "", s)
+			split(s, a, /[ ;]+/); w = a[1]; r = a[3]
+		}
+		END {
+			if (m == "") { print "fail"; exit }
+			printf "%s %s %s %s %s %s\n", m, cpu, fx, loss,
+			       w == "" ? "-" : w, r == "" ? "-" : r
+		}'
+}
+
+printf '%s\n' "ring-vs-peer: $PAIRS pairs per row, ours then theirs;" \
+	"each figure the median of the pairs (spread = (max - min) / median)"
+printf '%-20s | %-42s | %-42s | %-11s | %s\n' "" \
+	"tbring" "prototype" "ours/theirs" "load"
+printf '%-20s | %6s %5s %6s %4s %5s %5s %5s %5s |' "row" \
+	"Mpkt/s" "spr" "/cpu-s" "cpu%" "fx/ch" "loss%" "w-ns" "r-ns"
+printf ' %6s %5s %6s %4s %5s %5s %5s %5s |' \
+	"Mpkt/s" "spr" "/cpu-s" "cpu%" "fx/ch" "loss%" "w-ns" "r-ns"
+printf ' %5s %5s | %s\n' "pkt/s" "/cpu" "1-min"
+for row in "$@"; do
+	tmp=$(mktemp)
+	i=0
+	while [ "$i" -lt "$PAIRS" ]; do
+		wait_quiet
+		l=$(load1)
+		echo "ours $(one "$RING" "$row") $l" >> "$tmp"
+		echo "theirs $(one "$PEER" "$row") $l" >> "$tmp"
+		i=$((i + 1))
+	done
+	awk -v row="$row" '
+	function med(v, n,   i, j, t, a) {	# lower middle
+		for (i = 1; i <= n; i++) a[i] = v[i]
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+			}
+		return a[int((n + 1) / 2)]
+	}
+	function spr(v, n,   i, lo, hi, m) {
+		lo = hi = v[1]
+		for (i = 2; i <= n; i++) {
+			if (v[i] < lo) lo = v[i]
+			if (v[i] > hi) hi = v[i]
+		}
+		m = med(v, n)
+		return m > 0 ? 100 * (hi - lo) / m : 0
+	}
+	$2 == "fail" { bad[$1]++; next }
+	{
+		k = ++n[$1]
+		mp[$1, k] = $2; cpu[$1, k] = $3; fx[$1, k] = $4
+		loss[$1, k] = $5; pc[$1, k] = $3 > 0 ? $2 / ($3 / 100) : 0
+		wn[$1, k] = $6; rn[$1, k] = $7
+		l = $8
+		if (lo == "" || l < lo) lo = l
+		if (hi == "" || l > hi) hi = l
+	}
+	END {
+		printf "%-20s |", row
+		for (s = 0; s < 2; s++) {
+			side = s ? "theirs" : "ours"
+			c = n[side]
+			if (!c) { printf " %-42s |", "failed"; continue }
+			for (i = 1; i <= c; i++) {
+				a[i] = mp[side, i]; b[i] = pc[side, i]
+				d[i] = cpu[side, i]; e[i] = fx[side, i]
+				f[i] = loss[side, i]; g[i] = wn[side, i]
+				h[i] = rn[side, i]
+			}
+			M[s] = med(a, c); P[s] = med(b, c)
+			printf " %6.2f %4.0f%% %6.2f %4.0f %5.3f %5.2f %5.0f %5.0f |",
+			       M[s], spr(a, c), P[s], med(d, c), med(e, c),
+			       med(f, c), med(g, c), med(h, c)
+			delete a; delete b; delete d; delete e; delete f
+			delete g; delete h
+		}
+		if (n["ours"] && n["theirs"] && M[1] > 0 && P[1] > 0)
+			printf " %5.2f %5.2f |", M[0] / M[1], P[0] / P[1]
+		else
+			printf " %5s %5s |", "-", "-"
+		printf " %s-%s", lo, hi
+		if (bad["ours"] || bad["theirs"])
+			printf "  FAILED runs: ours %d theirs %d",
+			       bad["ours"], bad["theirs"]
+		printf "\n"
+	}' "$tmp"
+	rm -f "$tmp"
+done
