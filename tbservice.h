@@ -558,7 +558,7 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 
 	for (i = 0; s->cfg.out && i < s->cfg.nbufs; i++)
 		if (s->cfg.bufs[i]) {
-			tb_trace_write(s->cfg.out, s->cfg.bufs[i]);
+			tb_trace_write_buffer(s->cfg.out, s->cfg.bufs[i], i);
 			s->stats.writes++;
 		}
 	s->written = tb__service_sums(s, &ow, &min);

@@ -73,10 +73,18 @@ static bool tbt_stream_buf(struct tbt_stream *s, uint16_t bid)
 	return true;
 }
 
-/* Everything a buffer can give now, into the trace. */
+/*
+ * Everything a buffer can give now, into the trace, under its index in
+ * the TraceStats packet (its place in ids[]).
+ */
 static void tbt_stream_flush(struct tbt_stream *s, uint16_t bid)
 {
-	if (s->bufs[bid] && tb_trace_write(s->out, s->bufs[bid]) < 0)
+	unsigned k;
+
+	for (k = 0; k < s->nb && s->ids[k] != bid; k++)
+		;
+	if (s->bufs[bid] && tb_trace_write_buffer(s->out, s->bufs[bid],
+						  k) < 0)
 		s->write_failed = true;
 }
 

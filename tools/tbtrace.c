@@ -405,6 +405,43 @@ static void tbt_stat_service(FILE *f, const struct tb_check *c)
 		    ull(st->producer_deaths), ull(st->producers_lossy));
 }
 
+static bool tbt_lossy(const struct tb_check *c);
+
+/*
+ * What Perfetto's UI shows as data loss (tbcheck.h's model of the stats of
+ * severity data_loss the importer sets from TraceStats), and whether that
+ * leaves out a loss the trace holds.
+ */
+static void tbt_stat_ui(FILE *f, const struct tb_check *c)
+{
+	const struct tb_check_ui *u = &c->ui;
+	uint64_t rows, sum = tb_check_ui_loss(c, &rows);
+	unsigned k, i;
+
+	if (!sum) {
+		say(f, "ui        Perfetto's UI shows no data loss%s\n",
+		    tbt_lossy(c) ? ", although the trace holds some: its "
+		    "TraceStats does not say it where the importer reads it" :
+		    "");
+		return;
+	}
+	say(f, "ui        Perfetto's UI shows data loss: %llu stat%s, %llu "
+	    "in all\n", ull(rows), rows == 1 ? "" : "s", ull(sum));
+	for (k = 0; k < TB_CK_UI_MAX; k++)
+		for (i = 0; i < TB_CHECK_UI_BUFS; i++)
+			if (u->buf[k][i])
+				say(f, "  %s[%u]%*s %llu\n",
+				    tb_check_ui_name((int)k), i,
+				    (int)(44 - strlen(tb_check_ui_name(
+					(int)k))), "", ull(u->buf[k][i]));
+	if (u->flushes_failed)
+		say(f, "  traced_flushes_failed %llu\n",
+		    ull(u->flushes_failed));
+	if (u->final_flush_failed)
+		say(f, "  traced_final_flush_failed %llu\n",
+		    ull(u->final_flush_failed));
+}
+
 /* Whether the trace says data was lost (explained or not). */
 static bool tbt_lossy(const struct tb_check *c)
 {
@@ -513,6 +550,7 @@ static int tbt_stat_image(const uint8_t *img, size_t len,
 	    ull(c.stats.interned), ull(c.stats.clock_snapshots));
 	tbt_stat_loss(f, &c);
 	tbt_stat_service(f, &c);
+	tbt_stat_ui(f, &c);
 	if (o->verbose && c.stats.lossy_packets)
 		tbt_stat_lossy(f, img, len);
 	status = tbt_verdict(f, &c, ret);
@@ -1479,7 +1517,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 
 		if (!b)
 			continue;
-		if (tb_trace_write(out, b) < 0) {
+		if (tb_trace_write_buffer(out, b, res->nbufs) < 0) {
 			say(f, "trace     write failed\n");
 			status = 2;
 			break;
