@@ -343,6 +343,7 @@ START_TEST(test_convert_clean_ring_keeps_every_packet)
 	ck_assert_out("tracks    4: 3 thread, 0 process, 0 counter, 1 child");
 	ck_assert_out("stats     TraceStats: 1 buffers; chunks discarded 0");
 	ck_assert_out("36 slice begins, 36 ends");
+	ck_assert_out("ui        Perfetto's UI shows no data loss\n");
 	ck_assert_out("check     clean");
 	for (w = 0; w < 3; w++)
 		twriter_free(&tw[w]);
@@ -522,6 +523,11 @@ START_TEST(test_convert_unreadable_chunk_flags_its_writers_loss)
 	 * broken by whatever came next */
 	ck_assert_out("seq 0x00010001  0x0113 PRESENT READ_GAP REASSEMBLY_GAP "
 		      "SMB_FULL");
+	/* and what Perfetto's UI shows of it: the flag, on a sequence the
+	 * TraceStats packet lists, is a stat of severity data_loss */
+	ck_assert_out("ui        Perfetto's UI shows data loss: 1 stat, 1 in "
+		      "all");
+	ck_assert_out("  traced_buf_sequence_packet_loss[0]");
 	for (w = 0; w < 3; w++)
 		twriter_free(&tw[w]);
 	tring_free(&t);

@@ -214,21 +214,25 @@ START_TEST(test_model_counts_loss_flags_but_not_the_first)
 }
 END_TEST
 
-/* parsing_traced_stats: test_sequence_all_incremental_dropped */
+/*
+ * parsing_traced_stats: test_sequence_all_incremental_dropped, and a
+ * sequence that had one packet skipped but not all
+ */
 START_TEST(test_model_counts_sequences_whose_state_never_came)
 {
 	static const struct tp p[] = {
 		{ 2, 1, 1 }, { 2, 0, 2 }, { 2, 0, 2 },
 		{ 3, 0, 2 }, { 3, 0, 2 },
 		{ 4, 0, 2 },
+		{ 6, 0, 2 }, { 6, 0, 1 }, { 6, 0, 2 },	/* one skipped: no */
 	};
-	static const uint32_t seq[] = { 2, 3, 4 }, buf[] = { 0, 1, 1 };
+	static const uint32_t seq[] = { 2, 3, 4, 6 }, buf[] = { 0, 1, 1, 1 };
 	uint8_t ts[128];
 	struct tb_check c;
 	struct mem m;
 
 	raw_trace(&m, p, sizeof(p) / sizeof(p[0]), ts,
-		  writer_stats(ts, seq, buf, 3));
+		  writer_stats(ts, seq, buf, 4));
 	check(&c, &m);
 	ck_assert_uint_eq(ui(&c, TB_CK_UI_INCREMENTAL_SEQUENCES_DROPPED, 0),
 			  0);
