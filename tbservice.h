@@ -327,12 +327,8 @@ static inline void tb__service_loss_sample(struct tb_service *s, unsigned h,
 
 	if (s->cfg.lost[h] == lost + 1)
 		return;
-	if (!s->cfg.lost[h])
-		tb_trace_loss_track(s->cfg.out, s->cfg.ident, br->producer_id,
-				    br->ident.pid);
-	tb_trace_loss_count(s->cfg.out, s->cfg.ident, ts, br->producer_id,
-			    lost);
-	s->cfg.lost[h] = lost + 1;
+	tb_trace_loss_sample(s->cfg.out, s->cfg.ident, ts, br->producer_id,
+			     br->ident.pid, lost, &s->cfg.lost[h]);
 	s->stats.loss_samples++;
 }
 

@@ -1046,6 +1046,25 @@ static inline int tb_trace_loss_count(struct tb_trace_out *o,
 	return tb__trace_service_put(o, ident, pkt, k);
 }
 
+/*
+ * Ring @producer's "events lost" value @lost at @ts, written when it
+ * changed: *@last keeps the last value written plus one (0: none yet,
+ * and the track's descriptor, named with @pid, goes first).  How a
+ * service, convert and stream sample a ring.  0, or TB_EIO.
+ */
+static inline int tb_trace_loss_sample(struct tb_trace_out *o,
+				       struct tb_buf_ident ident, uint64_t ts,
+				       uint16_t producer, int32_t pid,
+				       uint64_t lost, uint64_t *last)
+{
+	if (*last == lost + 1)
+		return o->error;
+	if (!*last)
+		tb_trace_loss_track(o, ident, producer, pid);
+	*last = lost + 1;
+	return tb_trace_loss_count(o, ident, ts, producer, lost);
+}
+
 /* A debug annotation {@name: @v} (uint), or {@name: @s} when @s. */
 static inline size_t tb__trace_arg(uint8_t *p, const char *name, uint64_t v,
 				   const char *s)

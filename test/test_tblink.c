@@ -823,6 +823,30 @@ static void verify_file(const char *path, struct verdict *v,
 	free(t);
 }
 
+/*
+ * The events of the trace at @path on ring @producer's "events lost"
+ * counter track, as a service writes it (tbtrace.h); -1: no such track.
+ */
+static long loss_track_events(const char *path, uint16_t producer)
+{
+	struct tb_check c;
+	size_t n;
+	char *t = spawn_slurp(path, &n);
+	long events = -1;
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(tb_check_init(&c, NULL, NULL, 0), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&c, t, n), TB_OK);
+	for (i = 0; i < c.ntracks; i++)
+		if (c.tracks[i].uuid == (TB_TRACE_LOSS_UUID | producer) &&
+		    c.tracks[i].kind == TB_CHECK_TRACK_COUNTER)
+			events = (long)c.tracks[i].events;
+	tb_check_destroy(&c);
+	free(t);
+	return events;
+}
+
 START_TEST(test_stream_command_line)
 {
 	char in[512], trace[512];
@@ -844,6 +868,9 @@ START_TEST(test_stream_command_line)
 	ck_assert_int_eq(tbtrace(stat, NULL), 0);
 	ck_assert_out("stats     TraceStats: 1 buffers");
 	ck_assert_out("check     clean");
+	/* the ring's "events lost" track, sampled at each STATS frame where
+	 * it changed: at the first (0), never again */
+	ck_assert_int_eq(loss_track_events(trace, PRODUCER), 1);
 	/* from stdin, with a byte flipped: reported, exit 1 */
 	g.out.p[g.out.n / 2] ^= 0x01;
 	spit(in, g.out.p, g.out.n);
@@ -925,6 +952,7 @@ START_TEST(test_convert_finds_the_ring_in_a_larger_dump)
 	verify_file(trace, &v, ok);
 	ck_assert_uint_eq(v.delivered[0], 41);
 	ck_assert_uint_eq(v.delivered[1], 41);
+	ck_assert_int_eq(loss_track_events(trace, 1), 1);
 	ck_assert_int_eq(tbtrace(at, NULL), 0);
 	ck_assert_out("at offset 8192 (-O)");
 	/* a second ring further on: the first is taken, the other named */
@@ -934,7 +962,9 @@ START_TEST(test_convert_finds_the_ring_in_a_larger_dump)
 	spit(img, dump, len + t.len);
 	ck_assert_int_eq(tbtrace(args, NULL), 0);
 	ck_assert_out("found at offset 8192");
-	snprintf(msg, sizeof(msg), "another ring header at offset %zu", len);
+	snprintf(msg, sizeof(msg), "2 candidate rings in the image, at "
+		 "offsets 8192, %zu: converting the first, at 8192; -O %zu "
+		 "converts the next", len, len);
 	ck_assert_out(msg);
 	ck_assert_int_eq(tbtrace(wrong, NULL), 2);
 	ck_assert_out("TB_EMAGIC");
@@ -981,6 +1011,52 @@ START_TEST(test_convert_passes_over_a_too_large_header)
 	ck_assert_uint_eq(v.delivered[1], 41);
 	free(dump);
 	tring_free(&t);
+}
+END_TEST
+
+/*
+ * The scan takes what tb_ring_attach() takes: a ring whose header has a
+ * nonzero padding word (attach reads none of it) is the ring at offset 0,
+ * not other memory to pass over for the next ring; and an image with two
+ * rings says so, and which it converted.
+ */
+START_TEST(test_convert_scans_with_the_attach_rules)
+{
+	static bool ok[NW][NPKT], ok2[NW][NPKT];
+	char img[512], trace[512], msg[160];
+	const char *args[] = { "convert", img, trace, NULL };
+	const char *next[] = { "convert", "-O", msg, img, trace, NULL };
+	struct tring a, b;
+	struct verdict v;
+	uint8_t *dump;
+	size_t len;
+
+	ring_image(&a, ok, 41);
+	ring_image(&b, ok2, 7);
+	len = a.len + b.len;
+	dump = (uint8_t *)malloc(len);
+	ck_assert_ptr_nonnull(dump);
+	memcpy(dump, a.mem, a.len);
+	memcpy(dump + a.len, b.mem, b.len);
+	poke32(dump + 20, 0xdeadbeefu);		/* pad0[0] */
+	tmp_path(img, sizeof(img), "pad.bin");
+	tmp_path(trace, sizeof(trace), "pad.pftrace");
+	spit(img, dump, len);
+	ck_assert_int_eq(tbtrace(args, NULL), 0);
+	verify_file(trace, &v, NULL);
+	ck_assert_uint_eq(v.delivered[0], 41);
+	ck_assert_uint_eq(v.delivered[1], 41);
+	snprintf(msg, sizeof(msg), "2 candidate rings in the image, at "
+		 "offsets 0, %zu: converting the first, at 0", a.len);
+	ck_assert_out(msg);
+	/* the other one, as the report says */
+	snprintf(msg, sizeof(msg), "%zu", a.len);
+	ck_assert_int_eq(tbtrace(next, NULL), 0);
+	verify_file(trace, &v, ok2);
+	ck_assert_uint_eq(v.delivered[0], 7);
+	free(dump);
+	tring_free(&a);
+	tring_free(&b);
 }
 END_TEST
 
@@ -1062,6 +1138,7 @@ int main(void)
 	tcase_add_test(t, test_stream_command_line);
 	tcase_add_test(t, test_convert_finds_the_ring_in_a_larger_dump);
 	tcase_add_test(t, test_convert_passes_over_a_too_large_header);
+	tcase_add_test(t, test_convert_scans_with_the_attach_rules);
 	tcase_add_test(t, test_convert_salvages_a_dump_cut_in_the_ring);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);

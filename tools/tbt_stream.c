@@ -42,6 +42,9 @@ struct tbt_stream {
 	bool have_hello, have_stats, write_failed, read_failed;
 	struct tb_link_hello hello;
 	struct tb_link_stats stats;
+	uint64_t loss_last;		/* "events lost": last value + 1 */
+	size_t time_from;		/* the trace read for its time so far */
+	uint64_t time;			/* ... its largest timestamp */
 };
 
 struct tbt_stream_result {
@@ -88,6 +91,38 @@ static void tbt_stream_flush(struct tbt_stream *s, uint16_t bid)
 		s->write_failed = true;
 }
 
+/* The largest timestamp of the trace so far (0: none, or not in memory). */
+static uint64_t tbt_stream_time(struct tbt_stream *s)
+{
+	const struct tbt_mem *m = (const struct tbt_mem *)s->out->ctx;
+
+	if (s->out->write == tbt_mem_write)
+		s->time = tbt_time_after(m->p, m->len, &s->time_from,
+					 s->time);
+	return s->time;
+}
+
+/*
+ * The ring's "events lost" counter track, as a service samples it: the
+ * writes the last STATS frame says its writers could not make, at the
+ * trace's latest time, when it changed.
+ */
+static void tbt_stream_loss(struct tbt_stream *s)
+{
+	const struct tb_link_stats *ls = &s->stats;
+	struct tb_buf_ident ident;
+	uint64_t ts = tbt_stream_time(s);
+
+	if (!s->have_stats || !ts)
+		return;		/* a counter value needs a time */
+	ident.uid = s->o->uid;
+	ident.pid = s->o->pid;
+	tb_trace_loss_sample(s->out, ident, ts, s->o->producer, s->o->pid,
+			     (uint64_t)ls->wstat[TB_WS_FULL] +
+			     ls->wstat[TB_WS_NO_CHUNK] +
+			     ls->wstat[TB_WS_DROPPED_FRAGS], &s->loss_last);
+}
+
 static void tbt_stream_frame(void *ctx, const struct tb_link_frame *fr)
 {
 	struct tbt_stream *s = (struct tbt_stream *)ctx;
@@ -116,6 +151,7 @@ static void tbt_stream_frame(void *ctx, const struct tb_link_frame *fr)
 	case TB_LINK_STATS:
 		s->stats = fr->stats;
 		s->have_stats = true;
+		tbt_stream_loss(s);
 		break;
 	case TB_LINK_CHUNK:
 		if (!fr->view.lost && !tbt_stream_buf(s, fr->view.bid))
@@ -215,23 +251,23 @@ static uint64_t tbt_stream_ring(struct tbt_stream *s)
 
 /*
  * The end of the trace, as convert and a service end theirs (tbtrace.h):
- * what the ring's last STATS counted, on the service's track at the
- * trace's last timestamp (an END frame is the target's goodbye), and
- * the TraceStats packet of the buffers.
+ * the ring's "events lost" track if its last value changed, what the
+ * ring's last STATS counted, on the service's track at the trace's last
+ * timestamp (an END frame is the target's goodbye), and the TraceStats
+ * packet of the buffers.
  */
 static void tbt_stream_tail(struct tbt_stream *s,
 			    const struct tb_buf_stats *const *bs,
 			    uint64_t refused)
 {
-	const struct tbt_mem *m = (const struct tbt_mem *)s->out->ctx;
 	const struct tb_link_stats *ls = &s->stats;
 	struct tb_trace_ring_record rec;
 	struct tb_trace_stats_extra x;
 	struct tb_buf_ident ident;
-	uint64_t ts = 0;
+	uint64_t ts;
 
-	if (s->out->write == tbt_mem_write)	/* the trace so far */
-		ts = tbt_last_time(m->p, m->len);
+	tbt_stream_loss(s);
+	ts = tbt_stream_time(s);	/* the trace so far */
 	ident.uid = s->o->uid;
 	ident.pid = s->o->pid;
 	memset(&rec, 0, sizeof(rec));
@@ -372,6 +408,7 @@ static int tbt_stream_check(const struct tbt_mem *m, int st,
 		return st;
 	c.tail_lost = res->tail_lost;
 	ret = tb_check_trace(&c, m->p, m->len);
+	tbt_stat_ui(f, &c);
 	res->check = tbt_verdict(f, &c, ret);
 	tb_check_destroy(&c);
 	return res->check && st == 0 ? 1 : st;
