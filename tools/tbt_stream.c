@@ -13,7 +13,10 @@
  * frames lost by a sequence gap (a bad CRC, bytes lost, a start in the
  * middle) put the data-loss flag on the next chunk of every sequence and
  * a gap in its chunk ids, so no packet is joined across the loss; what
- * the ring refused its writers (the last STATS frame) is counted.
+ * the ring refused its writers (the last STATS frame) is counted, and
+ * sampled on the ring's "events lost" track.  After a loss, each
+ * sequence's incremental state is given back to the importer (below), so
+ * a burst of lost frames costs what those frames held.
  */
 #include "tblink.h"
 
@@ -27,28 +30,32 @@
  * and Perfetto's importer, which invalidates a sequence's incremental
  * state at the packet that says previous_packet_dropped, skips every
  * later packet of that sequence that needs it (SEQ_NEEDS_INCREMENTAL_
- * STATE) until the writer's next fresh state: a burst of lost frames cost
- * the frames after it up to the target's next restate.  The host saw
- * that state, though: since the sequence's last clear it wrote every
- * interned entry and the defaults out itself.  So before the first packet
- * after a loss, the stream writes a packet of its own on that sequence,
- * carrying the loss bits (the loss still shows), SEQ_INCREMENTAL_STATE_
- * CLEARED, the defaults and every entry interned since the last clear:
- * the state the importer lost, given back (iids are never reused within
- * a writer's state, tbevent.h).  The packet after it then goes out
- * without the loss bits.
+ * STATE) until the writer's next fresh state (proto_trace_reader.cc,
+ * ParsePacket).  The host saw that state, though: since the sequence's
+ * last clear it wrote every interned entry and the defaults out itself.
+ * So before the first packet after a loss that needs the state, the
+ * stream writes a packet of its own on that sequence carrying the loss
+ * bits (the loss still shows), SEQ_INCREMENTAL_STATE_CLEARED, the
+ * defaults and every entry interned since the last clear: the state the
+ * importer dropped, given back (an iid names one string for the life of
+ * a writer, tbevent.h).  The packet after it goes out without the loss
+ * bits; a packet that needs no state takes them as before.
  *
  * What the lost frames themselves held stays lost: an entry interned
  * there for the first time, a track described there.  While a sequence
  * runs on a restated state, a packet whose TrackEvent names an iid the
  * host never saw, or a track no descriptor has named yet, would be
  * imported with a name or a track missing; it is dropped instead and its
- * loss flagged on the next restate (counted: "dropped, naming state the
- * link lost").  The sequence's next clear (the writer's fresh state: a
- * target restates every so many frames, docs/firmware.md) ends that.
- * A sequence that never used incremental state needs no restate; one
- * whose record outgrew TBT_RS_BLOB_MAX, or one past TBT_RS_SEQS, is left
- * to the importer as before.
+ * loss flagged on the next restate (or at the end).  The sequence's next
+ * clear (the writer's fresh state: a target restates every so many
+ * frames, tb_link_tx_restate()) ends that.  An entry that gives a
+ * recorded iid another value means the record is not the writer's state
+ * (a writer that started over under the same id, its clear lost): the
+ * record is dropped, and if the importer runs on a restate of it, that
+ * packet's loss flag takes the state away again, as without a restate.
+ * A new stream (a restarted target) drops every record.  A sequence that
+ * never needs the state is never restated; one whose record outgrew
+ * TBT_RS_BLOB_MAX, or one past TBT_RS_SEQS, is left to the importer.
  */
 #define TBT_RS_SEQS		256	/* sequences restated */
 #define TBT_RS_BLOB_MAX		(64u << 10)	/* interned bytes kept, each */
