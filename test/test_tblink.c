@@ -837,13 +837,30 @@ struct rspkt {
 	uint32_t loss;
 };
 
+/* Packet @p of sequence {1, 1}, with @loss, through the restate. */
+static void rs_send(struct tbt_restate *rs, struct tb_trace_out *out,
+		    const struct pkt *p, uint32_t loss)
+{
+	struct tb_buf_slice sl;
+	struct tb_buf_packet bp;
+
+	sl.data = p->b;
+	sl.size = p->n;
+	memset(&bp, 0, sizeof(bp));
+	bp.slices = &sl;
+	bp.nslices = 1;
+	bp.size = p->n;
+	bp.producer_id = 1;
+	bp.writer_id = 1;
+	bp.loss = loss;
+	tbt_rs_packet(rs, out, &bp);
+}
+
 static void rs_feed(struct tbt_restate *rs, struct tb_trace_out *out,
 		    const struct rspkt *r)
 {
 	struct pkt p = { { 0 }, 0 }, ev = { { 0 }, 0 }, in = { { 0 }, 0 };
 	struct pkt e = { { 0 }, 0 };
-	struct tb_buf_slice sl;
-	struct tb_buf_packet bp;
 
 	p_uint(&p, TP_TIMESTAMP, 1000 + ev_time++);
 	if (r->flags)
@@ -858,35 +875,16 @@ static void rs_feed(struct tbt_restate *rs, struct tb_trace_out *out,
 	p_uint(&ev, 11, 1001);				/* track */
 	p_uint(&ev, 10, r->name_iid);
 	p_bytes(&p, TP_TRACK_EVENT, ev.b, ev.n);
-	sl.data = p.b;
-	sl.size = p.n;
-	memset(&bp, 0, sizeof(bp));
-	bp.slices = &sl;
-	bp.nslices = 1;
-	bp.size = p.n;
-	bp.producer_id = 1;
-	bp.writer_id = 1;
-	bp.loss = r->loss;
-	tbt_rs_packet(rs, out, &bp);
+	rs_send(rs, out, &p, r->loss);
 }
 
 /* Sequence {1, 1}'s thread track (uuid 1001) described, in a packet. */
 static void rs_describe(struct tbt_restate *rs, struct tb_trace_out *out)
 {
-	struct tb_buf_slice sl;
-	struct tb_buf_packet bp;
 	struct pkt p;
 
 	mk_packet(&p, 1, 0);
-	sl.data = p.b;
-	sl.size = p.n;
-	memset(&bp, 0, sizeof(bp));
-	bp.slices = &sl;
-	bp.nslices = 1;
-	bp.size = p.n;
-	bp.producer_id = 1;
-	bp.writer_id = 1;
-	tbt_rs_packet(rs, out, &bp);
+	rs_send(rs, out, &p, 0);
 }
 
 /* The packets of @m on sequence {1, 1}: dropped bits, and restates. */
@@ -918,6 +916,29 @@ static void rs_out(struct tb_trace_out *out, struct tbt_mem *m)
 	out->ctx = m;
 }
 
+/* Packets @p (@n) through a restate, after the track's descriptor. */
+static struct tbt_restate *rs_run(const struct rspkt *p, unsigned n,
+				  struct tb_trace_out *out, struct tbt_mem *m)
+{
+	struct tbt_restate *rs = calloc(1, sizeof(*rs));
+	unsigned i;
+
+	ck_assert_ptr_nonnull(rs);
+	rs_out(out, m);
+	rs_describe(rs, out);
+	for (i = 0; i < n; i++)
+		rs_feed(rs, out, &p[i]);
+	tbt_rs_finish(rs, out);
+	return rs;
+}
+
+static void rs_done(struct tbt_restate *rs, struct tbt_mem *m)
+{
+	tbt_rs_free(rs);
+	free(rs);
+	free(m->p);
+}
+
 START_TEST(test_restate_drops_what_it_cannot_name)
 {
 	static const struct rspkt p[] = {
@@ -928,19 +949,13 @@ START_TEST(test_restate_drops_what_it_cannot_name)
 		{ 2, 0, NULL, 3, 0 },			/* and at the end */
 	};
 	static struct tb_trace_out out;
-	struct tbt_restate *rs = calloc(1, sizeof(*rs));
+	struct tbt_restate *rs;
 	uint64_t dropped[16];
 	bool restate[16];
 	struct tb_check c;
 	struct tbt_mem m;
-	unsigned i;
 
-	ck_assert_ptr_nonnull(rs);
-	rs_out(&out, &m);
-	rs_describe(rs, &out);
-	for (i = 0; i < sizeof(p) / sizeof(p[0]); i++)
-		rs_feed(rs, &out, &p[i]);
-	tbt_rs_finish(rs, &out);
+	rs = rs_run(p, sizeof(p) / sizeof(p[0]), &out, &m);
 	ck_assert_uint_eq(rs->dropped, 2);
 	ck_assert_uint_eq(rs->restates, 3);
 	/* D, P0, R(gap), P1, R(dropped P2), P3, R(dropped P4) */
@@ -955,9 +970,7 @@ START_TEST(test_restate_drops_what_it_cannot_name)
 	ck_assert_uint_eq(undecodable(&m, &c), 0);
 	ck_assert_uint_eq(c.stats.instants, 3);
 	tb_check_destroy(&c);
-	tbt_rs_free(rs);
-	free(rs);
-	free(m.p);
+	rs_done(rs, &m);
 }
 END_TEST
 
@@ -971,19 +984,14 @@ START_TEST(test_restate_never_gives_an_old_name_to_a_new_writer)
 		{ 2, 0, NULL, 1, TB_BUF_LOSS_PRESENT },
 	};
 	static struct tb_trace_out out;
-	struct tbt_restate *rs = calloc(1, sizeof(*rs));
+	struct tbt_restate *rs;
 	uint64_t dropped[16];
 	bool restate[16];
 	struct tb_check c;
 	struct tbt_mem m;
-	unsigned i, n;
+	unsigned n;
 
-	ck_assert_ptr_nonnull(rs);
-	rs_out(&out, &m);
-	rs_describe(rs, &out);
-	for (i = 0; i < sizeof(p) / sizeof(p[0]); i++)
-		rs_feed(rs, &out, &p[i]);
-	tbt_rs_finish(rs, &out);
+	rs = rs_run(p, sizeof(p) / sizeof(p[0]), &out, &m);
 	ck_assert_uint_eq(rs->restates, 1);
 	ck_assert_uint_eq(rs->dropped, 0);
 	/* D, P0, R, P1, P2 (flagged), P3, P4 */
@@ -998,9 +1006,7 @@ START_TEST(test_restate_never_gives_an_old_name_to_a_new_writer)
 	ck_assert_uint_eq(c.rule[TB_CK_INTERNED_IGNORED].explained, 1);
 	ck_assert_uint_eq(c.stats.instants, 2);
 	tb_check_destroy(&c);
-	tbt_rs_free(rs);
-	free(rs);
-	free(m.p);
+	rs_done(rs, &m);
 }
 END_TEST
 

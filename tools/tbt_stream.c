@@ -175,31 +175,11 @@ struct tbt_restate {
 	uint64_t dropped;	/* packets dropped: they named lost state */
 };
 
-/* TracePacket, InternedData, TrackEvent fields the restate reads. */
-enum {
-	TBT_RS_TP_TRACK_EVENT = 11,
-	TBT_RS_TP_INTERNED = 12,
-	TBT_RS_TP_FLAGS = 13,
-	TBT_RS_TP_DEFAULTS = 59,
-	TBT_RS_TP_TRACK_DESC = 60,
-	TBT_RS_CLEARED = 1,		/* SequenceFlags */
-	TBT_RS_NEEDS = 2,
-	TBT_RS_ID_CATEGORIES = 1,	/* InternedData */
-	TBT_RS_ID_NAMES = 2,
-	TBT_RS_ID_ANNOTATION_NAMES = 3,
-	TBT_RS_ID_SOURCES = 4,
-	TBT_RS_TE_CATEGORY_IIDS = 3,	/* TrackEvent */
-	TBT_RS_TE_ANNOTATIONS = 4,
-	TBT_RS_TE_LEGACY = 6,
-	TBT_RS_TE_NAME_IID = 10,
-	TBT_RS_TE_TRACK = 11,
-	TBT_RS_TE_SOURCE_IID = 34,
-	TBT_RS_DA_NAME_IID = 1,		/* DebugAnnotation */
-	TBT_RS_DA_DICT = 11,
-	TBT_RS_DA_ARRAY = 12,
-	TBT_RS_DEF_TRACK_EVENT = 11,	/* TracePacketDefaults */
-	TBT_RS_TED_TRACK = 11,		/* TrackEventDefaults */
-};
+/*
+ * The fields it reads are tbcheck.h's (TB__CK_*: the same TracePacket,
+ * InternedData and TrackEvent), and a DebugAnnotation's array_values.
+ */
+#define TBT_RS_DA_ARRAY		12
 
 /* What one packet says that the restate needs to know. */
 struct tbt_rs_pkt {
@@ -217,19 +197,19 @@ static void tbt_rs_parse(const uint8_t *p, size_t n, struct tbt_rs_pkt *k)
 	memset(k, 0, sizeof(*k));
 	tb_pb_reader_init(&r, p, n);
 	while (tb_pb_next(&r, &f) > 0) {
-		if (f.number == TBT_RS_TP_FLAGS && f.type == TB_PB_VARINT)
+		if (f.number == TB__CK_TP_FLAGS && f.type == TB_PB_VARINT)
 			k->flags = (uint32_t)f.value;
 		if (f.type != TB_PB_LEN)
 			continue;
-		if (f.number == TBT_RS_TP_TRACK_EVENT) {
+		if (f.number == TB__CK_TP_TRACK_EVENT) {
 			k->has_te = true;
 			k->te = f.data;
 			k->te_n = f.size;
-		} else if (f.number == TBT_RS_TP_DEFAULTS) {
+		} else if (f.number == TB__CK_TP_DEFAULTS) {
 			k->has_defaults = true;
 			k->defaults = f.data;
 			k->defaults_n = f.size;
-		} else if (f.number == TBT_RS_TP_INTERNED) {
+		} else if (f.number == TB__CK_TP_INTERNED) {
 			k->has_interned = true;
 		}
 	}
@@ -330,7 +310,7 @@ static bool tbt_rs_intern(struct tbt_rs_seq *q, const uint8_t *p, size_t n)
 
 	tb_pb_reader_init(&r, p, n);
 	while (!q->full && tb_pb_next(&r, &f) > 0) {
-		if (f.number != TBT_RS_TP_INTERNED || f.type != TB_PB_LEN)
+		if (f.number != TB__CK_TP_INTERNED || f.type != TB_PB_LEN)
 			continue;
 		tb_pb_reader_init(&id, f.data, f.size);
 		while (!q->full && tb_pb_next(&id, &f) > 0) {
@@ -363,10 +343,10 @@ static bool tbt_rs_annotation(const struct tbt_rs_seq *q, const uint8_t *p,
 		return true;	/* deeper: not looked at */
 	tb_pb_reader_init(&r, p, n);
 	while (tb_pb_next(&r, &f) > 0) {
-		if (f.number == TBT_RS_DA_NAME_IID && f.type == TB_PB_VARINT &&
-		    !tbt_rs_iid(q, TBT_RS_ID_ANNOTATION_NAMES, f.value))
+		if (f.number == TB__CK_DA_NAME_IID && f.type == TB_PB_VARINT &&
+		    !tbt_rs_iid(q, TB__CK_ID_ANNOTATION_NAMES, f.value))
 			return false;
-		if ((f.number == TBT_RS_DA_DICT ||
+		if ((f.number == TB__CK_DA_DICT ||
 		     f.number == TBT_RS_DA_ARRAY) && f.type == TB_PB_LEN &&
 		    !tbt_rs_annotation(q, f.data, f.size, depth + 1))
 			return false;
@@ -383,14 +363,14 @@ static bool tbt_rs_categories(const struct tbt_rs_seq *q,
 	unsigned k;
 
 	if (f->type == TB_PB_VARINT)
-		return tbt_rs_iid(q, TBT_RS_ID_CATEGORIES, f->value);
+		return tbt_rs_iid(q, TB__CK_ID_CATEGORIES, f->value);
 	if (f->type != TB_PB_LEN)
 		return true;
 	while (off < f->size) {
 		k = tb_pb_varint_get(f->data + off, f->size - off, &v);
 		if (!k)
 			return true;	/* not protobuf: the importer's call */
-		if (!tbt_rs_iid(q, TBT_RS_ID_CATEGORIES, v))
+		if (!tbt_rs_iid(q, TB__CK_ID_CATEGORIES, v))
 			return false;
 		off += k;
 	}
@@ -416,28 +396,28 @@ static bool tbt_rs_resolves(const struct tbt_restate *rs,
 
 	tb_pb_reader_init(&r, te, n);
 	while (tb_pb_next(&r, &f) > 0) {
-		if ((f.number == TBT_RS_TE_NAME_IID && f.type == TB_PB_VARINT &&
-		     !tbt_rs_iid(q, TBT_RS_ID_NAMES, f.value)) ||
-		    (f.number == TBT_RS_TE_SOURCE_IID &&
+		if ((f.number == TB__CK_TE_NAME_IID && f.type == TB_PB_VARINT &&
+		     !tbt_rs_iid(q, TB__CK_ID_NAMES, f.value)) ||
+		    (f.number == TB__CK_TE_SOURCE_IID &&
 		     f.type == TB_PB_VARINT &&
-		     !tbt_rs_iid(q, TBT_RS_ID_SOURCES, f.value)) ||
-		    (f.number == TBT_RS_TE_CATEGORY_IIDS &&
+		     !tbt_rs_iid(q, TB__CK_ID_SOURCES, f.value)) ||
+		    (f.number == TB__CK_TE_CATEGORY_IIDS &&
 		     !tbt_rs_categories(q, &f)) ||
-		    (f.number == TBT_RS_TE_ANNOTATIONS && f.type == TB_PB_LEN &&
+		    (f.number == TB__CK_TE_ANNOTATIONS && f.type == TB_PB_LEN &&
 		     !tbt_rs_annotation(q, f.data, f.size, 0)) ||
-		    (f.number == TBT_RS_TE_LEGACY && f.type == TB_PB_LEN &&
-		     tb__ck_uint(f.data, f.size, 1, &v) &&
-		     !tbt_rs_iid(q, TBT_RS_ID_NAMES, v)))
+		    (f.number == TB__CK_TE_LEGACY && f.type == TB_PB_LEN &&
+		     tb__ck_uint(f.data, f.size, TB__CK_LE_NAME_IID, &v) &&
+		     !tbt_rs_iid(q, TB__CK_ID_NAMES, v)))
 			return false;
-		if (f.number == TBT_RS_TE_TRACK && f.type == TB_PB_VARINT) {
+		if (f.number == TB__CK_TE_TRACK && f.type == TB_PB_VARINT) {
 			has_track = true;
 			track = f.value;
 		}
 	}
 	if (!has_track && q->defaults &&
-	    tb__ck_msg(q->defaults, q->ndefaults, TBT_RS_DEF_TRACK_EVENT, &d,
+	    tb__ck_msg(q->defaults, q->ndefaults, TB__CK_DEF_TRACK_EVENT, &d,
 		       &dn))
-		has_track = tb__ck_uint(d, dn, TBT_RS_TED_TRACK, &track);
+		has_track = tb__ck_uint(d, dn, TB__CK_DEF_TRACK, &track);
 	return !has_track || tbt_map_get(&rs->uuids, track, NULL);
 }
 
@@ -449,8 +429,8 @@ static void tbt_rs_describe(struct tbt_restate *rs, const uint8_t *p,
 	size_t len;
 	uint64_t uuid;
 
-	if (tb__ck_msg(p, n, TBT_RS_TP_TRACK_DESC, &td, &len) &&
-	    tb__ck_uint(td, len, 1, &uuid))
+	if (tb__ck_msg(p, n, TB__CK_TP_TRACK_DESC, &td, &len) &&
+	    tb__ck_uint(td, len, TB__CK_TD_UUID, &uuid))
 		tbt_map_put(&rs->uuids, uuid, 0);
 }
 
@@ -494,17 +474,17 @@ static void tbt_rs_restate(struct tbt_restate *rs, struct tb_trace_out *out,
 	unsigned i;
 
 	sl[0].data = head;
-	sl[0].size = tb_pb_uint(head, TBT_RS_TP_FLAGS, TBT_RS_CLEARED);
+	sl[0].size = tb_pb_uint(head, TB__CK_TP_FLAGS, TB__CK_SEQ_CLEARED);
 	pkt.nslices = 1;
 	if (q->defaults) {
-		sl[0].size += tb_pb_len(head + sl[0].size, TBT_RS_TP_DEFAULTS,
+		sl[0].size += tb_pb_len(head + sl[0].size, TB__CK_TP_DEFAULTS,
 					q->ndefaults);
 		sl[pkt.nslices].data = q->defaults;
 		sl[pkt.nslices++].size = q->ndefaults;
 	}
 	if (q->nblob) {
 		sl[pkt.nslices].data = ih;
-		sl[pkt.nslices++].size = tb_pb_len(ih, TBT_RS_TP_INTERNED,
+		sl[pkt.nslices++].size = tb_pb_len(ih, TB__CK_TP_INTERNED,
 						   q->nblob);
 		sl[pkt.nslices].data = q->blob;
 		sl[pkt.nslices++].size = q->nblob;
@@ -565,7 +545,7 @@ static bool tbt_rs_step(struct tbt_restate *rs, struct tb_trace_out *out,
 			struct tbt_rs_seq *q, const struct tbt_rs_pkt *k,
 			struct tb_buf_packet *w)
 {
-	bool needs = (k->flags & TBT_RS_NEEDS) || k->has_interned;
+	bool needs = (k->flags & TB__CK_SEQ_NEEDS) || k->has_interned;
 
 	if (w->loss) {
 		q->valid = false;
@@ -630,10 +610,10 @@ static void tbt_rs_packet(struct tbt_restate *rs, struct tb_trace_out *out,
 		return;
 	}
 	tbt_rs_parse(p, pkt->size, &k);
-	if (k.flags & TBT_RS_CLEARED)
+	if (k.flags & TB__CK_SEQ_CLEARED)
 		tbt_rs_cleared(q, &w);
 	tbt_rs_record(q, p, pkt->size, &k, &w);
-	if (!(k.flags & TBT_RS_CLEARED) && !tbt_rs_step(rs, out, q, &k, &w))
+	if (!(k.flags & TB__CK_SEQ_CLEARED) && !tbt_rs_step(rs, out, q, &k, &w))
 		return;		/* dropped: its loss is flagged later */
 	tbt_rs_describe(rs, p, pkt->size);
 	tb_trace_write_packet(out, &w);
