@@ -139,6 +139,16 @@
  *     position may be this lap's scrape) and goes on; only the scraped
  *     prefix is lost.  Chunks the old
  *     reader had copied but not yet handed to its caller are lost with it.
+ *   - A writer never reserves behind its own last position while that
+ *     may be unresolved, even after a stray store put write_pos back:
+ *     it keeps one past its last reservation as a floor and reserves
+ *     there instead when write_pos is behind it by less than a ring, or
+ *     when the floor is less than a ring ahead of read_pos.  Anywhere
+ *     else a write_pos behind the floor is an honest ring 2^31 or more
+ *     positions on, and the writer reserves at write_pos: an idle writer
+ *     is never locked out.  Within a ring short of a multiple of 2^32
+ *     positions the two look alike; the writer takes its floor then,
+ *     skipping at most num_chunks - 1 positions (holes).
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
  *     resolves as a hole.
@@ -704,12 +714,41 @@ static inline void tb_ring_bump_generation(const struct tb_ring *r)
  */
 
 /*
+ * Where a writer whose last reservation was @floor - 1 reserves, with
+ * write_pos @wr and read_pos @rd (docs/protocol.md, section 8).
+ *
+ * Honest writers only move write_pos forward, so @wr behind the floor
+ * (their distance has the top bit) is a stray store that put it back,
+ * or an honest ring 2^31 or more positions past a writer that sat idle.
+ * The floor matters only while the writer's last position may be
+ * unresolved: a claim succeeds only within a ring ahead of the reader,
+ * so a position the reader could hand on before that one is less than a
+ * ring behind the floor.  The writer takes the floor when @wr is that
+ * close behind it (whatever read_pos says: a stray store can put it back
+ * too), or when the floor is less than a ring ahead of @rd (which mends
+ * a write_pos put back behind read_pos).  Anywhere else the floor is
+ * long resolved and says nothing: taking it would be TB_FULL on an empty
+ * ring, every time.  A floor taken is less than a ring ahead of
+ * read_pos, or of a write_pos the reader catches up with, so a drained
+ * ring has room for it.
+ */
+static inline uint32_t tb__pos_floor(uint32_t wr, uint32_t rd, uint32_t floor,
+				     uint32_t num_chunks)
+{
+	if (!(tb__pos_distance(wr, floor) & 0x80000000u))
+		return wr;	/* at or past the floor: the honest case */
+	return tb__pos_distance(floor, wr) < num_chunks ||
+	       tb__pos_distance(floor, rd) < num_chunks ? floor : wr;
+}
+
+/*
  * Reserve a logical position: TB_OK with *@pos, or TB_FULL with the
  * sampled read_pos in *@read_sample (write_pos untouched).  A lost
  * write_pos CAS reserves nothing and is retried at no cost.  @floor, when
- * not NULL, is the least position the caller may get (see
- * tb__writer_claim()): a write_pos behind it, which only a stray store
- * can make, is taken as *@floor, and the CAS moves it past.
+ * not NULL, is one past the caller's last reservation (see
+ * tb__writer_claim()): where tb__pos_floor() says it holds, a write_pos
+ * behind it, which only a stray store can make, is taken as *@floor, and
+ * the CAS moves it past.
  */
 static inline int tb__w_reserve_from(const struct tb_ring *r,
 				       const uint32_t *floor, uint32_t *pos,
@@ -731,9 +770,7 @@ static inline int tb__w_reserve_from(const struct tb_ring *r,
 		rd = tb_atomic_load(&h->read_pos, TB_ACQ);
 		/* relaxed: a stale write_pos only makes the CAS below fail */
 		wr = tb_atomic_load(&h->write_pos, TB_RLX);
-		/* behind the floor: the distance to it has the sign bit */
-		at = floor && tb__pos_distance(wr, *floor) & 0x80000000u ?
-		     *floor : wr;
+		at = floor ? tb__pos_floor(wr, rd, *floor, r->num_chunks) : wr;
 		if (tb__pos_distance(at, rd) >= r->num_chunks) {
 			*read_sample = rd;
 			return TB_FULL;
@@ -1049,7 +1086,7 @@ struct tb_writer {
 	uint32_t stall_ms;
 	uint32_t spin;		/* polls of read_pos before a sleep, adaptive */
 	uint32_t pos;		/* position of the held chunk */
-	uint32_t next_pos;	/* the least position it may reserve next */
+	uint32_t next_pos;	/* one past its last reservation: a floor */
 	uint32_t word;		/* its state word as we last set it */
 	uint32_t pub_off;	/* payload end of the published prefix */
 	struct tb_frag_cursor cur;
@@ -1221,10 +1258,13 @@ static inline void tb__writer_full(struct tb_writer *w)
  * loss).  Lost claims burn positions: they ring the doorbell and spend the
  * budget.  Once anything burned, a full ring is TB_NO_CHUNK, never a wait.
  *
- * Each reservation comes after this writer's previous one, even if a
- * stray store put write_pos back: the reader hands chunks on in position
- * order, so a position behind one already taken, whose chunk is free for
- * this lap, would put this writer's next packet before its last.
+ * Each reservation comes after this writer's previous one while that one
+ * may be unresolved, even if a stray store put write_pos back: the
+ * reader hands chunks on in position order, so a position behind one
+ * already taken, whose chunk is free for this lap, would put this
+ * writer's next packet before its last.  Once the reader is past it, the
+ * floor holds nothing back (tb__pos_floor()): a writer idle for 2^31
+ * positions and more reserves where the others do.
  */
 static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 {

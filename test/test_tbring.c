@@ -2288,6 +2288,89 @@ START_TEST(test_writer_data_loss_on_next_claimed_chunk_only_once)
 }
 END_TEST
 
+/*
+ * A writer idle while others reserve any number of positions writes
+ * again where they do.  Its floor (one past its last position) is a
+ * lap of the 2^32 position space behind once 2^31 positions passed, which
+ * write_pos put back by a stray store also looks like; the floor only
+ * holds within a ring of read_pos or of write_pos (tb__pos_floor()).
+ * Each case: the writer writes once at @last (or, @fresh, is set up with
+ * write_pos at @last + 1 and never writes), then @idle positions are
+ * reserved and resolved by others (the ring laid out where they leave
+ * it, tb_ring_init_at()), then it must write, under either policy, at
+ * the position after them plus @skip.  @skip is nonzero only within a
+ * ring of a multiple of 2^32 positions, where the floor is just ahead of
+ * write_pos and the writer cannot tell a lap from a stray store: it
+ * takes its floor, and the positions it skips are holes.  Exactly a ring
+ * short of 2^32 it must not: its floor is a whole ring ahead of the
+ * drained ring's read_pos, TB_FULL for good for a lone writer.
+ */
+static const struct idle_case {
+	uint32_t last;
+	uint32_t idle;
+	uint32_t skip;
+	int fresh;
+} idle_cases[] = {
+	{ 0, 0, 0, 0 },
+	{ 0, 0x80000000u - 64, 0, 0 },
+	{ 0, 0x80000000u - 1, 0, 0 },
+	{ 0, 0x80000000u, 0, 0 },
+	{ 0, 0x80000000u + 16, 0, 0 },
+	{ 0, 0x80000000u + 16, 0, 1 },		/* never wrote */
+	{ 0x7ffffff0u, 0x80000000u + 16, 0, 0 },	/* across 2^32 */
+	{ 0xfffffff0u, 0x80000000u + 16, 0, 0 },	/* from below it */
+	{ 0xfffffff0u, 0x80000000u + 16, 0, 1 },
+	{ 0, 0u - 64, 0, 0 },
+	{ 0, 0u - 4, 0, 0 },			/* 2^32 - a ring */
+	{ 0, 0u - 3, 3, 0 },
+	{ 0, 0u - 1, 1, 0 },
+};
+#define NIDLE	(int)(sizeof(idle_cases) / sizeof(idle_cases[0]))
+
+START_TEST(test_idle_writer_writes_again_after_any_number_of_positions)
+{
+	const struct idle_case *c = &idle_cases[_i / 2];
+	enum tb_full_policy policy = _i & 1 ? TB_STALL : TB_DROP;
+	uint32_t start = c->last + 1 + c->idle, at = start + c->skip;
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct collect col;
+
+	memset(&col, 0, sizeof(col));
+	tring_new_at(&t, 256, 4, c->fresh ? c->last + 1 : c->last);
+	twriter_new(&a, &t, WA, BID, policy);
+	a.w.stall_ms = 1;	/* a lockout fails fast, as TB_FULL */
+	if (!c->fresh) {
+		treader_new(&tr, &t);
+		ck_assert_int_eq(twrite(&a, "once", 0, 0), TB_OK);
+		ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+		ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn,
+					&col), 1);
+		ck_assert_uint_eq(col.c[0].pos, c->last);
+		treader_free(&tr);
+	}
+	memset(t.mem, 0, t.len);	/* where the others leave the ring */
+	ck_assert_int_eq(tb_ring_init_at(&t.r, t.mem, t.len, 256, 4, start),
+			 TB_OK);
+	ck_assert_msg(twrite(&a, "again", 0, 0) == TB_OK,
+		      "case %d: idle for %#x positions after %#x: locked out",
+		      _i / 2, c->idle, c->last);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), at + 1);
+	treader_new(&tr, &t);
+	col.count = 0;
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col),
+			 (int)c->skip + 1);
+	ck_assert_uint_eq(col.count, 1);
+	ck_assert_uint_eq(col.c[0].pos, at);
+	ck_assert_str_eq(col.c[0].frag[0], "again");
+	treader_free(&tr);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_writer_full_under_drop_policy_keeps_write_pos)
 {
 	struct tring t;
@@ -4018,11 +4101,63 @@ END_TEST
  * broken process in the mapping) must not let a writer claim a position
  * before one it already took: the reader hands chunks on in position
  * order, so the writer's later packet would come out first.  Here the
- * writer's first chunk is at position 2 and write_pos is put back to 1,
- * whose chunk is free for this lap: the next claim must still come after
- * position 2.
+ * writer's first chunk is at position base + 2 and write_pos is put back
+ * to base + 1, whose chunk is free for this lap: the next claim must
+ * still come after base + 2.  The base pins the floor's compare where a
+ * wrong one breaks: from 0, across the 2^32 rollover (the floor is 0 and
+ * write_pos 0xffffffff: a plain "write_pos < floor" misses it), and
+ * across half the position space (a signed compare of the two values
+ * instead of their distance misses it).
  */
+static const uint32_t floor_bases[] = { 0, 0xfffffffeu, 0x7ffffffeu };
+
 START_TEST(test_writer_positions_only_grow_when_write_pos_goes_back)
+{
+	uint32_t base = floor_bases[_i];
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct collect col;
+
+	memset(&col, 0, sizeof(col));
+	tring_new_at(&t, 256, 4, base);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	tset_write_pos(&t, base + 2);	/* positions base, base + 1: holes */
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), base + 3);
+	tset_write_pos(&t, base + 1);	/* the stray store */
+	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), base + 4);	/* and mended */
+	ck_assert_uint_eq(tword(&t, (base + 1) & 3),	/* untouched */
+			  spec_free((base + 1) >> 2 & 0x1fffffff));
+	tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col);
+	ck_assert_uint_eq(col.count, 2);
+	ck_assert_uint_eq(col.c[0].pos, base + 2);
+	ck_assert_str_eq(col.c[0].frag[0], "one");
+	ck_assert_uint_eq(col.c[1].pos, base + 3);
+	ck_assert_str_eq(col.c[1].frag[0], "two");
+	treader_free(&tr);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * The floor must not trust read_pos either: a stray store puts read_pos
+ * back too, far enough that the writer's last position looks more than a
+ * ring ahead of it (as if the floor said nothing), while write_pos, put
+ * back between the reader's cursor and that position, is still within a
+ * ring of read_pos.  The writer's last chunk is at 2, unresolved; a
+ * claim at 1 would succeed (its chunk is free for this lap) and come out
+ * first.  Within a ring behind the floor, write_pos is never where the
+ * writer reserves: here the floor is a ring ahead of the forged
+ * read_pos, so the ring looks full.  Once the reader publishes its own
+ * cursor again the writer reserves after its last chunk.
+ */
+START_TEST(test_writer_floor_holds_when_read_pos_goes_back_too)
 {
 	struct tring t;
 	struct twriter a;
@@ -4033,20 +4168,61 @@ START_TEST(test_writer_positions_only_grow_when_write_pos_goes_back)
 	tring_new(&t, 256, 4);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
 	treader_new(&tr, &t);
-	tset_write_pos(&t, 2);		/* positions 0 and 1: holes */
+	tset_write_pos(&t, 2);
 	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
 	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), 3);
-	tset_write_pos(&t, 1);		/* the stray store */
+	tset_write_pos(&t, 1);				/* stray stores */
+	poke32(&t.r.hdr->read_pos, 0xffffffffu);
+	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_FULL);
+	ck_assert_uint_eq(twrite_pos(&t), 1);
+	ck_assert_uint_eq(tword(&t, 1), spec_free(0));	/* untouched */
+	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_SCRAPE, collect_fn, &col),
+			 1);				/* hole at 0 */
+	ck_assert_uint_eq(tread_pos(&t), 1);
 	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
 	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), 4);	/* and write_pos mended */
+	ck_assert_uint_eq(twrite_pos(&t), 4);
 	ck_assert_uint_eq(tword(&t, 1), spec_free(0));	/* untouched */
 	tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col);
 	ck_assert_uint_eq(col.count, 2);
-	ck_assert_uint_eq(col.c[0].pos, 2);
 	ck_assert_str_eq(col.c[0].frag[0], "one");
 	ck_assert_uint_eq(col.c[1].pos, 3);
+	ck_assert_str_eq(col.c[1].frag[0], "two");
+	treader_free(&tr);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * write_pos put back further, behind read_pos: the floor, right at
+ * read_pos, is where the writer reserves, and its CAS mends write_pos
+ * (reserving at write_pos would be TB_FULL until the reader stops the
+ * ring for the forged cursor).
+ */
+START_TEST(test_writer_mends_write_pos_put_back_behind_read_pos)
+{
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct collect col;
+
+	memset(&col, 0, sizeof(col));
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col),
+			 1);
+	tset_write_pos(&t, 1u - 10);			/* the stray store */
+	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), 2);
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col),
+			 1);
+	ck_assert_uint_eq(col.count, 2);
+	ck_assert_uint_eq(col.c[1].pos, 1);
 	ck_assert_str_eq(col.c[1].frag[0], "two");
 	treader_free(&tr);
 	twriter_free(&a);
@@ -5464,6 +5640,9 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_packet_split_sets_continuation_flags);
 	tcase_add_test(tc, test_writer_data_loss_on_next_claimed_chunk_only_once);
 	tcase_add_test(tc, test_writer_full_under_drop_policy_keeps_write_pos);
+	tcase_add_loop_test(tc,
+		test_idle_writer_writes_again_after_any_number_of_positions,
+		0, 2 * NIDLE);
 	tcase_add_test(tc, test_writer_no_chunk_when_chunks_pinned);
 	tcase_add_test(tc,
 		test_writer_holes_take_precedence_over_full_even_under_stall);
@@ -5540,8 +5719,12 @@ static Suite *hostile_suite(void)
 	tcase_add_test(tc, test_hostile_state_words_and_cursors_reader_survives);
 	tcase_add_test(tc,
 		test_hostile_directory_rejected_as_malformed_without_oob);
+	tcase_add_loop_test(tc,
+		test_writer_positions_only_grow_when_write_pos_goes_back, 0,
+		(int)(sizeof(floor_bases) / sizeof(floor_bases[0])));
+	tcase_add_test(tc, test_writer_floor_holds_when_read_pos_goes_back_too);
 	tcase_add_test(tc,
-		test_writer_positions_only_grow_when_write_pos_goes_back);
+		test_writer_mends_write_pos_put_back_behind_read_pos);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
