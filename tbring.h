@@ -61,11 +61,11 @@
  *   from          to              by      step                orders
  *   Free(lap p)   Acquired(w, 0)  writer  claim               acq / rlx
  *   Free(lap p)   Free(lap p+n)   reader  advance (a hole)    rel / acq
- *   Acquired(n)   Complete(n+k)   writer  publish             rel / acq
- *   Acquired(n)   Acquired(n+k)   writer  publish, still open rel / acq
+ *   Acquired(n)   Complete(n+k)   writer  publish             rel / rlx
+ *   Acquired(n)   Acquired(n+k)   writer  publish, still open rel / rlx
  *   Complete(n)   Acquired(n)     writer  reuse               rlx / rlx
  *   Complete(n)   Free(lap p+n)   reader  reclaim (consume)   rel / acq
- *   Acquired(n)   Rewrite(n)      reader  mark (scrape)       rel / acq
+ *   Acquired(n)   Rewrite(n)      reader  mark (scrape)       rlx / acq
  *   Rewrite(n)    Acknowledged    writer  acknowledge         rel / rlx
  *   Acknowledged  Free(lap p+n)   reader  reclaim             acq_rel / rlx
  *
@@ -74,8 +74,13 @@
  * p with a relaxed CAS of write_pos after an acquire load of read_pos
  * (pairs with the reader's release store of read_pos, made right after
  * each position's transition); the reader loads write_pos relaxed and
- * each state word acquire.  Only the doorbell and the stalled writers'
- * wake-up use seq_cst fences (two store->load handshakes).
+ * each state word acquire.  A failed publish, the scrape and the writer's
+ * look at its own word (tb_writer_sync()) are relaxed where the design
+ * asks for acquire, release and acquire: after a scrape the writer reads
+ * only its own unpublished suffix and never writes the chunk again, so
+ * they would order nothing (docs/protocol.md 6.2).  Only the doorbell and
+ * the stalled writers' wake-up use seq_cst fences (two store->load
+ * handshakes).
  *
  * The protocol steps are not part of the default API: a caller breaks
  * the protocol from its own side by calling them out of turn.  Tests and
@@ -819,10 +824,15 @@ static inline bool tb__w_publish_word(uint32_t *word, uint32_t *seen,
 	/*
 	 * release: pairs with the reader's acquire load of the state; the
 	 * payload, size entries and BufferID are visible before the count.
-	 * acquire on failure: pairs with the reader's release in
-	 * mark_rewrite, so its copy is over before we relocate.
+	 * relaxed on failure: the word found is only compared.  A scrape
+	 * (the one failure a writer acts on) leaves the writer nothing to
+	 * order: it reads only its own unpublished suffix, which the
+	 * reader's copy never touches, writes nothing more into this chunk
+	 * and writes the suffix into a fresh one (the claim's acquire).  The
+	 * reader's copy is over before the chunk's next claim through the
+	 * reader's own reclaim (docs/protocol.md, section 6.2).
 	 */
-	return tb_atomic_cas(word, seen, want, TB_REL, TB_ACQ);
+	return tb_atomic_cas(word, seen, want, TB_REL, TB_RLX);
 }
 
 static inline bool tb__w_publish(const struct tb_ring *r, uint32_t pos,
@@ -857,12 +867,15 @@ static inline bool tb__r_mark_rewrite(const struct tb_ring *r, uint32_t pos,
 	if (tb_state_of(*seen) != TB_ACQUIRED)
 		return false;
 	/*
-	 * release: pairs with the writer's acquire on its failed publish;
-	 * our copy of the prefix is over before it relocates.  acquire on
-	 * failure: pairs with the writer's release of a new publication.
+	 * relaxed on success: nothing of ours needs ordering before the
+	 * writer's relocation, which reads only its unpublished suffix and
+	 * never writes this chunk again; our copy is over before the next
+	 * claim through our own reclaim of the Acknowledged word, a release
+	 * later in this thread.  acquire on failure: pairs with the writer's
+	 * release of a new publication, whose fragments we copy next.
 	 */
 	return tb_atomic_cas(tb__ring_word(r, pos), seen,
-			tb__state_with(*seen, TB_REWRITE), TB_REL, TB_ACQ);
+			tb__state_with(*seen, TB_REWRITE), TB_RLX, TB_ACQ);
 }
 
 /* Writer: RewriteRequested -> Acknowledged, after copying its suffix. */
@@ -1589,8 +1602,12 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 		return TB_ENOTOPEN;
 	if (used > w->cur.dir - w->cur.width - w->cur.payload)
 		return TB_ESIZE;
-	/* acquire: pairs with the reader's release in mark_rewrite */
-	seen = tb_atomic_load(tb__ring_word(w->ring, w->pos), TB_ACQ);
+	/*
+	 * relaxed: only compared.  After a scrape the writer reads nothing
+	 * the reader wrote and writes nothing the reader reads (see
+	 * tb__w_publish_word()'s failure order).
+	 */
+	seen = tb_atomic_load(tb__ring_word(w->ring, w->pos), TB_RLX);
 	if (seen != w->word) {
 		ret = tb__writer_relocate(w, seen, used);
 		if (!ret && w->cur.nfrags)
