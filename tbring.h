@@ -1092,7 +1092,7 @@ struct tb_writer {
 	uint16_t id;
 	uint16_t bid;		/* target BufferID, format 00 */
 	uint8_t policy;
-	uint8_t own;		/* TB_OWN_* */
+	uint8_t own;		/* TB__OWN_* */
 	uint8_t loss_owed;	/* next claimed chunk carries data loss */
 	uint8_t cont_next;	/* last closed fragment continues */
 	uint8_t relocated;	/* held chunk is a replacement: no reuse */
@@ -1596,7 +1596,7 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 				 struct tb_span *span)
 {
 	uint32_t seen;
-	int ret = TB_OK;
+	int ret;
 
 	if (w->own != TB__OWN_ACQUIRED || !w->cur.open)
 		return TB_ENOTOPEN;
@@ -1609,13 +1609,16 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 	 */
 	seen = tb_atomic_load(tb__ring_word(w->ring, w->pos), TB_RLX);
 	if (seen != w->word) {
+		/*
+		 * Scraped.  Every close publishes (or relocates until it has
+		 * published), so the open fragment is all the chunk holds
+		 * unpublished: relocation moves just it into a fresh
+		 * replacement, Acquired and still open, or loses it.
+		 */
 		ret = tb__writer_relocate(w, seen, used);
-		if (!ret && w->cur.nfrags)
-			ret = tb__writer_publish(w, used);
-		if (!ret && w->own == TB__OWN_NONE)
-			ret = TB_DROPPED;	/* cannot happen: kept open */
 		if (ret)
 			return ret;
+		TB_BUG_ON(w->own != TB__OWN_ACQUIRED || !w->cur.open);
 	}
 	span->begin = w->cur.chunk + w->cur.payload;
 	span->end = w->cur.chunk + w->cur.dir - w->cur.width;
