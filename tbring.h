@@ -1772,11 +1772,11 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	return TB_OK;
 }
 
-/* What a copy found, in the order of tb__reader_done()'s table. */
+/* What a copy found (tb__reader_done() counts each by name). */
 enum {
 	TB__COPY_UNKNOWN,	/* unknown format: nothing was read */
 	TB__COPY_MALFORMED,	/* the directory failed validation */
-	TB__COPY_EMPTY,	/* no fragment published */
+	TB__COPY_EMPTY,		/* no fragment published */
 	TB__COPY_OK,		/* usable, the view is filled */
 };
 
@@ -1856,16 +1856,26 @@ static inline int tb__reader_stop(struct tb_reader *rd,
  */
 static inline int tb__reader_done(struct tb_reader *rd, int copied)
 {
-	static const uint8_t stat[] = { TB_RS_UNKNOWN_FORMAT, TB_RS_MALFORMED,
-					TB_RS_HOLES, TB_RS_EMITTED };
-
 	rd->pos++;
 	rd->pinned_run = 0;
 	rd->fresh = 0;
-	rd->stat[stat[copied]]++;
-	if (copied < TB__COPY_EMPTY)
+	switch (copied) {
+	case TB__COPY_OK:
+		rd->stat[TB_RS_EMITTED]++;
+		return TB_EMITTED;
+	case TB__COPY_EMPTY:
 		rd->stat[TB_RS_HOLES]++;
-	return copied == TB__COPY_EMPTY ? TB_SKIPPED : TB_EMITTED;
+		return TB_SKIPPED;
+	case TB__COPY_MALFORMED:
+		rd->stat[TB_RS_MALFORMED]++;
+		break;
+	default:
+		TB_BUG_ON(copied != TB__COPY_UNKNOWN);
+		rd->stat[TB_RS_UNKNOWN_FORMAT]++;
+		break;
+	}
+	rd->stat[TB_RS_HOLES]++;	/* a lost view: a hole that says so */
+	return TB_EMITTED;
 }
 
 /*

@@ -416,6 +416,58 @@ START_TEST(test_control_header_offsets_are_the_abi)
 }
 END_TEST
 
+/*
+ * The counters' slots are ABI as much as their lines: another process
+ * (tbtrace ring, a service of another build) reads line 4 word i as the
+ * i-th writer counter of docs/protocol.md's header listing, line 5 word i
+ * as the i-th reader counter.  Each name at its documented slot, and
+ * the header's words where a writer's TB_FULL and a reader's outcomes
+ * land, read at the documented byte offsets.
+ */
+START_TEST(test_counter_slots_are_the_abi)
+{
+	static const int wslot[] = {	/* line 4, from byte 256 */
+		TB_WS_FULL, TB_WS_NO_CHUNK, TB_WS_HOLES, TB_WS_RELOCATIONS,
+		TB_WS_DROPPED_FRAGS, TB_WS_STALLS, TB_WS_FUTEX_WAITS,
+		TB_WS_FUTEX_WAKES,
+	};
+	static const int rslot[] = {	/* line 5, from byte 320 */
+		TB_RS_EMITTED, TB_RS_HOLES, TB_RS_SCRAPES, TB_RS_MALFORMED,
+		TB_RS_UNKNOWN_FORMAT, TB_RS_RETRY_LATER, TB_RS_PINNED,
+		TB_RS_FUTEX_WAITS, TB_RS_FUTEX_WAKES,
+	};
+	struct tring t;
+	struct twriter a, b, c;
+	struct tb_span sp;
+	unsigned i;
+
+	for (i = 0; i < sizeof(wslot) / sizeof(wslot[0]); i++)
+		ck_assert_msg(wslot[i] == (int)i, "writer counter %u at "
+			      "slot %d", i, wslot[i]);
+	ck_assert_int_eq(TB_WS_MAX, 8);
+	for (i = 0; i < sizeof(rslot) / sizeof(rslot[0]); i++)
+		ck_assert_msg(rslot[i] == (int)i, "reader counter %u at "
+			      "slot %d", i, rslot[i]);
+	ck_assert_int_eq(TB_RS_MAX, 9);
+	/* two TB_FULL: word 0 of line 4, and nothing else there */
+	tring_new(&t, 256, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_DROP);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&b.w, 1, 0, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&c.w, 1, 0, &sp), TB_FULL);
+	ck_assert_int_eq(tb_writer_open(&c.w, 1, 0, &sp), TB_FULL);
+	for (i = 0; i < 16; i++)
+		ck_assert_uint_eq(peek32((uint8_t *)t.r.hdr + 256 + 4 * i),
+				  i ? 0 : 2);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere)
 {
 	struct tring t;
@@ -1538,6 +1590,54 @@ static uint32_t hdr_rstat(const struct tring *t, enum tb_rstat s)
 {
 	return peek32(&t->r.hdr->rstat[s]);
 }
+
+/*
+ * Each way a position resolves counts in its own reader counter, read
+ * where docs/protocol.md puts it (line 5 of the header, word i at byte
+ * 320 + 4i): two chunks consumed and one scraped (emitted 3, scrapes 1),
+ * two unclaimed positions and two chunks whose data is lost (holes 4:
+ * a lost view is a hole that says so), one of them malformed and one of
+ * another format (1 each), nothing else.
+ */
+START_TEST(test_reader_counts_each_outcome_in_its_slot)
+{
+	static const uint32_t want[16] = { 3, 4, 1, 1, 1 };
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_span sp;
+	uint8_t *c;
+	unsigned i;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "e0", 0, 0), TB_OK);	/* 0 */
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_eq(twrite(&a, "e1", 0, 0), TB_OK);	/* 1 */
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(treserve(&t), 2);			/* unclaimed */
+	ck_assert_uint_eq(treserve(&t), 3);
+	tset_word(&t, 3, spec_word(SPEC_CMP, 1, 0, 1, WB));	/* format 01 */
+	ck_assert_uint_eq(treserve(&t), 4);
+	tset_word(&t, 4, spec_word(SPEC_CMP, 0, 0, 2, WB));	/* malformed */
+	c = tchunk(&t, 4);
+	c[255] = 200;
+	c[254] = 100;
+	ck_assert_int_eq(twrite(&a, "s0", 0, 0), TB_OK);	/* 5 */
+	topen_with(&a, "s1", 2, 0, &sp);		/* held: a scrape */
+	ck_assert_uint_eq(treserve(&t), 6);			/* unclaimed */
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL, NULL), 7);
+	for (i = 0; i < 16; i++)
+		ck_assert_msg(peek32((uint8_t *)t.r.hdr + 320 + 4 * i) ==
+			      want[i], "reader counter %u: %u, want %u", i,
+			      peek32((uint8_t *)t.r.hdr + 320 + 4 * i),
+			      want[i]);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
 
 START_TEST(test_reader_nodata_when_nothing_reserved)
 {
@@ -5525,6 +5625,7 @@ static Suite *geometry_suite(void)
 	tcase_add_test(tc, test_init_rejects_bad_memory_and_geometry);
 	tcase_add_test(tc, test_init_and_attach_refuse_memory_not_line_aligned);
 	tcase_add_test(tc, test_control_header_offsets_are_the_abi);
+	tcase_add_test(tc, test_counter_slots_are_the_abi);
 	tcase_add_test(tc,
 		test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere);
 	tcase_add_test(tc, test_init_makes_no_stamping_pass_over_chunks);
@@ -5607,6 +5708,7 @@ static Suite *reader_suite(void)
 	TCase *tc = tcase_create("reader");
 
 	tcase_add_test(tc, test_reader_nodata_when_nothing_reserved);
+	tcase_add_test(tc, test_reader_counts_each_outcome_in_its_slot);
 	tcase_add_test(tc, test_reader_emits_complete_chunk_and_reclaims_it);
 	tcase_add_test(tc,
 		test_reader_skips_unclaimed_position_and_advances_free_tag);
