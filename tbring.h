@@ -1107,6 +1107,18 @@ struct tb_writer {
 	uint32_t holes;
 	uint32_t relocations;
 	uint32_t dropped_frags;
+#ifdef TB_TEST_HOOKS
+	/*
+	 * test seam: tb_writer_write_packet() runs it on each fragment it
+	 * opens past its fast path, before it copies the @n bytes of @p
+	 * into @span: it may write part of them, stall, tb_writer_sync()
+	 * (which may move @span) or let go of the fragment, returning
+	 * nonzero, which ends the write with that result.
+	 */
+	int (*fill)(void *ctx, struct tb_writer *w, struct tb_span *span,
+		    const uint8_t *p, uint32_t n);
+	void *fill_ctx;
+#endif
 };
 
 static inline int tb_writer_init(struct tb_writer *w, const struct tb_ring *r,
@@ -1683,6 +1695,10 @@ static inline int tb_writer_write_packet(struct tb_writer *w,
 		}
 		n = len < (size_t)(s.end - s.begin) ? (uint32_t)len :
 						      (uint32_t)(s.end - s.begin);
+#ifdef TB_TEST_HOOKS
+		if (w->fill && (ret = w->fill(w->fill_ctx, w, &s, p, n)))
+			return ret;
+#endif
 		if (n)
 			TB_MEMCPY(s.begin, p, n);
 		more = n < len;
