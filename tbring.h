@@ -93,8 +93,9 @@
  *
  * Limits
  *   - chunk_size: a power of two in [256, 32768]; num_chunks: a power of
- *     two in [2, 2^30]; tb_ring_size() fails (0) if the mapping would not
- *     fit in a size_t.
+ *     two in [2, 2^30] (the design's: below 2^31, so a position's lap
+ *     keeps at least two bits); tb_ring_size() fails (0) if the mapping
+ *     would not fit in a size_t.
  *   - FIFO identity.  A writer suspended between reserve and claim can be
  *     fooled once (chunk index, lap) repeats.  The design puts that at
  *     min(num_chunks * 2^29, 2^32) reservations; the bound is one ring
@@ -128,22 +129,24 @@
  *     policy: under TB_STALL it waits like any other claim.
  *   - read_pos is stored (release) right after each position's
  *     transition, and every public reader call returns with it
- *     published; stalled writers are woken once per call.  A reader
- *     restart (a new struct tb_reader on the same ring, e.g. a restarted
- *     service attaching again) starts at the published read_pos and
- *     continues, whether the old reader returned or died anywhere but in
- *     one window: between the transition of a position and the store of
- *     read_pos after it.  A reader that dies there after freeing the
- *     chunk (consumed, unclaimed or acknowledged) leaves it stamped for
- *     its next traversal behind read_pos; the next reader meets a free
- *     tag that does not match read_pos (the design's "unsupported reader
- *     restart") and stops the ring with TB_EPROTO, changing nothing.  If
- *     that transition was a scrape, the next reader finds the chunk
- *     RewriteRequested or Acknowledged, resolves the position as a hole
- *     (not a pinned one: RewriteRequested at a new reader's first
- *     position may be this lap's scrape) and goes on; only the scraped
- *     prefix is lost.  Chunks the old
- *     reader had copied but not yet handed to its caller are lost with it.
+ *     published; stalled writers are woken once per call.
+ *   - A reader restart (a new struct tb_reader on the same ring, say a
+ *     restarted service attaching again) starts at the published
+ *     read_pos and carries on, whether the old reader returned or died.
+ *     One window differs: the old reader died between a position's
+ *     transition and its store of read_pos.
+ *       . If that transition freed the chunk (consumed, unclaimed or
+ *         acknowledged), the chunk is stamped for its next lap while
+ *         read_pos still names it.  The new reader meets a free tag that
+ *         does not match read_pos (the design's "unsupported reader
+ *         restart") and stops the ring with TB_EPROTO, changing nothing.
+ *       . If it was a scrape, the new reader finds the chunk
+ *         RewriteRequested or Acknowledged, resolves the position as a
+ *         hole and goes on: only the scraped prefix is lost.  It is not
+ *         a pinned hole: RewriteRequested at a new reader's first
+ *         position may be this lap's scrape.
+ *     Chunks the old reader had copied but not yet handed to its caller
+ *     are lost with it.
  *   - A writer never reserves behind its own last position while that
  *     may be unresolved, even after a stray store put write_pos back:
  *     it keeps one past its last reservation as a floor and reserves
@@ -167,24 +170,23 @@
  *   - The lazy reader (TB_READ_LAZY) stops before a chunk a writer still
  *     holds, and scrapes only once half the ring waits behind it; a
  *     flush (TB_READ_SCRAPE) takes the published prefix at once.
- *   - At most 2^30 chunks (the design allows up to 2^31): a position's
- *     lap then keeps at least two bits.
- *   - "Notify the reader" (the transport is left open) is not done after
- *     every publication: waking a sleeping reader per packet costs a
- *     system call each and makes it reclaim the very chunk the writer was
- *     about to reuse.  A writer wakes it when it burns a position,
- *     stalls, gives up on a full ring (TB_FULL: a ring whose chunks
- *     writers keep for reuse hands nothing over), abandons or releases
- *     a chunk, and when it hands a chunk over (published and not kept
- *     for reuse, or forgotten) once three quarters of the ring wait
- *     (TB_DROP; at least one chunk is left) or the whole ring
- *     (TB_STALL: its stall rings anyway).  Anything else - a chunk an
- *     idle writer keeps, a lone finished chunk - is taken at the
- *     reader's next pass, at the latest when tb_reader_wait() times
- *     out.  Before either side
- *     sleeps it spins for a while (an adaptive number of polls,
- *     tbsync.h): a stalled writer until read_pos moves, a waiting reader
- *     until write_pos does.
+ *   - "Notify the reader" (the design leaves the transport open) is not
+ *     done after every publication: a wake per packet costs a system
+ *     call, and the woken reader reclaims the very chunk the writer was
+ *     about to reuse.  A writer wakes a sleeping reader when it
+ *       . burns a position, stalls, or abandons or releases a chunk;
+ *       . gives up on a full ring (TB_FULL: a ring whose chunks writers
+ *         keep for reuse hands nothing over);
+ *       . hands a chunk over (published and not kept for reuse, or
+ *         forgotten) once three quarters of the ring wait under TB_DROP
+ *         (at least one chunk is left), or the whole ring under TB_STALL
+ *         (its stall rings anyway).
+ *     Anything else (a chunk an idle writer keeps, a lone finished
+ *     chunk) is taken at the reader's next pass, at the latest when
+ *     tb_reader_wait() times out.
+ *   - Before either side sleeps it spins for a while (an adaptive number
+ *     of polls, tbsync.h): a stalled writer until read_pos moves, a
+ *     waiting reader until write_pos does.
  *   - The writers' waiter hint (for stalls) is only a hint: a writer
  *     killed while stalled leaves it raised, and nothing decides on it.
  *     A writer going to sleep sets the wake request, which only the
