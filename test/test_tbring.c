@@ -2471,6 +2471,72 @@ START_TEST(test_idle_writer_writes_again_after_any_number_of_positions)
 }
 END_TEST
 
+/*
+ * The same under TB_STALL while others keep the ring busy: a stall that
+ * sees read_pos move retries, so a locked-out writer never returned.
+ * Here the others (a writer and the reader, on a thread of their own)
+ * keep going until the idle writer's write returns, or until it stalled
+ * 1000 times: then they stop, its stall runs out and it gets TB_FULL.
+ */
+struct busy_ring {
+	struct tring *t;
+	int done;
+};
+
+static void *keep_ring_busy(void *arg)
+{
+	struct busy_ring *b = (struct busy_ring *)arg;
+	struct twriter o;
+	struct treader tr;
+
+	twriter_new(&o, b->t, WB, BID, TB_DROP);
+	treader_new(&tr, b->t);
+	while (!__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&b->t->r.hdr->wstat[TB_WS_STALLS],
+			       __ATOMIC_RELAXED) < 1000) {
+		twrite(&o, "busy", 0, 0);
+		tb_writer_release(&o.w);
+		tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL, NULL);
+	}
+	treader_free(&tr);
+	twriter_free(&o);
+	return NULL;
+}
+
+START_TEST(test_idle_stalling_writer_returns_while_others_write)
+{
+	struct busy_ring b;
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	pthread_t th;
+	int ret;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_STALL);
+	a.w.stall_ms = 50;
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "once", 0, 0), TB_OK);	/* at 0 */
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL, NULL), 1);
+	treader_free(&tr);
+	memset(t.mem, 0, t.len);
+	ck_assert_int_eq(tb_ring_init_at(&t.r, t.mem, t.len, 256, 4,
+					 0x80000000u + 17), TB_OK);
+	b.t = &t;
+	b.done = 0;
+	ck_assert_int_eq(pthread_create(&th, NULL, keep_ring_busy, &b), 0);
+	ret = twrite(&a, "again", 0, 0);
+	__atomic_store_n(&b.done, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_msg(ret == TB_OK, "the idle writer: %s after %u stalls",
+		      tb_strerror(ret), peek32(&t.r.hdr->wstat[TB_WS_STALLS]));
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_writer_full_under_drop_policy_keeps_write_pos)
 {
 	struct tring t;
@@ -5761,6 +5827,7 @@ static Suite *writer_suite(void)
 	tcase_add_loop_test(tc,
 		test_idle_writer_writes_again_after_any_number_of_positions,
 		0, 2 * NIDLE);
+	tcase_add_test(tc, test_idle_stalling_writer_returns_while_others_write);
 	tcase_add_test(tc, test_writer_no_chunk_when_chunks_pinned);
 	tcase_add_test(tc,
 		test_writer_holes_take_precedence_over_full_even_under_stall);
