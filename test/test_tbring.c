@@ -4277,37 +4277,65 @@ END_TEST
  */
 static const uint32_t floor_bases[] = { 0, 0xfffffffeu, 0x7ffffffeu };
 
-START_TEST(test_writer_positions_only_grow_when_write_pos_goes_back)
-{
-	uint32_t base = floor_bases[_i];
+/* A 4 x 256 B ring from @start, writer WA (TB_DROP), a reader. */
+struct floor_fx {
 	struct tring t;
 	struct twriter a;
 	struct treader tr;
 	struct collect col;
+};
 
-	memset(&col, 0, sizeof(col));
-	tring_new_at(&t, 256, 4, base);
-	twriter_new(&a, &t, WA, BID, TB_DROP);
-	treader_new(&tr, &t);
-	tset_write_pos(&t, base + 2);	/* positions base, base + 1: holes */
-	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), base + 3);
-	tset_write_pos(&t, base + 1);	/* the stray store */
-	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), base + 4);	/* and mended */
-	ck_assert_uint_eq(tword(&t, (base + 1) & 3),	/* untouched */
+static void floor_fx_new(struct floor_fx *f, uint32_t start)
+{
+	memset(&f->col, 0, sizeof(f->col));
+	tring_new_at(&f->t, 256, 4, start);
+	twriter_new(&f->a, &f->t, WA, BID, TB_DROP);
+	treader_new(&f->tr, &f->t);
+}
+
+static void floor_fx_free(struct floor_fx *f)
+{
+	treader_free(&f->tr);
+	twriter_free(&f->a);
+	tring_free(&f->t);
+}
+
+/* The writer writes @s as one fragment and lets go of its chunk. */
+static int floor_write(struct floor_fx *f, const char *s)
+{
+	int ret = twrite(&f->a, s, 0, 0);
+
+	ck_assert_int_eq(tb_writer_release(&f->a.w), TB_OK);
+	return ret;
+}
+
+/* Positions the reader resolves, collecting what it emits. */
+static int floor_drain(struct floor_fx *f, unsigned max)
+{
+	return tdrain(&f->tr.rd, max, TB_READ_SCRAPE, collect_fn, &f->col);
+}
+
+START_TEST(test_writer_positions_only_grow_when_write_pos_goes_back)
+{
+	uint32_t base = floor_bases[_i];
+	struct floor_fx f;
+
+	floor_fx_new(&f, base);
+	tset_write_pos(&f.t, base + 2);	/* positions base, base + 1: holes */
+	ck_assert_int_eq(floor_write(&f, "one"), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&f.t), base + 3);
+	tset_write_pos(&f.t, base + 1);	/* the stray store */
+	ck_assert_int_eq(floor_write(&f, "two"), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&f.t), base + 4);	/* and mended */
+	ck_assert_uint_eq(tword(&f.t, (base + 1) & 3),	/* untouched */
 			  spec_free((base + 1) >> 2 & 0x1fffffff));
-	tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col);
-	ck_assert_uint_eq(col.count, 2);
-	ck_assert_uint_eq(col.c[0].pos, base + 2);
-	ck_assert_str_eq(col.c[0].frag[0], "one");
-	ck_assert_uint_eq(col.c[1].pos, base + 3);
-	ck_assert_str_eq(col.c[1].frag[0], "two");
-	treader_free(&tr);
-	twriter_free(&a);
-	tring_free(&t);
+	floor_drain(&f, 8);
+	ck_assert_uint_eq(f.col.count, 2);
+	ck_assert_uint_eq(f.col.c[0].pos, base + 2);
+	ck_assert_str_eq(f.col.c[0].frag[0], "one");
+	ck_assert_uint_eq(f.col.c[1].pos, base + 3);
+	ck_assert_str_eq(f.col.c[1].frag[0], "two");
+	floor_fx_free(&f);
 }
 END_TEST
 
@@ -4325,38 +4353,27 @@ END_TEST
  */
 START_TEST(test_writer_floor_holds_when_read_pos_goes_back_too)
 {
-	struct tring t;
-	struct twriter a;
-	struct treader tr;
-	struct collect col;
+	struct floor_fx f;
 
-	memset(&col, 0, sizeof(col));
-	tring_new(&t, 256, 4);
-	twriter_new(&a, &t, WA, BID, TB_DROP);
-	treader_new(&tr, &t);
-	tset_write_pos(&t, 2);
-	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	tset_write_pos(&t, 1);				/* stray stores */
-	poke32(&t.r.hdr->read_pos, 0xffffffffu);
-	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_FULL);
-	ck_assert_uint_eq(twrite_pos(&t), 1);
-	ck_assert_uint_eq(tword(&t, 1), spec_free(0));	/* untouched */
-	ck_assert_int_eq(tdrain(&tr.rd, 1, TB_READ_SCRAPE, collect_fn, &col),
-			 1);				/* hole at 0 */
-	ck_assert_uint_eq(tread_pos(&t), 1);
-	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), 4);
-	ck_assert_uint_eq(tword(&t, 1), spec_free(0));	/* untouched */
-	tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col);
-	ck_assert_uint_eq(col.count, 2);
-	ck_assert_str_eq(col.c[0].frag[0], "one");
-	ck_assert_uint_eq(col.c[1].pos, 3);
-	ck_assert_str_eq(col.c[1].frag[0], "two");
-	treader_free(&tr);
-	twriter_free(&a);
-	tring_free(&t);
+	floor_fx_new(&f, 0);
+	tset_write_pos(&f.t, 2);
+	ck_assert_int_eq(floor_write(&f, "one"), TB_OK);
+	tset_write_pos(&f.t, 1);			/* stray stores */
+	poke32(&f.t.r.hdr->read_pos, 0xffffffffu);
+	ck_assert_int_eq(floor_write(&f, "two"), TB_FULL);
+	ck_assert_uint_eq(twrite_pos(&f.t), 1);
+	ck_assert_uint_eq(tword(&f.t, 1), spec_free(0));	/* untouched */
+	ck_assert_int_eq(floor_drain(&f, 1), 1);	/* hole at 0 */
+	ck_assert_uint_eq(tread_pos(&f.t), 1);
+	ck_assert_int_eq(floor_write(&f, "two"), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&f.t), 4);
+	ck_assert_uint_eq(tword(&f.t, 1), spec_free(0));	/* untouched */
+	floor_drain(&f, 8);
+	ck_assert_uint_eq(f.col.count, 2);
+	ck_assert_str_eq(f.col.c[0].frag[0], "one");
+	ck_assert_uint_eq(f.col.c[1].pos, 3);
+	ck_assert_str_eq(f.col.c[1].frag[0], "two");
+	floor_fx_free(&f);
 }
 END_TEST
 
@@ -4368,31 +4385,19 @@ END_TEST
  */
 START_TEST(test_writer_mends_write_pos_put_back_behind_read_pos)
 {
-	struct tring t;
-	struct twriter a;
-	struct treader tr;
-	struct collect col;
+	struct floor_fx f;
 
-	memset(&col, 0, sizeof(col));
-	tring_new(&t, 256, 4);
-	twriter_new(&a, &t, WA, BID, TB_DROP);
-	treader_new(&tr, &t);
-	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col),
-			 1);
-	tset_write_pos(&t, 1u - 10);			/* the stray store */
-	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), 2);
-	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col),
-			 1);
-	ck_assert_uint_eq(col.count, 2);
-	ck_assert_uint_eq(col.c[1].pos, 1);
-	ck_assert_str_eq(col.c[1].frag[0], "two");
-	treader_free(&tr);
-	twriter_free(&a);
-	tring_free(&t);
+	floor_fx_new(&f, 0);
+	ck_assert_int_eq(floor_write(&f, "one"), TB_OK);
+	ck_assert_int_eq(floor_drain(&f, 8), 1);
+	tset_write_pos(&f.t, 1u - 10);			/* the stray store */
+	ck_assert_int_eq(floor_write(&f, "two"), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&f.t), 2);
+	ck_assert_int_eq(floor_drain(&f, 8), 1);
+	ck_assert_uint_eq(f.col.count, 2);
+	ck_assert_uint_eq(f.col.c[1].pos, 1);
+	ck_assert_str_eq(f.col.c[1].frag[0], "two");
+	floor_fx_free(&f);
 }
 END_TEST
 
