@@ -2650,15 +2650,12 @@ START_TEST(test_writer_holes_take_precedence_over_full_even_under_stall)
 		struct twriter a;
 		struct tb_span sp;
 		struct tb_ring_stats st;
-		uint64_t t0;
 
 		tring_new(&t, 256, 2);
 		pin_all(&t);
 		twriter_new(&a, &t, WA, BID, pol[k]);
-		a.w.stall_ms = 3000;
-		t0 = now_ms();
+		a.w.stall_ms = 3000;	/* no stall: TB_WS_STALLS stays 0 */
 		ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_NO_CHUNK);
-		ck_assert_uint_lt(now_ms() - t0, 1000);
 		ck_assert_uint_eq(a.w.holes, 2);
 		ck_assert_uint_eq(twrite_pos(&t), 2);
 		ck_assert_uint_eq(peek32(&t.r.hdr->waiters), 0);
@@ -3112,7 +3109,6 @@ START_TEST(test_writer_stall_wakes_when_reader_drains)
 					 NULL), 1);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(arg.ret, TB_OK);
-	ck_assert_uint_lt(arg.ms, 5000);
 	tdecode(&t, 0, &d);
 	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WC));
 	ck_assert_frag(&d, 0, "c");
@@ -3551,8 +3547,9 @@ START_TEST(test_writer_stall_times_out_to_full_when_nobody_drains)
 	t0 = now_ms();
 	ck_assert_int_eq(tb_writer_open(&c.w, 1, 0, &sp), TB_FULL);
 	ms = now_ms() - t0;
+	/* at least its stall_ms: a lower bound no load can trip; a stall
+	 * that never ends is caught by the test case's timeout */
 	ck_assert_uint_ge(ms, 90);
-	ck_assert_uint_lt(ms, 3000);
 	ck_assert_uint_eq(twrite_pos(&t), 2);
 	ck_assert_uint_eq(c.w.holes, 0);
 	tb_ring_stats(&t.r, &st);
@@ -3915,7 +3912,6 @@ START_TEST(test_relocating_writer_under_stall_waits_for_capacity)
 					 NULL), 1);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(arg.ret, TB_OK);
-	ck_assert_uint_lt(arg.ms, 5000);
 	memset(&col, 0, sizeof(col));
 	ck_assert_int_ge(tdrain(&tr.rd, 8, TB_READ_SCRAPE,
 					 collect_fn, &col), 1);
