@@ -327,12 +327,8 @@ static inline void tb__service_loss_sample(struct tb_service *s, unsigned h,
 
 	if (s->cfg.lost[h] == lost + 1)
 		return;
-	if (!s->cfg.lost[h])
-		tb_trace_loss_track(s->cfg.out, s->cfg.ident, br->producer_id,
-				    br->ident.pid);
-	tb_trace_loss_count(s->cfg.out, s->cfg.ident, ts, br->producer_id,
-			    lost);
-	s->cfg.lost[h] = lost + 1;
+	tb_trace_loss_sample(s->cfg.out, s->cfg.ident, ts, br->producer_id,
+			     br->ident.pid, lost, &s->cfg.lost[h]);
 	s->stats.loss_samples++;
 }
 
@@ -567,7 +563,7 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 
 	for (i = 0; s->cfg.out && i < s->cfg.nbufs; i++)
 		if (s->cfg.bufs[i]) {
-			tb_trace_write(s->cfg.out, s->cfg.bufs[i]);
+			tb_trace_write_buffer(s->cfg.out, s->cfg.bufs[i], i);
 			s->stats.writes++;
 		}
 	s->written = tb__service_sums(s, &ow, &min);

@@ -295,6 +295,7 @@ struct tb_check_seq {
 	uint64_t first_packet, last_packet;
 	uint64_t clears;		/* packets that cleared the state */
 	uint64_t skipped;		/* packets skipped: state needed */
+	uint64_t needs;			/* packets that needed it */
 	uint64_t lossy_packets;		/* previous_packet_dropped != 0 */
 	uint32_t loss_bits;		/* every bit seen */
 	uint64_t first_loss, last_loss;	/* packet indices, or NONE */
@@ -465,6 +466,28 @@ struct tb__ck_clock {
 	uint32_t parent;		/* index into clocks */
 };
 
+/*
+ * What Perfetto's UI shows as data loss: the stats of severity data_loss
+ * that the importer sets from a trace's TraceStats packets (see "The
+ * UI's data-loss notice" below), by buffer index.
+ */
+#define TB_CHECK_UI_BUFS	64u	/* buffer indices kept apart; the
+					   last one takes the rest */
+enum tb_check_ui_stat {
+	TB_CK_UI_SEQUENCE_PACKET_LOSS,	/* traced_buf_sequence_packet_loss */
+	TB_CK_UI_INCREMENTAL_SEQUENCES_DROPPED,
+	TB_CK_UI_TRACE_WRITER_PACKET_LOSS,
+	TB_CK_UI_ABI_VIOLATIONS,
+	TB_CK_UI_PATCHES_FAILED,
+	TB_CK_UI_MAX
+};
+
+struct tb_check_ui {
+	uint64_t buf[TB_CK_UI_MAX][TB_CHECK_UI_BUFS];	/* by index */
+	uint64_t flushes_failed;	/* traced_flushes_failed */
+	uint64_t final_flush_failed;	/* traced_final_flush_failed */
+};
+
 struct tb_check {
 	/* configuration, from tb_check_init() */
 	tb_alloc_fn alloc;
@@ -478,6 +501,7 @@ struct tb_check {
 	uint64_t error_packet;		/* where the check stopped */
 	struct tb_check_count rule[TB_CK_MAX];
 	struct tb_check_stats stats;
+	struct tb_check_ui ui;		/* tb_check_ui_loss() sums it */
 	struct tb_check_seq *seqs;	/* nseqs, in order of appearance */
 	uint32_t nseqs;
 	struct tb_check_track *tracks;	/* ntracks, in order of appearance */
@@ -2681,6 +2705,162 @@ static inline void tb__ck_place(struct tb_check *c, const struct tb__ck_at *at,
 }
 
 /* ------------------------------------------------------------------------
+ * The UI's data-loss notice.
+ *
+ * Perfetto's UI counts, in its badge and its Data Losses tab, the stats of
+ * severity data_loss with a value above 0 (ui/src/plugins/
+ * dev.perfetto.TraceInfoPage/tabs/data_losses.ts: "severity = 'data_loss'
+ * AND value > 0"; errors are the rules above).  Those a trace's
+ * TraceStats packet sets are modelled here, as ParseTraceStats()
+ * (importers/proto/proto_trace_reader.cc) sets them when it meets the
+ * packet in file order, each overwriting what an earlier TraceStats set
+ * for the same buffer index (storage/stats.h gives the severities):
+ *  - per BufferStats i: traced_buf_abi_violations (field 9),
+ *    traced_buf_patches_failed (6), traced_buf_trace_writer_packet_loss
+ *    (19);
+ *  - per WriterStats (field 18: sequence_id 1, buffer 4) whose sequence
+ *    has had a packet so far: traced_buf_sequence_packet_loss[buffer]
+ *    sums the sequence's packets with previous_packet_dropped, not
+ *    counting its first packet (ParsePacket counts the flag only on a
+ *    sequence it has met before), and
+ *    traced_buf_incremental_sequences_dropped[buffer] counts the
+ *    sequences whose every packet that needed incremental state (one at
+ *    least) was skipped;
+ *  - traced_flushes_failed (14), and traced_final_flush_failed, one per
+ *    TraceStats whose final_flush_outcome (15) is FAILED (2).
+ * Not modelled: the per-cause traced_buf_data_loss_* stats of newer
+ * importers (from BufferStats 22-28, or from the loss bits of the listed
+ * sequences' packets): they only break down a loss the stats above show.
+ */
+enum {
+	TB__CK_UI_TS_FLUSHES_FAILED = 14,	/* TraceStats */
+	TB__CK_UI_TS_FINAL_FLUSH = 15,
+	TB__CK_UI_TS_WRITER_STATS = 18,
+	TB__CK_UI_FINAL_FLUSH_FAILED = 2,	/* FinalFlushOutcome */
+	TB__CK_UI_WS_SEQUENCE_ID = 1,		/* WriterStats */
+	TB__CK_UI_WS_BUFFER = 4,
+	TB__CK_UI_BS_WRITER_PACKET_LOSS = 19,	/* BufferStats */
+};
+
+static inline const char *tb_check_ui_name(int stat)
+{
+	static const char *const name[TB_CK_UI_MAX] = {
+		"traced_buf_sequence_packet_loss",
+		"traced_buf_incremental_sequences_dropped",
+		"traced_buf_trace_writer_packet_loss",
+		"traced_buf_abi_violations", "traced_buf_patches_failed",
+	};
+
+	return stat >= 0 && stat < TB_CK_UI_MAX ? name[stat] : "?";
+}
+
+/* What one TraceStats packet sets, by stat and buffer index. */
+struct tb__ck_ui_pkt {
+	uint64_t v[TB_CK_UI_MAX][TB_CHECK_UI_BUFS];
+	uint8_t set[TB_CK_UI_MAX][TB_CHECK_UI_BUFS];
+};
+
+static inline void tb__ck_ui_add(struct tb__ck_ui_pkt *u, int k,
+				 uint64_t index, uint64_t v)
+{
+	unsigned at = index < TB_CHECK_UI_BUFS ? (unsigned)index :
+		      TB_CHECK_UI_BUFS - 1;
+
+	u->v[k][at] += v;
+	u->set[k][at] = 1;
+}
+
+/* A BufferStats, the @i-th of its TraceStats. */
+static inline void tb__ck_ui_buffer(struct tb__ck_ui_pkt *u, uint64_t i,
+				    const uint8_t *p, size_t n)
+{
+	uint64_t v;
+
+	tb__ck_uint(p, n, TB__CK_BS_ABI_VIOLATIONS, &v);
+	tb__ck_ui_add(u, TB_CK_UI_ABI_VIOLATIONS, i, v);
+	tb__ck_uint(p, n, TB__CK_BS_PATCHES_FAILED, &v);
+	tb__ck_ui_add(u, TB_CK_UI_PATCHES_FAILED, i, v);
+	tb__ck_uint(p, n, TB__CK_UI_BS_WRITER_PACKET_LOSS, &v);
+	tb__ck_ui_add(u, TB_CK_UI_TRACE_WRITER_PACKET_LOSS, i, v);
+}
+
+/* A WriterStats: what its sequence, if met so far, adds to its buffer. */
+static inline void tb__ck_ui_writer(struct tb_check *c,
+				    struct tb__ck_ui_pkt *u,
+				    const uint8_t *p, size_t n)
+{
+	const struct tb_check_seq *s;
+	struct tb__ck_ent *e;
+	uint64_t id, b, lost;
+
+	tb__ck_uint(p, n, TB__CK_UI_WS_SEQUENCE_ID, &id);
+	tb__ck_uint(p, n, TB__CK_UI_WS_BUFFER, &b);
+	e = tb__ck_find(&c->seq_ix, (uint32_t)id, 0);
+	s = e ? &c->seqs[e->v1] : NULL;
+	if (!s || !s->packets)
+		return;		/* not met yet, in file order */
+	lost = s->lossy_packets - (s->first_loss != TB_CHECK_NONE &&
+				   s->first_loss == s->first_packet);
+	tb__ck_ui_add(u, TB_CK_UI_SEQUENCE_PACKET_LOSS, (uint32_t)b, lost);
+	tb__ck_ui_add(u, TB_CK_UI_INCREMENTAL_SEQUENCES_DROPPED, (uint32_t)b,
+		      s->skipped && s->skipped == s->needs);
+}
+
+/* A TraceStats packet's data-loss stats, set over the earlier ones'. */
+static inline void tb__ck_ui_stats(struct tb_check *c, const uint8_t *p,
+				   size_t n)
+{
+	struct tb__ck_ui_pkt u;
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	uint64_t nbs = 0, v;
+	unsigned k, i;
+
+	TB_MEMSET(&u, 0, sizeof(u));
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.type != TB_PB_LEN)
+			continue;
+		if (f.number == TB__CK_TS_BUFFER_STATS)
+			tb__ck_ui_buffer(&u, nbs++, f.data, f.size);
+		else if (f.number == TB__CK_UI_TS_WRITER_STATS)
+			tb__ck_ui_writer(c, &u, f.data, f.size);
+	}
+	for (k = 0; k < TB_CK_UI_MAX; k++)
+		for (i = 0; i < TB_CHECK_UI_BUFS; i++)
+			if (u.set[k][i])
+				c->ui.buf[k][i] = u.v[k][i];
+	tb__ck_uint(p, n, TB__CK_UI_TS_FLUSHES_FAILED, &c->ui.flushes_failed);
+	if (tb__ck_uint(p, n, TB__CK_UI_TS_FINAL_FLUSH, &v) &&
+	    v == TB__CK_UI_FINAL_FLUSH_FAILED)
+		c->ui.final_flush_failed++;
+}
+
+/*
+ * What the UI's data-loss notice shows of the trace: the sum of the
+ * data-loss stats its TraceStats packets set; *@rows (if not NULL) gets
+ * how many of them are above 0 (the rows of the Data Losses tab).  0:
+ * the UI shows no data loss.
+ */
+static inline uint64_t tb_check_ui_loss(const struct tb_check *c,
+					uint64_t *rows)
+{
+	uint64_t sum = 0, nr = 0;
+	unsigned k, i;
+
+	for (k = 0; k < TB_CK_UI_MAX; k++)
+		for (i = 0; i < TB_CHECK_UI_BUFS; i++) {
+			sum += c->ui.buf[k][i];
+			nr += c->ui.buf[k][i] != 0;
+		}
+	sum += c->ui.flushes_failed + c->ui.final_flush_failed;
+	nr += (c->ui.flushes_failed != 0) + (c->ui.final_flush_failed != 0);
+	if (rows)
+		*rows = nr;
+	return sum;
+}
+
+/* ------------------------------------------------------------------------
  * Packets.
  */
 static inline void tb__ck_pkt_parse(const uint8_t *d, size_t n,
@@ -3011,6 +3191,7 @@ static inline bool tb__ck_usable(struct tb_check *c, const struct tb__ck_at *at,
 			tb__ck_report(c, at, TB_CK_IMPORT_ERROR, false, 0);
 			return false;
 		}
+		s->needs += c->pass == 2;
 		if (!s->valid) {
 			if (c->pass == 2) {
 				s->skipped++;
@@ -3078,8 +3259,10 @@ static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
 	}
 	if (tb__ck_snapshot_packet(c, &at, &p))
 		return;		/* the importer reads nothing else of it */
-	if (p.has_stats && c->pass == 2)
+	if (p.has_stats && c->pass == 2) {
 		tb__ck_trace_stats(c, p.stats, p.stats_n);
+		tb__ck_ui_stats(c, p.stats, p.stats_n);
+	}
 	if (!tb__ck_usable(c, &at, s, has_seq, &p))
 		return;
 	if (p.has_thread && has_seq && s->valid)
