@@ -429,12 +429,12 @@ START_TEST(test_counter_slots_are_the_abi)
 	static const int wslot[] = {	/* line 4, from byte 256 */
 		TB_WS_FULL, TB_WS_NO_CHUNK, TB_WS_HOLES, TB_WS_RELOCATIONS,
 		TB_WS_DROPPED_FRAGS, TB_WS_STALLS, TB_WS_FUTEX_WAITS,
-		TB_WS_FUTEX_WAKES,
+		TB_WS_FUTEX_WAKES, TB_WS_POLLS, TB_WS_YIELDS,
 	};
 	static const int rslot[] = {	/* line 5, from byte 320 */
 		TB_RS_EMITTED, TB_RS_HOLES, TB_RS_SCRAPES, TB_RS_MALFORMED,
 		TB_RS_UNKNOWN_FORMAT, TB_RS_RETRY_LATER, TB_RS_PINNED,
-		TB_RS_FUTEX_WAITS, TB_RS_FUTEX_WAKES,
+		TB_RS_FUTEX_WAITS, TB_RS_FUTEX_WAKES, TB_RS_POLLS,
 	};
 	struct tring t;
 	struct twriter a, b, c;
@@ -444,11 +444,11 @@ START_TEST(test_counter_slots_are_the_abi)
 	for (i = 0; i < sizeof(wslot) / sizeof(wslot[0]); i++)
 		ck_assert_msg(wslot[i] == (int)i, "writer counter %u at "
 			      "slot %d", i, wslot[i]);
-	ck_assert_int_eq(TB_WS_MAX, 8);
+	ck_assert_int_eq(TB_WS_MAX, 10);
 	for (i = 0; i < sizeof(rslot) / sizeof(rslot[0]); i++)
 		ck_assert_msg(rslot[i] == (int)i, "reader counter %u at "
 			      "slot %d", i, rslot[i]);
-	ck_assert_int_eq(TB_RS_MAX, 9);
+	ck_assert_int_eq(TB_RS_MAX, 10);
 	/* two TB_FULL: word 0 of line 4, and nothing else there */
 	tring_new(&t, 256, 2);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
