@@ -1128,33 +1128,10 @@ static inline void tb_writer_record_loss(struct tb_writer *w)
 }
 
 /*
- * An interrupt handler never waits: the reader it would wait for cannot
- * run until the handler returns.  TB_IN_INTERRUPT() says whether the
- * caller is one; a TB_STALL writer in one does not spin or sleep on a
- * full ring but gets TB_FULL at once (counted TB_WS_FULL, as a TB_DROP
- * writer's).  The default reads IPSR on Cortex-M (nonzero in handler
- * mode) and is 0 elsewhere; a vendor may define it (an RTOS's "in ISR"
- * call, a signal handler's flag) before including this header.
- */
-#ifndef TB_IN_INTERRUPT
-#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
-static inline uint32_t tb__ipsr(void)
-{
-	uint32_t v;
-
-	__asm__ __volatile__("mrs %0, ipsr" : "=r"(v));
-	return v;
-}
-#define TB_IN_INTERRUPT()	(tb__ipsr() != 0)
-#else
-#define TB_IN_INTERRUPT()	0
-#endif
-#endif
-
-/*
  * Waits for read_pos to leave @sample: true if it may have moved, false
  * after stall_ms without a change, where futexes are unavailable, or in
- * an interrupt handler (TB_IN_INTERRUPT()).  It spins first (tbsync.h),
+ * an interrupt handler (TB_IN_INTERRUPT(), tbsync.h: the reader it would
+ * wait for cannot run until the handler returns).  It spins first,
  * then sleeps on wake_seq until the reader wakes it
  * (tb__ring_wake_writers()).
  */
