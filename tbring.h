@@ -1047,6 +1047,7 @@ struct tb_writer {
 	uint8_t cont_next;	/* last closed fragment continues */
 	uint8_t relocated;	/* held chunk is a replacement: no reuse */
 	uint32_t stall_ms;
+	uint32_t headroom;	/* chunks it leaves to the other writers */
 	uint32_t spin;		/* polls of read_pos before a sleep, adaptive */
 	uint32_t pos;		/* position of the held chunk */
 	uint32_t next_pos;	/* the least position it may reserve next */
@@ -1125,6 +1126,42 @@ static inline void tb_writer_record_loss(struct tb_writer *w)
 {
 	w->loss_owed = 1;
 	tb__writer_forget(w);
+}
+
+/*
+ * Headroom: the writer claims a fresh chunk only while more than @chunks
+ * of the ring's chunks are free, and leaves the last @chunks to the other
+ * writers (when it would take one, it is refused as on a full ring, or
+ * stalls under TB_STALL where it may wait).  For the writer that fills
+ * the ring fastest, an interrupt handler's at thousands of events a
+ * second: when the reader falls behind (a slow link), the loss falls on
+ * it, and not on a main loop whose writer after each loss needs room for
+ * a fresh incremental state (its descriptors and interned names, a few
+ * hundred bytes) before its next event - without headroom the interrupt
+ * refills every chunk the reader frees before that state fits, and the
+ * main loop loses nearly all it writes (docs/firmware.md).  0, the
+ * default: every chunk.  TB_EINVAL unless @chunks < the ring's count.
+ */
+static inline int tb_writer_set_headroom(struct tb_writer *w,
+					 uint32_t chunks)
+{
+	if (!w || chunks >= w->ring->num_chunks)
+		return TB_EINVAL;
+	w->headroom = chunks;
+	return TB_OK;
+}
+
+/* Whether claiming now would eat into the headroom; *@rp: read_pos. */
+static inline bool tb__writer_in_headroom(const struct tb_writer *w,
+					  uint32_t *rp)
+{
+	const struct tb_ring_hdr *h = w->ring->hdr;
+	uint32_t wp;
+
+	/* relaxed: an estimate; the reservation reloads read_pos acquire */
+	*rp = tb_atomic_load(&h->read_pos, TB_RLX);
+	wp = tb_atomic_load(&h->write_pos, TB_RLX);
+	return wp - *rp + w->headroom >= w->ring->num_chunks;
 }
 
 /*
@@ -1209,6 +1246,13 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 	unsigned burned = 0;
 	uint32_t pos, sample, word;
 
+	while (w->headroom && tb__writer_in_headroom(w, &sample)) {
+		if (w->policy == TB_STALL && tb__writer_stall(w, sample))
+			continue;
+		tb__wstat(w, TB_WS_FULL, 1);
+		tb__writer_full(w);
+		return TB_FULL;
+	}
 	for (;;) {
 		if (tb__w_reserve_from(r, &w->next_pos, &pos, &sample) ==
 		    TB_FULL) {
