@@ -206,14 +206,18 @@ TB_ATOMIC_ENTER() and TB_ATOMIC_EXIT(key)"
 #if TB_ATOMIC_MASK
 /*
  * The CAS and the add of such a core.  Masked: one load, the compare or
- * the add, one store (volatile: each exactly one access, in this order);
- * the expected value is read before and *@seen written after.
+ * the add, one store (volatile: each exactly one access, in this order).
+ * Everything else is done before or after: the empty asm puts the
+ * address and the operands in registers before the mask is taken (two
+ * volatile asms keep their order), else gcc may compute an address in
+ * the masked stretch; *@seen is read before and written after.
  */
 static inline bool tb__cas_masked(uint32_t *p, uint32_t *seen, uint32_t want)
 {
 	volatile uint32_t *v = p;
 	uint32_t expect = *seen, found, key;
 
+	__asm__ __volatile__("" : "+r"(v), "+r"(expect), "+r"(want));
 	key = TB_ATOMIC_ENTER();
 	found = *v;
 	if (found == expect)
@@ -228,6 +232,7 @@ static inline void tb__add_masked(uint32_t *p, uint32_t n)
 	volatile uint32_t *v = p;
 	uint32_t key;
 
+	__asm__ __volatile__("" : "+r"(v), "+r"(n));
 	key = TB_ATOMIC_ENTER();
 	*v += n;
 	TB_ATOMIC_EXIT(key);

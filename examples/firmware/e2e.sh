@@ -24,6 +24,11 @@
 #   rmw       tbsync.h's add and CAS against an interrupt between their
 #             load and store: nothing lost; where the RMWs mask
 #             interrupts, the mask compiled out must lose increments
+#   headroom  where the tick outruns the UART (a slow core, 8 x 256 B):
+#             with the tick's writer leaving 4 chunks to the main loop's,
+#             the main loop keeps nearly all its events; with none, the
+#             tick takes every chunk the drain frees and the main loop
+#             loses nearly all
 # and the failures: a dump cut in the middle of the ring, a capture
 # with bytes flipped, one that starts mid-frame and ends early (loss
 # flagged, never a wrong event: fwcheck -l),
@@ -159,6 +164,10 @@ build rmw -DFW_RMW
 [ "$mask" = 0 ] || build nomask -DFW_RMW '-DTB_ATOMIC_ENTER()=0' \
     '-DTB_ATOMIC_EXIT(k)=((void)(k))'
 build bench -DFW_BENCH
+if [ "$slow" = 1 ]; then
+	build tight -DFW_CHUNK=256u -DFW_ISR_HEADROOM=4u -DFW_ITERS=400
+	build starved -DFW_CHUNK=256u -DFW_ISR_HEADROOM=0u -DFW_ITERS=400
+fi
 ram0=$(sym stream _ram_start)
 ram1=$(sym stream _ram_end)
 say "$core, built with $cc $cpu; RAM 0x$ram0..0x$ram1"
@@ -280,6 +289,24 @@ say "rmw: $rmw_say"
 if [ "$mask" = 1 ]; then
 	rmw_check nomask 1 || die "nomask: $rmw_why"
 	say "nomask: fails as it must: $rmw_say"
+fi
+
+# --- a ring the tick overflows: the headroom keeps the main loop's share
+if [ "$slow" = 1 ]; then
+	run tight || die "tight: the firmware exited $?"
+	to_trace tight || die "tight: tbtrace stream failed"
+	check c tight || die "tight: $(cat "$d/tight.check")"
+	mw=$(val tight main_written)
+	[ $((mw / 10)) -gt "$(val tight main_failed)" ] ||
+	    die "tight: the main loop lost $(val tight main_failed) of its events, kept $mw"
+	say "tight: 8 x 256 B, headroom 4: main kept $mw events, lost $(val tight main_failed); the tick kept $(val tight isr_written), lost $(val tight isr_failed)"
+	run starved || true
+	mw=$(val starved main_written)
+	if [ $((mw * 10)) -lt "$(val starved main_failed)" ]; then
+		say "starved: fails as it must: no headroom: main kept $mw events, lost $(val starved main_failed); the tick kept $(val starved isr_written)"
+	else
+		die "starved: the main loop kept $mw events without headroom"
+	fi
 fi
 
 # --- instructions per event

@@ -55,7 +55,9 @@
  * link falls behind, the interrupts' events are refused first, and the
  * main loop still finds room for its fresh state after a loss.
  */
+#ifndef FW_ISR_HEADROOM
 #define FW_ISR_HEADROOM	2u
+#endif
 #define FW_CLOCK_ID	(TB_CLOCK_USER + 1)	/* sequence-scoped: 64..127 */
 #define FW_MAIN_ID	1u
 #ifdef FW_SHARED_ID
