@@ -53,7 +53,7 @@
 #define BOARD_BAD_ADDR		0x60000000u
 #elif defined(BOARD_VIRT)
 #define BOARD_NAME	"riscv32-virt"
-#define BOARD_COUNTER_HZ	10000000u	/* mtime */
+#define BOARD_COUNTER_HZ	1000000000u	/* minstret, -icount */
 #define BOARD_BAD_ADDR		0xF0000000u
 #else
 #error "board.h: build with -DBOARD_<NAME>: AN385, AN386, AN500, AN505, MICROBIT or VIRT"

@@ -6,7 +6,7 @@
  * (mtime at 10 MHz; the tick), and the Goldfish RTC, whose alarm reaches
  * the hart through the PLIC as a machine external interrupt (the second
  * interrupt: run QEMU with -rtc clock=vm so it keeps guest time).  The
- * counter is mtime.
+ * counter is minstret.
  */
 #include "riscv.h"
 
@@ -18,7 +18,7 @@
 #define MTIMECMP_HI	REG(0x02004004u)
 #define MTIME_LO	REG(0x0200BFF8u)
 #define MTIME_HI	REG(0x0200BFFCu)
-#define MTIME_HZ	BOARD_COUNTER_HZ
+#define MTIME_HZ	10000000u
 
 #define RTC_BASE	0x00101000u
 #define RTC_TIME_LOW	REG(RTC_BASE + 0x00)	/* read first: latches high */
@@ -40,9 +40,17 @@ static void (*tick_fn)(void);
 static void (*irq2_fn)(void);
 static uint64_t tick_next, tick_period;
 static uint64_t alarm_next, alarm_period;
+static uint64_t mtime0;
 
+static uint64_t mtime(void);
+
+/*
+ * The clock counts from here: mtime itself starts when QEMU does, some
+ * way before the program (under -icount too), by an amount that varies.
+ */
 void board_init(void)
 {
+	mtime0 = mtime();
 }
 
 void board_uart_put(const uint8_t *p, size_t n)
@@ -98,7 +106,7 @@ void board_tick_stop(void)
 
 uint64_t board_now_ns(void)
 {
-	return mtime() * (1000000000u / MTIME_HZ);
+	return (mtime() - mtime0) * (1000000000u / MTIME_HZ);
 }
 
 static uint64_t rtc_now(void)
@@ -153,7 +161,11 @@ void board_irq2_stop(void)
 	rv_nest = 0;
 }
 
+/*
+ * minstret: under -icount QEMU derives it from its instruction counter,
+ * in nanoseconds of guest time: one a count, where mtime has a hundred.
+ */
 uint32_t board_counter(void)
 {
-	return MTIME_LO;
+	return csr_read(minstret);
 }
