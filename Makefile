@@ -398,7 +398,8 @@ deps-firmware: deps
 # own libgcc (__aeabi_*, __gnu_thumb1_case_*): no __atomic_* or __sync_*
 # library calls, on the cores with no atomic read-modify-write
 # (Cortex-M0, RV32 without A) either (tbsync.h masks interrupts there).
-# (gcc finds the RV32 multilib only from an -march without _zicsr.)
+# (gcc finds the RV32 multilib only from an -march without _zicsr.)  And
+# each compiles as C++11 there too (int32_t is long on these targets).
 # Each entry: name|compiler|flags, the entries separated by ";".
 FW_FLAGS := -Os -ffreestanding -DTB_ATOMIC_BUILTINS=1 -DTB_NO_FUTEX
 FW_RV	:= riscv64-unknown-elf-gcc|--specs=picolibc.specs -mabi=ilp32 -march
@@ -422,7 +423,8 @@ firmware: deps-firmware
 	printf 'firmware %-10s %-14s .text %5s  undefined: %s\n' $$cpu $$f \
 	    $$($$sz -A $$o | awk '$$1 ~ /^\.text/ { s += $$2 } END { print s + 0 }') "$${u:-none}"; \
 	[ -z "$$bad" ] || { echo "firmware: $$o needs $$bad (allowed: $(FW_ALLOWED))" >&2; exit 1; }; \
-	done; done
+	$${cc%gcc}g++ $$fl $(FW_FLAGS) -x c++ -std=c++11 $(WARN) -I. -fsyntax-only tools/targets/$$f.c; \
+	done; done; echo "firmware: each also compiles as C++11 for each core"
 
 size: deps-firmware
 	@sh tools/targets/size.sh $(TGT)/size

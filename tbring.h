@@ -1093,7 +1093,8 @@ static inline void tb__wstat(const struct tb_writer *w, enum tb_wstat s,
  */
 static inline int32_t tb_writer_room(const struct tb_writer *w)
 {
-	return w->own == TB__OWN_NONE ? TB_ENOROOM : tb_frag_room(&w->cur);
+	return w->own == TB__OWN_NONE ? (int32_t)TB_ENOROOM :
+					 tb_frag_room(&w->cur);
 }
 
 /* How many chunks wait before this writer's hand-over wakes the reader. */

@@ -126,7 +126,10 @@ static inline int tb__mo(int mo)
  * this core's interrupts (PRIMASK on ARMv6-M, mstatus.MIE on RISC-V, in
  * machine mode) for those three or four instructions and then put the
  * mask back as it was (so they nest, and work with interrupts off).
- * Loads, stores and fences stay what they are.  It is chosen from the
+ * Loads and stores are plain accesses of an aligned word (single-copy
+ * atomic on every core) with the compiler's fences for their orders (for
+ * such a core clang would make even __atomic_load_n() a library call;
+ * gcc compiles both to the same).  It is chosen from the
  * compiler's predefined macros: on for __ARM_ARCH_6M__, and for __riscv
  * without __riscv_atomic, outside an OS (__unix__); off elsewhere.  A
  * vendor may set TB_ATOMIC_MASK to 0 or 1, and may define both hooks.
@@ -267,7 +270,13 @@ extern void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
 static inline uint32_t tb_atomic_load(const uint32_t *p, int mo)
 {
 	tb__seam(p, TB_TEST_LOAD, 0, 0, mo, TB_RLX);
-#if TB_ATOMIC_BUILTINS
+#if TB_ATOMIC_MASK
+	uint32_t v = *(const volatile uint32_t *)p;	/* one aligned word */
+
+	if (mo & TB_ACQ)
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return v;
+#elif TB_ATOMIC_BUILTINS
 	return __atomic_load_n(p, mo & TB_ACQ ? __ATOMIC_ACQUIRE :
 						__ATOMIC_RELAXED);
 #else
@@ -282,7 +291,11 @@ static inline uint32_t tb_atomic_load(const uint32_t *p, int mo)
 static inline void tb_atomic_store(uint32_t *p, uint32_t v, int mo)
 {
 	tb__seam(p, TB_TEST_STORE, 0, v, mo, TB_RLX);
-#if TB_ATOMIC_BUILTINS
+#if TB_ATOMIC_MASK
+	if (mo & TB_REL)
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	*(volatile uint32_t *)p = v;			/* one aligned word */
+#elif TB_ATOMIC_BUILTINS
 	__atomic_store_n(p, v, mo & TB_REL ? __ATOMIC_RELEASE :
 					     __ATOMIC_RELAXED);
 #else
