@@ -12,7 +12,7 @@
  * the A extension) and run under QEMU.  Compile-time choices:
  *   FW_END=0   exit through semihosting after a final drain (default)
  *   FW_END=1   fault on purpose at the end (a load from an unmapped
- *              address): the HardFault handler prints the report and
+ *              address): the board's fault handler prints the report and
  *              stops in board_halt(), where a debugger takes the RAM
  *   FW_END=2   the interrupt faults while the main writer holds an open
  *              packet
@@ -25,6 +25,9 @@
  *   FW_RMW     no trace: the read-modify-writes of tbsync.h against an
  *              interrupt that lands between their load and store (rmw.h)
  *   FW_BENCH   measure instructions per event under -icount, and exit
+ *   FW_CHUNK, FW_NCHUNKS, FW_ISR_HEADROOM, FW_ITERS  the ring (8 x 512 B),
+ *              the chunks the interrupts leave to main (2), the main
+ *              loop's iterations (1500)
  *   -D'TB_IN_INTERRUPT()=0'  no handler-mode check: the interrupt's
  *              stalling writes reach the wait hook, and main returns 3
  * The report ("fw: key=value ...", over semihosting) says what each

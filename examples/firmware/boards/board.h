@@ -11,13 +11,14 @@
  *   microbit       Cortex-M0       cortex_m.c nrf51.c microbit.ld microbit
  *   virt           RV32 (A or not) riscv.c riscv_start.S virt.c virt.ld
  *                                  qemu-system-riscv32 -M virt -bios none
- * and mem.c (memcpy and friends) on all of them; the linker scripts
- * give MEMORY and include arm.ld or riscv.ld (find them with -L).
+ * and common.c (the start of main, semihosting's calls) and mem.c
+ * (memcpy and friends) on all of them; the linker scripts give MEMORY
+ * and include arm.ld or riscv.ld (find them with -L).
  *
- * Startup (cortex_m.c, riscv_start.S + riscv.c): the vector table or the
- * trap entry, the reset handler (copy .data, zero .bss, turn the FPU on
- * where the build uses it, call main, then board_exit() with what main
- * returned).  Every handler of cortex_m.c's vector table is a weak alias:
+ * Startup (cortex_m.c, riscv_start.S + riscv.c, common.c): the vector
+ * table or the trap entry, the reset handler (turn the FPU on where the
+ * build uses it; copy .data, zero .bss, call main, then board_exit()
+ * with what main returned).  Every handler of cortex_m.c's vector table is a weak alias:
  * an RTOS port defines SVC_Handler, PendSV_Handler and SysTick_Handler
  * (and then does not call board_tick_start() on the MPS2 boards, whose
  * tick is SysTick).  Any fault or unexpected trap calls board_fault_fn

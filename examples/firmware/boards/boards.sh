@@ -17,7 +17,7 @@
 #     slow     1 where the 4 kHz tick's events outrun the UART's drain
 #              on an 8 x 256 B ring (the headroom check of e2e.sh)
 #   board_build BOARD OUT.elf FLAGS... SOURCES...: one program, no C
-#              library, the board's startup and mem.c linked in
+#              library, the board's startup, common.c and mem.c linked in
 # Call from the repository's root.
 FW_BOARDS="microbit an385 an386 an500 an505 rv32imac rv32imc"
 fw_src=$(pwd)/examples/firmware
@@ -76,7 +76,7 @@ board_cfg() {
 board_build() {
 	bb_out=$2
 	shift 2
-	for f in $srcs mem.c; do
+	for f in $srcs common.c mem.c; do
 		set -- "$@" "$fw_boards/$f"
 	done
 	# shellcheck disable=SC2086

@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cortex_m.c - what every Cortex-M board shares (board.h): the vector
- * table, the reset handler, the fault handler, semihosting (QEMU's
+ * table, the reset handler, the fault handler, semihosting's trap (QEMU's
  * -semihosting-config enable=on; on a board without a debugger attached
  * a semihosting call is a fault: leave it out there), the interrupt
- * mask, and the entry every board's interrupt takes (cm_irq()).
+ * mask, the clock, and the entry every board's interrupt takes (cm_irq()).
  */
 #include "cortex_m.h"
 
-extern uint32_t _sidata[], _sdata[], _edata[], _sbss[], _ebss[], _estack[];
-int main(void);
+extern uint32_t _estack[];
 void Reset_Handler(void);
 void Default_Handler(void);
-
-void (*board_fault_fn)(void);
-volatile uint32_t board_irq_pc;
-volatile uint32_t board_irq_depth;
+void board_start(void);
+uint32_t board_semihost(uint32_t op, const void *arg);
 
 /* Every handler but reset is weak: a board or an RTOS port defines it. */
 #define CM_WEAK(name) \
@@ -54,18 +51,12 @@ static void (*const vectors[16 + CM_NIRQ])(void) = {
 
 void Reset_Handler(void)
 {
-	uint32_t *s = _sidata, *d = _sdata;
-
-	while (d < _edata)
-		*d++ = *s++;
-	for (d = _sbss; d < _ebss; d++)
-		*d = 0;
 #ifdef __ARM_FP
 	/* CP10 and CP11 full access, before any floating-point instruction */
 	REG(0xE000ED88u) |= 0xFu << 20;
 	__asm__ __volatile__("dsb\n\tisb" ::: "memory");
 #endif
-	board_exit(main());
+	board_start();
 }
 
 /* Any fault: the firmware's record of it, then stop where a probe finds it. */
@@ -74,13 +65,6 @@ void Default_Handler(void)
 	if (board_fault_fn)
 		board_fault_fn();
 	board_halt();
-}
-
-/* Stops here for good; a debugger breaks on this function. */
-__attribute__((noinline, noreturn)) void board_halt(void)
-{
-	for (;;)
-		__asm__ __volatile__("" ::: "memory");
 }
 
 /*
@@ -151,27 +135,12 @@ void cm_nvic_disable(uint32_t irq)
 	REG(0xE000E180u) = 1u << irq;	/* NVIC_ICER0 */
 }
 
-/* ------------------------------------------------------------------------
- * Semihosting (ARM's, as QEMU implements it): bkpt 0xab, r0 the call.
- */
-static uint32_t semihost(uint32_t op, const void *arg)
+/* Semihosting (ARM's, as QEMU implements it): bkpt 0xab, r0 the call. */
+uint32_t board_semihost(uint32_t op, const void *arg)
 {
 	register uint32_t r0 __asm__("r0") = op;
 	register const void *r1 __asm__("r1") = arg;
 
 	__asm__ __volatile__("bkpt 0xab" : "+r"(r0) : "r"(r1) : "memory");
 	return r0;
-}
-
-void board_puts(const char *s)
-{
-	semihost(0x04, s);		/* SYS_WRITE0 */
-}
-
-__attribute__((noreturn)) void board_exit(int code)
-{
-	uint32_t block[2] = { 0x20026u, (uint32_t)code };
-
-	semihost(0x20, block);		/* SYS_EXIT_EXTENDED */
-	board_halt();
 }

@@ -2,7 +2,7 @@
 /*
  * riscv_start.S - reset and trap entry of a bare RV32 core in machine
  * mode (board.h).  _start sets the stack, points mtvec at rv_trap_entry
- * (direct mode) and calls rv_reset() in riscv.c.  rv_trap_entry saves
+ * (direct mode) and calls board_start() in common.c.  rv_trap_entry saves
  * the registers a C function may clobber on the stack it interrupted,
  * calls rv_trap(), puts them back and returns (mret).  It is reentrant:
  * a handler that enables interrupts again (riscv.c does, for the tick,
@@ -18,7 +18,7 @@ _start:
 	.option pop
 	la	t0, rv_trap_entry
 	csrw	mtvec, t0
-	call	rv_reset
+	call	board_start
 1:	j	1b
 
 	.text
