@@ -196,8 +196,10 @@ done
 
 # --- what must fail
 # a dump cut in the middle of the ring: loss flagged, no wrong event
-# (half way into the chunk of the newest position, write_pos - 1, or
-# of the one before it when that is chunk 0: some chunks stay whole)
+# (half way into the chunk of the last index among the positions the
+# reader has not passed, read_pos .. write_pos - 1: every chunk before
+# it stays whole, live ones among them, as the fault came after half
+# the ring was written)
 ring=$(sym fault fw_ring_mem)
 rsize=$((0x$("${tp}nm" -S "$d/fault.elf" | awk '$4 == "fw_ring_mem" { print $2 }')))
 chunk=$(sed -n 's/^#define FW_CHUNK\t*\([0-9]*\)u$/\1/p' "$src/fw.c")
@@ -205,8 +207,13 @@ nchunks=$(sed -n 's/^#define FW_NCHUNKS\t*\([0-9]*\)u$/\1/p' "$src/fw.c")
 hdr=$((rsize - chunk * nchunks))
 roff=$((0x$ring - 0x$ram0))
 wp=$(od -An -tu4 -j $((roff + 64)) -N 4 "$d/fault.ram" | tr -d ' ')
-k=$(( (wp - 1) % nchunks ))
-[ $k != 0 ] || k=$((nchunks - 1))
+rp=$(od -An -tu4 -j $((roff + 128)) -N 4 "$d/fault.ram" | tr -d ' ')
+k=0
+p=$rp
+while [ "$p" -lt "$wp" ]; do
+	[ $((p % nchunks)) -le $k ] || k=$((p % nchunks))
+	p=$((p + 1))
+done
 cut=$((roff + hdr + k * chunk + chunk / 2))
 head -c $cut "$d/fault.ram" > "$d/cutdump.ram"
 cp "$d/fault.out" "$d/cutdump.out"

@@ -310,8 +310,13 @@ static void fw_main_float(void)
 #endif
 
 /* ------------------------------------------------------------------------
- * The interrupt: an instant every tick, a short slice every fourth.
+ * The interrupt: an instant every tick, and every fourth a slice with
+ * some work in it (where the second interrupt of FW_NEST lands too).
  */
+#define FW_ISR_WORK	100u	/* iterations of spin() */
+
+static void spin(uint32_t n);
+
 static void fw_tick(void)
 {
 	int ret;
@@ -340,10 +345,12 @@ static void fw_tick(void)
 	if (fw_ticks % 4 == 0) {
 		ret = tagged(&isr_ev, &fw_report.isr_written,
 			     &fw_report.isr_failed, K_BEGIN, "isr_work");
-		if (ret == TB_OK)
+		if (ret == TB_OK) {
+			spin(FW_ISR_WORK);
 			tb_ev_end(&isr_ev, &cat_fw, NULL, 0);
-		else if (ret == TB_FULL)
+		} else if (ret == TB_FULL) {
 			fw_report.isr_refused++;
+		}
 	}
 	isr_in_event = 0;
 }
@@ -421,12 +428,16 @@ static void recycle(void)
 		;
 }
 
+/* Idle: the drain is a slice of the main loop's too (how long it takes). */
 static void idle(void)
 {
-	if (FW_END)
+	if (FW_END) {
 		recycle();
-	else
-		drain(TB_READ_LAZY);
+		return;
+	}
+	main_tagged(K_BEGIN, "drain");
+	drain(TB_READ_LAZY);
+	main_end();
 }
 
 static void spin(uint32_t n)
@@ -519,8 +530,11 @@ int main(void)
 		if (FW_END == 2 && i == FW_ITERS * 3 / 4)
 			isr_fault_armed = 1;
 	}
-	if (FW_END == 1) {
-		main_tagged(K_INSTANT, "last");
+	if (FW_END == 1) {	/* half the ring written since the recycle */
+		do
+			main_tagged(K_INSTANT, "last");
+		while (tb_atomic_load(&ring.hdr->write_pos, TB_RLX) - rd.pos <
+		       FW_NCHUNKS / 2);
 		(void)*(volatile uint32_t *)BOARD_BAD_ADDR;
 	}
 	if (FW_END == 2) {		/* the interrupt faults first */
