@@ -642,8 +642,13 @@ static inline void tb_ring_set_bell(struct tb_ring *r, struct tb_bell *bell)
  * protocol leaves that chunk to it for good (only its writer may leave
  * RewriteRequested), so every later lap of it is a hole (rstat
  * TB_RS_PINNED).  @stopped is the rule the reader stopped the ring on
- * (TB_PROTO_*), 0 while it runs.
+ * (TB_PROTO_*), 0 while it runs.  @holders names the writers of the
+ * chunks held (Acquired or RewriteRequested), the first TB_RING_HOLDERS
+ * distinct ones; @nholders counts them all: a trace says whose packets a
+ * held chunk left open (tools/tbcheck.h explains per writer).
  */
+#define TB_RING_HOLDERS	8
+
 struct tb_ring_stats {
 	uint32_t write_pos;
 	uint32_t read_pos;
@@ -652,7 +657,26 @@ struct tb_ring_stats {
 	uint32_t states[8];
 	uint32_t wstat[TB_WS_MAX];
 	uint32_t rstat[TB_RS_MAX];
+	uint16_t holders[TB_RING_HOLDERS];
+	uint32_t nholders;
 };
+
+/* Counts chunk word @word in @s: its state, and its writer if it holds it. */
+static inline void tb__ring_stats_word(struct tb_ring_stats *s, uint32_t word)
+{
+	uint16_t w = tb_state_writer(word);
+	unsigned st = tb_state_of(word), i;
+
+	s->states[st]++;
+	if (st != TB_ACQUIRED && st != TB_REWRITE)
+		return;
+	for (i = 0; i < s->nholders && i < TB_RING_HOLDERS; i++)
+		if (s->holders[i] == w)
+			return;
+	if (s->nholders < TB_RING_HOLDERS)
+		s->holders[s->nholders] = w;
+	s->nholders++;	/* past TB_RING_HOLDERS: may count one twice */
+}
 
 static inline void tb_ring_stats(const struct tb_ring *r,
 				 struct tb_ring_stats *s)
@@ -669,9 +693,10 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 	s->stopped = tb_atomic_load(&r->hdr->stopped, TB_RLX);
 	for (i = 0; i < 8; i++)
 		s->states[i] = 0;
+	s->nholders = 0;
 	for (i = 0; i < r->num_chunks; i++)	/* relaxed: statistics */
-		s->states[tb_state_of(tb_atomic_load(tb__ring_word(r, i),
-						     TB_RLX))]++;
+		tb__ring_stats_word(s, tb_atomic_load(tb__ring_word(r, i),
+						      TB_RLX));
 	s->pinned = s->states[TB_REWRITE];
 }
 

@@ -434,6 +434,46 @@ START_TEST(test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere)
 }
 END_TEST
 
+/*
+ * tb_ring_stats() names the writers of the chunks held, so a trace can say
+ * whose packets they left open (tools/tbcheck.h explains per writer):
+ * the first TB_RING_HOLDERS, each once, and counts them all.
+ */
+START_TEST(test_stats_name_the_writers_holding_chunks)
+{
+	struct twriter tw[10];
+	struct tb_ring_stats st;
+	struct tb_span sp;
+	struct tring t;
+	unsigned w, i, j;
+
+	tring_new(&t, 256, 16);
+	for (w = 0; w < 10; w++)
+		twriter_new(&tw[w], &t, (uint16_t)(w + 5), 0, TB_DROP);
+	topen_with(&tw[0], "a", 1, 0, &sp);		/* holds, open */
+	topen_with(&tw[2], "c", 1, 0, &sp);		/* holds, open */
+	ck_assert_int_eq(twrite(&tw[1], "b", 0, 0), TB_OK); /* published */
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.states[TB_ACQUIRED], 2);
+	ck_assert_uint_eq(st.nholders, 2);
+	ck_assert((st.holders[0] == 5 && st.holders[1] == 7) ||
+		  (st.holders[0] == 7 && st.holders[1] == 5));
+	for (w = 3; w < 10; w++)
+		topen_with(&tw[w], "d", 1, 0, &sp);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.nholders, 9);
+	for (i = 0; i < TB_RING_HOLDERS; i++) {
+		ck_assert(st.holders[i] >= 5 && st.holders[i] < 15 &&
+			  st.holders[i] != 6);
+		for (j = 0; j < i; j++)
+			ck_assert_uint_ne(st.holders[i], st.holders[j]);
+	}
+	for (w = 0; w < 10; w++)
+		twriter_free(&tw[w]);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_init_makes_no_stamping_pass_over_chunks)
 {
 	/* section 3.2: no initialization pass over every chunk */
@@ -5335,6 +5375,7 @@ static Suite *geometry_suite(void)
 	tcase_add_test(tc, test_control_header_offsets_are_the_abi);
 	tcase_add_test(tc,
 		test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere);
+	tcase_add_test(tc, test_stats_name_the_writers_holding_chunks);
 	tcase_add_test(tc, test_init_makes_no_stamping_pass_over_chunks);
 	tcase_add_test(tc, test_chunk_state_words_are_naturally_aligned);
 	tcase_add_test(tc, test_attach_validates_header_as_untrusted);
