@@ -391,6 +391,20 @@ static void drain(enum tb_read_mode mode)
 	tb_link_tx_restate(&tx, &ring, FW_RESTATE);
 }
 
+/*
+ * A writer's last words (the ENDs it owes, a loss it has not shown yet),
+ * then its chunk let go.  On a full ring - or one full to an interrupt's
+ * headroom - they are refused: drain, and try again.
+ */
+static void finish(struct tb_ev_writer *ew, struct tb_writer *w)
+{
+	int i;
+
+	for (i = 0; i < 4 && tb_ev_writer_finish(ew) != TB_OK; i++)
+		drain(TB_READ_LAZY);
+	tb_writer_release(w);
+}
+
 static void discard(void *ctx, const struct tb_chunk_view *v)
 {
 	(void)ctx, (void)v;
@@ -543,12 +557,11 @@ int main(void)
 	board_tick_stop();		/* the interrupt is done */
 	isr_on = 0;
 #ifdef FW_NEST
-	nest_finish();
+	board_irq2_stop();
+	finish(&irq2_ev, &irq2_w);
 #endif
-	tb_ev_writer_finish(&main_ev);
-	tb_ev_writer_finish(&isr_ev);
-	tb_writer_release(&main_w);
-	tb_writer_release(&isr_w);
+	finish(&main_ev, &main_w);
+	finish(&isr_ev, &isr_w);
 	drain(TB_READ_SCRAPE);
 	tb_link_tx_stats(&tx, &ring);
 	tb_link_tx_end(&tx);
