@@ -17,6 +17,10 @@ void Reset_Handler(void);
 void SysTick_Handler(void);
 void HardFault_Handler(void);
 void Default_Handler(void);
+/* an RTOS's (examples/freertos/), or any program's: weak, else a fault */
+void SVC_Handler(void) __attribute__((weak, alias("Default_Handler")));
+void PendSV_Handler(void) __attribute__((weak, alias("Default_Handler")));
+void IRQ_Handler(void) __attribute__((weak, alias("Default_Handler")));
 
 __attribute__((section(".isr_vector"), used))
 static void (*const vectors[16 + 32])(void) = {
@@ -29,12 +33,12 @@ static void (*const vectors[16 + 32])(void) = {
 	Default_Handler,	/* UsageFault */
 	Default_Handler,	/* SecureFault (v8-M) */
 	0, 0, 0,
-	Default_Handler,	/* SVCall */
+	SVC_Handler,		/* SVCall */
 	Default_Handler,	/* DebugMonitor */
 	0,
-	Default_Handler,	/* PendSV */
+	PendSV_Handler,
 	SysTick_Handler,
-	[16 ... 47] = Default_Handler,
+	[16 ... 47] = IRQ_Handler,	/* IPSR - 16 says which */
 };
 
 void Reset_Handler(void)

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * scenario.h - the FreeRTOS example's tasks (part of main.c): the ring,
+ * its reader and the UART link, the four tasks, and the report at the
+ * end.
+ */
+uint8_t fr_ring_mem[TB_RING_SIZE(FR_CHUNK, FR_NCHUNKS)] TB_RING_ALIGNED;
+TB_RTOS_DEFINE(6);
+
+static struct tb_ring ring;
+static struct tb_reader rd;
+static struct tb_link_tx tx;
+static uint8_t rd_scratch[FR_CHUNK];
+static const struct tb_ev_clock fr_clock = {
+	fr_now, NULL, TB_CLOCK_USER + 1, TB_CLOCK_BOOTTIME, fr_now
+};
+
+TB_CATEGORY_DEFINE(cat_app, "app", 1);
+
+/* What each task was told it wrote: the next "seq" of its events. */
+static volatile uint32_t written[4], failed[4];
+enum { T_CTRL, T_WORKER, T_LOGGER, T_DRAIN };
+
+static void tagged(int who, const char *name, int instant)
+{
+	struct tb_arg a[2] = {
+		tb_arg_uint("seq", written[who]),
+		tb_arg_str("text", "a long annotation, for a task preempted "
+			   "in the middle of its event"),
+	};
+	struct tb_ev_writer *ew = tb_rtos_current();
+	int ret;
+
+	ret = instant ? tb_ev_instant(ew, &cat_app, name, a, 2) :
+			tb_ev_begin(ew, &cat_app, name, a, 1);
+	if (ret == TB_OK)
+		written[who]++;
+	else
+		failed[who]++;
+}
+
+static void uart_put(void *ctx, const uint8_t *p, size_t n)
+{
+	(void)ctx;
+	while (n--) {
+		while (UART_STATE & 1u)
+			;
+		UART_DATA = *p++;
+	}
+}
+
+static void drain(enum tb_read_mode mode)
+{
+	int ret;
+
+	do
+		ret = tb_reader_drain(&rd, FR_NCHUNKS, mode, tb_link_chunk_fn,
+				      &tx, NULL);
+	while (ret == TB_LIMIT);
+}
+
+static void ctrl(void *arg)
+{
+	uint32_t i;
+
+	(void)arg;
+	timer_start();
+	for (i = 0; i < FR_ROUNDS; i++) {
+		xSemaphoreTake(tick_sem, portMAX_DELAY);
+		tagged(T_CTRL, "round", 0);
+		spin(100 + (i * 37) % 200);
+		if (FR_END == 1 && i == FR_ROUNDS / 8)
+			(void)*(volatile uint32_t *)0xF0000000u;
+		if (i % 4 == 0) {
+			xSemaphoreTake(mutex, portMAX_DELAY);
+			spin(100);
+			xSemaphoreGive(mutex);
+		}
+		xQueueSend(queue, &i, portMAX_DELAY);
+		TB_TRACE_END(&cat_app);
+	}
+	timer_stop();
+	stop = 1;
+	xQueueSend(queue, &i, 0);	/* the worker sees stop */
+	xTaskNotifyGive(h_drain);
+	vTaskSuspend(NULL);
+}
+
+static void worker(void *arg)
+{
+	uint32_t v;
+
+	(void)arg;
+	for (;;) {
+		xQueueReceive(queue, &v, portMAX_DELAY);
+		if (stop)
+			vTaskSuspend(NULL);
+		tagged(T_WORKER, "work", 0);
+		spin(200 + (v * 131) % 500);
+		xSemaphoreTake(mutex, portMAX_DELAY);
+		spin(300);
+		xSemaphoreGive(mutex);
+		TB_TRACE_END(&cat_app);
+	}
+}
+
+static void logger(void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (;;) {
+		vTaskDelay(3);
+		if (stop)
+			vTaskSuspend(NULL);
+		xSemaphoreTake(mutex, portMAX_DELAY);
+		for (i = 0; i < 8; i++)		/* long: ctrl preempts it */
+			tagged(T_LOGGER, "log", 1);
+		xSemaphoreGive(mutex);
+	}
+}
+
+static int quiet(TaskHandle_t h)
+{
+	return eTaskGetState(h) == eSuspended;
+}
+
+static void report_task(const TaskStatus_t *st)
+{
+	struct tb_rtos_task *t;
+	char line[200], *s;
+	uint32_t n = uxTaskGetTaskNumber(st->xHandle);
+	int who = st->xHandle == h_ctrl ? T_CTRL :
+		  st->xHandle == h_worker ? T_WORKER :
+		  st->xHandle == h_logger ? T_LOGGER :
+		  st->xHandle == h_drain ? T_DRAIN : -1;
+
+	t = n ? &tb_rtos_tasks[n - 1] : NULL;
+	s = fmt_str(line, "fr: task name=");
+	s = fmt_str(s, st->pcTaskName);
+	s = fmt_kv(s, "tid", t ? (uint64_t)t->tid : 0);
+	s = fmt_kv(s, "writer", t ? t->w.id : 0);
+	s = fmt_kv(s, "written", who >= 0 ? written[who] : 0);
+	s = fmt_kv(s, "failed", who >= 0 ? failed[who] : 0);
+	s = fmt_kv(s, "runtime_ns", st->ulRunTimeCounter);
+	line_end(line, s);
+}
+
+static void report(void)
+{
+	static TaskStatus_t st[8];
+	struct tb_rtos_stats *h = &tb_rtos.stats;
+	char line[300], *s;
+	UBaseType_t i, n;
+
+	n = uxTaskGetSystemState(st, 8, NULL);
+	for (i = 0; i < n; i++)
+		report_task(&st[i]);
+	s = fmt_str(line, "fr: " BOARD_NAME " hooks");
+	s = fmt_kv(s, "switches", h->switches);
+	s = fmt_kv(s, "preempt_open", h->preempt_open);
+	s = fmt_kv(s, "wakes", h->wakes);
+	s = fmt_kv(s, "isr_wakes", h->isr_wakes);
+	s = fmt_kv(s, "isrs", h->isrs);
+	s = fmt_kv(s, "packets", h->packets);
+	s = fmt_kv(s, "lost", h->lost);
+	s = fmt_kv(s, "untraced", h->untraced);
+	s = fmt_kv(s, "frames", tx.seq);
+	line_end(line, s);
+}
+
+/*
+ * The end: once the others are suspended (none is inside an event), the
+ * kernel's counts are taken with the scheduler suspended, the trace is
+ * stopped with interrupts masked, and the rest of the ring goes out.
+ */
+static void finish(void)
+{
+	while (!quiet(h_ctrl) || !quiet(h_worker) || !quiet(h_logger)) {
+		drain(TB_READ_LAZY);
+		vTaskDelay(1);
+	}
+	vTaskSuspendAll();
+	taskDISABLE_INTERRUPTS();
+	tb_rtos_stop();
+	drain(TB_READ_SCRAPE);
+	tb_link_tx_stats(&tx, &ring);
+	tb_link_tx_end(&tx);
+	report();
+	fw_exit(tb_rtos.stats.lost || tb_rtos.stats.preempt_open == 0 ? 3 : 0);
+}
+
+static void drainer(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		ulTaskNotifyTake(pdTRUE, 2);	/* ctrl's, or 2 ticks */
+		if (stop)
+			break;
+		if (!FR_END)
+			drain(TB_READ_LAZY);
+	}
+	finish();
+}
+
+static void fr_setup(void)
+{
+	tb_ring_init(&ring, fr_ring_mem, sizeof(fr_ring_mem), FR_CHUNK,
+		     FR_NCHUNKS);
+	tb_reader_init(&rd, &ring, rd_scratch);
+	tb_link_tx_init(&tx, uart_put, NULL);
+	if (!FR_END)
+		tb_link_tx_hello(&tx, &ring);
+	if (tb_rtos_start(&ring, &fr_clock, "FreeRTOS " BOARD_NAME))
+		fw_exit(5);
+	tb_rtos_irq_name(15, "SysTick");
+	tb_rtos_irq_name(16 + TIMER0_IRQ, "TIMER0");
+	tick_sem = xSemaphoreCreateBinary();
+	mutex = xSemaphoreCreateMutex();
+	queue = xQueueCreate(4, sizeof(uint32_t));
+	vQueueAddToRegistry(tick_sem, "tick");
+	vQueueAddToRegistry(mutex, "shared");
+	vQueueAddToRegistry(queue, "rounds");
+	xTaskCreate(ctrl, "ctrl", 256, NULL, 4, &h_ctrl);
+	xTaskCreate(worker, "worker", 256, NULL, 3, &h_worker);
+	xTaskCreate(logger, "logger", 256, NULL, 2, &h_logger);
+	xTaskCreate(drainer, "drain", 384, NULL, 1, &h_drain);
+}
