@@ -335,6 +335,7 @@ struct tb_check_thread {
 	int32_t tid;
 	uint8_t state;			/* private: TB__CK_TS_* */
 	uint8_t running;		/* on a CPU at the end */
+	uint64_t since;			/* ... since then (its open slice) */
 	uint64_t cpu_ns;		/* in sched slices that ended */
 	uint64_t slices;		/* sched slices it ran in */
 	uint64_t blocked;		/* switched out not runnable */
@@ -2395,8 +2396,10 @@ static inline void tb__ck_sched_finish(struct tb_check *c)
 		if (!k->cpus[i].on)
 			continue;
 		t = tb__ck_thread_of(c, k->cpus[i].pid);
-		if (t)
+		if (t) {
 			t->running = 1;
+			t->since = k->cpus[i].start;
+		}
 	}
 }
 

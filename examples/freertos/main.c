@@ -153,8 +153,12 @@ void fr_assert(const char *file, int line)
 	fw_exit(6);
 }
 
+static void fr_fault_report(void);
+
+/* A fault: what the firmware knows (no kernel call), then stop. */
 __attribute__((noreturn)) void fw_fault(void)
 {
+	fr_fault_report();
 	fw_puts("fr: " BOARD_NAME " fault\n");
 	fw_halt();
 }

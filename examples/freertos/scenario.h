@@ -69,7 +69,7 @@ static void ctrl(void *arg)
 		xSemaphoreTake(tick_sem, portMAX_DELAY);
 		tagged(T_CTRL, "round", 0);
 		spin(100 + (i * 37) % 200);
-		if (FR_END == 1 && i == FR_ROUNDS / 8)
+		if (FR_END == 1 && i == FR_ROUNDS / 40)
 			(void)*(volatile uint32_t *)0xF0000000u;
 		if (i % 4 == 0) {
 			xSemaphoreTake(mutex, portMAX_DELAY);
@@ -125,25 +125,35 @@ static int quiet(TaskHandle_t h)
 	return eTaskGetState(h) == eSuspended;
 }
 
-static void report_task(const TaskStatus_t *st)
+/*
+ * A task's line: its slot (tid, writer), what it wrote, and the kernel's
+ * run-time count (@st NULL: none, after a fault).
+ */
+static void report_task(struct tb_rtos_task *t, const TaskStatus_t *st)
 {
-	struct tb_rtos_task *t;
 	char line[200], *s;
-	uint32_t n = uxTaskGetTaskNumber(st->xHandle);
-	int who = st->xHandle == h_ctrl ? T_CTRL :
-		  st->xHandle == h_worker ? T_WORKER :
-		  st->xHandle == h_logger ? T_LOGGER :
-		  st->xHandle == h_drain ? T_DRAIN : -1;
+	int who = t->tcb == h_ctrl ? T_CTRL : t->tcb == h_worker ? T_WORKER :
+		  t->tcb == h_logger ? T_LOGGER :
+		  t->tcb == h_drain ? T_DRAIN : -1;
 
-	t = n ? &tb_rtos_tasks[n - 1] : NULL;
 	s = fmt_str(line, "fr: task name=");
-	s = fmt_str(s, st->pcTaskName);
-	s = fmt_kv(s, "tid", t ? (uint64_t)t->tid : 0);
-	s = fmt_kv(s, "writer", t ? t->w.id : 0);
+	s = fmt_str(s, t->name);
+	s = fmt_kv(s, "tid", (uint64_t)t->tid);
+	s = fmt_kv(s, "writer", t->tid ? t->w.id : 0);
 	s = fmt_kv(s, "written", who >= 0 ? written[who] : 0);
 	s = fmt_kv(s, "failed", who >= 0 ? failed[who] : 0);
-	s = fmt_kv(s, "runtime_ns", st->ulRunTimeCounter);
+	if (st)
+		s = fmt_kv(s, "runtime_ns", st->ulRunTimeCounter);
 	line_end(line, s);
+}
+
+static void fr_fault_report(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < tb_rtos_ntasks; i++)
+		if (tb_rtos_tasks[i].tcb)
+			report_task(&tb_rtos_tasks[i], NULL);
 }
 
 static void report(void)
@@ -152,10 +162,15 @@ static void report(void)
 	struct tb_rtos_stats *h = &tb_rtos.stats;
 	char line[300], *s;
 	UBaseType_t i, n;
+	uint64_t at = fr_now(NULL);	/* the running task's count ends */
 
 	n = uxTaskGetSystemState(st, 8, NULL);
-	for (i = 0; i < n; i++)
-		report_task(&st[i]);
+	for (i = 0; i < n; i++) {
+		uint32_t k = uxTaskGetTaskNumber(st[i].xHandle);
+
+		if (k)
+			report_task(&tb_rtos_tasks[k - 1], &st[i]);
+	}
 	s = fmt_str(line, "fr: " BOARD_NAME " hooks");
 	s = fmt_kv(s, "switches", h->switches);
 	s = fmt_kv(s, "preempt_open", h->preempt_open);
@@ -166,6 +181,7 @@ static void report(void)
 	s = fmt_kv(s, "lost", h->lost);
 	s = fmt_kv(s, "untraced", h->untraced);
 	s = fmt_kv(s, "frames", tx.seq);
+	s = fmt_kv(s, "counted_at_ns", at);
 	line_end(line, s);
 }
 
