@@ -27,7 +27,8 @@
  * FR_ROUNDS / 8 rounds, nothing streamed (the RAM dump has it all);
  * -DFR_BENCH measures instructions per context switch under -icount;
  * -DFR_NO_TRACE builds the kernel without the hooks (FR_BENCH's
- * baseline).
+ * baseline); -DFR_SKEW runs the kernel's run-time counter 2 % fast (the
+ * check must fail).
  */
 #include "FreeRTOS.h"
 #include "task.h"
@@ -102,7 +103,11 @@ void fr_runtime_start(void)
 
 uint64_t fr_runtime_now(void)
 {
+#ifdef FR_SKEW		/* a kernel clock 2 % fast: the check must see it */
+	return (fr_now(NULL) - fr_t0) * 51 / 50;
+#else
 	return fr_now(NULL) - fr_t0;
+#endif
 }
 
 /* ------------------------------------------------------------------------
@@ -161,63 +166,6 @@ __attribute__((noreturn)) void fw_fault(void)
 	fr_fault_report();
 	fw_puts("fr: " BOARD_NAME " fault\n");
 	fw_halt();
-}
-
-/* ------------------------------------------------------------------------
- * The timer interrupt (CMSDK APB timer 0): gives ctrl its semaphore.
- */
-#define TIMER0_BASE	0x40000000u
-#define TIMER0_IRQ	8u
-#define TIMER_CTRL	REG(TIMER0_BASE + 0x0)	/* 1 enable, 8 irq */
-#define TIMER_RELOAD	REG(TIMER0_BASE + 0x8)
-#define TIMER_VALUE	REG(TIMER0_BASE + 0x4)
-#define TIMER_INTCLEAR	REG(TIMER0_BASE + 0xc)
-#define NVIC_ISER0	REG(0xE000E100u)
-#define NVIC_ICER0	REG(0xE000E180u)
-#define NVIC_IPR(n)	(*(volatile uint8_t *)(0xE000E400u + (n)))
-
-static SemaphoreHandle_t tick_sem, mutex;
-static QueueHandle_t queue;
-static TaskHandle_t h_ctrl, h_worker, h_logger, h_drain;
-static volatile uint32_t stop;
-
-void IRQ_Handler(void)
-{
-	BaseType_t woken = pdFALSE;
-	uint32_t ipsr;
-
-	__asm__ __volatile__("mrs %0, ipsr" : "=r"(ipsr));
-	if ((ipsr & 0x1ff) != 16 + TIMER0_IRQ) {
-		fw_fault();
-		return;
-	}
-	traceISR_ENTER();
-	TIMER_INTCLEAR = 1;
-	xSemaphoreGiveFromISR(tick_sem, &woken);
-	portYIELD_FROM_ISR(woken);
-}
-
-static void timer_start(void)
-{
-	TIMER_RELOAD = CPU_HZ / FR_TIMER_HZ - 1;
-	TIMER_VALUE = CPU_HZ / FR_TIMER_HZ - 1;
-	NVIC_IPR(TIMER0_IRQ) = 5 << (8 - configPRIO_BITS);
-	NVIC_ISER0 = 1u << TIMER0_IRQ;
-	TIMER_CTRL = 1u | 8u;
-}
-
-static void timer_stop(void)
-{
-	TIMER_CTRL = 0;
-	NVIC_ICER0 = 1u << TIMER0_IRQ;
-}
-
-static void spin(uint32_t n)
-{
-	volatile uint32_t i;
-
-	for (i = 0; i < n; i++)
-		;
 }
 
 #ifdef FR_BENCH

@@ -1,0 +1,186 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# e2e.sh [BOARD...] - make freertos-e2e: FreeRTOS (FREERTOS_KERNEL, the
+# kernel's source tree) traced through tbfreertos.h, built for each
+# board, run under QEMU with -icount, its trace taken off both ways and
+# checked against what the kernel itself counted.  Traces and logs stay
+# in build/freertos/<board>/.
+#
+#   stream    the ring drained to UART0 by the lowest task, the capture
+#             turned into a trace by tbtrace stream: clean under the
+#             importer's rules (tbtrace stat), each task's CPU time within
+#             1 % of the kernel's run-time counters, idle included, as
+#             many switches as the hooks counted, every task's events
+#             once and in order on its own track (rtoscheck -c)
+#   fault     a fault in a task, the RAM taken off through QEMU's gdb stub,
+#             tbtrace convert finds the ring in it (rtoscheck -t)
+# and what must fail: a kernel whose run-time counter runs 2 % fast
+# (rtoscheck must see the CPU times disagree), a capture with bytes
+# flipped (a switch lost: the check must fail, the loss be named).
+# Then instructions per context switch, with and without the hooks.
+set -eu
+top=$(pwd)
+out=$top/build/freertos
+tbt=$top/build/tbtrace
+check=$out/rtoscheck
+src=$top/examples/freertos
+fw=$top/examples/firmware
+K=${FREERTOS_KERNEL:?set FREERTOS_KERNEL to a FreeRTOS-Kernel source tree}
+QEMU_TIMEOUT=120
+ICOUNT=3		# 8 ns of guest time per instruction
+boards=${*:-an385}
+fails=0
+
+say() { printf 'freertos-e2e %-6s %s\n' "$b" "$*"; }
+die() { say "FAILED: $*"; fails=$((fails + 1)); }
+
+# build NAME FLAGS...: build/freertos/BOARD/NAME.elf
+build() {
+	n=$1
+	shift
+	# the kernel's own files: no -Wextra (not ours to fix)
+	for f in tasks.c queue.c list.c portable/GCC/$port/port.c \
+	    portable/MemMang/heap_4.c; do
+		# shellcheck disable=SC2086
+		$CC $cpu -mthumb ${FR_OPT:--Os} -g -std=c99 -ffreestanding \
+		    -fno-tree-loop-distribute-patterns -ffunction-sections \
+		    -fdata-sections -nostdinc \
+		    -isystem "$($CC -print-file-name=include)" \
+		    -I"$src/include" -I"$fw/include" -I"$src" -I"$fw" \
+		    -I"$top" -I"$K/include" -I"$K/portable/GCC/$port" \
+		    "$def" "$@" -c "$K/$f" -o "$d/$(basename "$f" .c).o"
+	done
+	# shellcheck disable=SC2086
+	$CC $cpu -mthumb ${FR_OPT:--Os} -g -std=c99 -Wall -Wextra -Werror \
+	    -ffreestanding -fno-tree-loop-distribute-patterns \
+	    -ffunction-sections -fdata-sections \
+	    -nostdinc -isystem "$($CC -print-file-name=include)" \
+	    -I"$src/include" -I"$fw/include" -I"$src" -I"$fw" -I"$top" \
+	    -I"$K/include" -I"$K/portable/GCC/$port" "$def" "$@" \
+	    -L"$fw" -T "$b.ld" "$fw/start.c" "$src/main.c" "$d/tasks.o" \
+	    "$d/queue.o" "$d/list.o" "$d/port.o" "$d/heap_4.o" \
+	    -o "$d/$n.elf" -nostdlib -nostartfiles -Wl,--gc-sections -lgcc
+}
+
+qemu() {
+	timeout $QEMU_TIMEOUT qemu-system-arm -M "$machine" -display none \
+	    -monitor none -semihosting-config enable=on,target=native "$@"
+}
+
+# run NAME: to its semihosting exit; UART in NAME.uart, report NAME.out
+run() {
+	qemu -icount shift=$ICOUNT -serial file:"$d/$1.uart" \
+	    -kernel "$d/$1.elf" > "$d/$1.out" 2>&1
+}
+
+# dump NAME: runs until the firmware stops in fw_halt(); RAM in NAME.ram
+dump() {
+	sock=${d#"$top"/}/$1.sock	# relative: a socket path is short
+	rm -f "$sock"
+	qemu -icount shift=$ICOUNT -serial file:"$d/$1.uart" -S \
+	    -gdb unix:"$sock",server=on,wait=on \
+	    -kernel "$d/$1.elf" > "$d/$1.out" 2>&1 &
+	qpid=$!
+	i=0
+	while [ ! -S "$sock" ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	timeout $QEMU_TIMEOUT gdb-multiarch -q -batch -nx "$d/$1.elf" \
+	    -ex "target remote $sock" -ex 'break fw_halt' \
+	    -ex continue -ex "dump binary memory $d/$1.ram $ram" \
+	    -ex kill > "$d/$1.gdb" 2>&1 || true
+	wait $qpid || true
+	[ -s "$d/$1.ram" ]
+}
+
+# stat NAME: tbtrace stat finds nothing unexplained (0 clean, 3 lossy)
+stat() {
+	"$tbt" stat "$d/$1.pftrace" > "$d/$1.stat" 2>&1 && return 0
+	[ $? = 3 ]
+}
+
+# rtos MODE NAME: rtoscheck against the firmware's report
+rtos() {
+	"$check" "-$1" "$d/$2.out" "$d/$2.pftrace" > "$d/$2.check" 2>&1
+}
+
+for b in $boards; do
+	d=$out/$b
+	rm -rf "$d"
+	mkdir -p "$d"
+	case $b in
+	an385)
+		machine=mps2-an385 cpu=-mcpu=cortex-m3 port=ARM_CM3
+		def=-DBOARD_AN385 ram="0x20000000 0x20010000" ;;
+	*) echo "e2e.sh: unknown board $b (an385)" >&2; exit 2 ;;
+	esac
+	CC=arm-none-eabi-gcc
+	build stream
+	build fault -DFR_END=1
+	build skew -DFR_SKEW
+	build bench -DFR_BENCH
+	build bench0 -DFR_BENCH -DFR_NO_TRACE
+
+	# --- live streaming over the UART
+	if run stream; then :; else die "stream: the firmware exited $?"; fi
+	"$tbt" stream "$d/stream.uart" "$d/stream.pftrace" \
+	    > "$d/stream.conv" 2>&1 || die "stream: tbtrace stream failed"
+	"$tbt" stat "$d/stream.pftrace" > "$d/stream.stat" 2>&1 ||
+	    die "stream: tbtrace stat: not clean"
+	rtos c stream || die "stream: $(cat "$d/stream.check")"
+	say "stream: $(wc -c < "$d/stream.uart") UART bytes -> stream.pftrace: $(sed -n 's/^rtoscheck: .*: \([0-9]* switches.*\)/\1/p' "$d/stream.check")"
+	sed -n 's/^rtoscheck: \(.*cpu .*\)/  \1/p' "$d/stream.check"
+	sed -n 's/^fr: [^ ]* hooks /  hooks: /p' "$d/stream.out"
+
+	# --- post-mortem: a fault in a task, the RAM through the gdb stub
+	if dump fault; then
+		"$tbt" convert "$d/fault.ram" "$d/fault.pftrace" \
+		    > "$d/fault.conv" 2>&1 || true
+		stat fault || die "fault: tbtrace stat not clean"
+		rtos t fault || die "fault: $(cat "$d/fault.check")"
+		grep -q ' fault$' "$d/fault.out" ||
+		    die "fault: the firmware did not fault"
+		say "fault: RAM dump -> fault.pftrace: $(sed -n 's/^rtoscheck: .*: \([0-9]* switches.*\)/\1/p' "$d/fault.check")"
+	else
+		die "fault: no RAM dump"
+	fi
+
+	# --- what must fail
+	# the kernel's clock 2 % fast: the CPU times must disagree
+	run skew || die "skew: the firmware exited $?"
+	"$tbt" stream "$d/skew.uart" "$d/skew.pftrace" > "$d/skew.conv" 2>&1 ||
+	    true
+	if rtos c skew; then
+		die "skew: rtoscheck passed a kernel clock 2 % fast"
+	else
+		say "skew: fails as it must: $(grep -m 1 'CPU time' "$d/skew.check")"
+	fi
+	# a capture with bytes flipped: frames lost, so switches
+	cp "$d/stream.uart" "$d/flipped.uart"
+	cp "$d/stream.out" "$d/flipped.out"
+	size=$(wc -c < "$d/flipped.uart")
+	for off in $((size / 5)) $((size / 3)) $((size / 2)); do
+		printf '\377' | dd of="$d/flipped.uart" bs=1 seek=$off \
+		    conv=notrunc 2>/dev/null
+	done
+	"$tbt" stream "$d/flipped.uart" "$d/flipped.pftrace" \
+	    > "$d/flipped.conv" 2>&1 || true
+	grep -Eq '[1-9][0-9]* frames with a bad CRC' "$d/flipped.conv" ||
+	    die "flipped: tbtrace stream saw no bad frame"
+	if rtos c flipped; then
+		die "flipped: rtoscheck passed a damaged capture"
+	else
+		say "flipped: fails as it must: $(head -n 1 "$d/flipped.check")"
+	fi
+
+	# --- instructions per context switch (-icount shift=0: 1 ns each)
+	for n in bench0 bench; do
+		qemu -icount shift=0 -serial null -kernel "$d/$n.elf" \
+		    > "$d/$n.out" 2>&1 || die "$n: exited $?"
+		sed -n 's/^fr: bench [^ ]* /  /p' "$d/$n.out"
+	done
+done
+[ $fails = 0 ] || { echo "freertos-e2e: $fails checks FAILED"; exit 1; }
+echo "freertos-e2e: all checks passed ($boards)"
