@@ -192,7 +192,9 @@ struct tb_rtos_stats {
 	uint32_t untraced;		/* tasks created with the pool full */
 };
 
-#define TB__RTOS_PKT	320		/* the largest kernel packet */
+/* The most room a kernel packet asks (a switch whose prev blocked on a
+ * named object this state has not seen: tb__rtos_switch()). */
+#define TB__RTOS_PKT	(136 + 3 * TB_RTOS_NAME_MAX)
 
 struct tb_rtos {
 	struct tb_ring *ring;		/* NULL: not started */
@@ -205,6 +207,8 @@ struct tb_rtos {
 	uint8_t prev_ready;
 	uint8_t fresh;			/* re-describe, clear the state */
 	uint8_t started;		/* the first task ran */
+	uint8_t *at;			/* this packet's start, in place */
+	uint32_t bound;			/* ... and the room it asked */
 	uint32_t epoch;			/* the kernel's incremental state */
 	uint32_t gen;			/* the ring's generation seen */
 	uint32_t next_tid;
@@ -216,7 +220,6 @@ struct tb_rtos {
 	const char *irq_names[TB_RTOS_IRQS];
 	struct tb_rtos_obj objs[TB_RTOS_OBJECTS];
 	uint32_t why_sent[TB__RTOS_WHY_N];	/* states that have each */
-	uint8_t pkt[TB__RTOS_PKT];
 	uint8_t scratch[TB_RTOS_CHUNK];
 };
 
@@ -313,20 +316,26 @@ enum {
 #endif
 
 /* ------------------------------------------------------------------------
- * The kernel's encoder: forward, into tb_rtos.pkt, each nested message's
- * length a two-byte varint (protobuf reads a redundant varint as its
- * value; Perfetto's own writer pads lengths the same way) filled in when
- * it closes.  The sizes are bounded (names are cut at TB_RTOS_NAME_MAX),
- * so nothing here can overrun the buffer.
+ * The kernel's encoder: forward, in place in the kernel writer's chunk,
+ * each nested message's length a two-byte varint (protobuf reads a
+ * redundant varint as its value; Perfetto's own writer pads lengths the
+ * same way) filled in when it closes.  Each packet first asks for room
+ * for its largest size (names are cut at TB_RTOS_NAME_MAX; every integer
+ * but the timestamp, the uuids and flow ids is a non-negative int32, at
+ * most five bytes), so nothing here can overrun the room it has.
  */
 static inline uint8_t *tb__rk_uint(uint8_t *p, uint32_t field, uint64_t v)
 {
 	return p + tb_pb_uint(p, field, v);
 }
 
-static inline uint8_t *tb__rk_int(uint8_t *p, uint32_t field, int64_t v)
+/*
+ * An int32 field whose value is never negative here (tids, priorities):
+ * a varint of at most five bytes, as protobuf encodes it.
+ */
+static inline uint8_t *tb__rk_u32(uint8_t *p, uint32_t field, uint32_t v)
 {
-	return p + tb_pb_int(p, field, v);
+	return p + tb_pb_uint(p, field, v);
 }
 
 static inline uint32_t tb__rk_strlen(const char *s, uint32_t max)
@@ -422,11 +431,36 @@ static inline void tb__rtos_lost(int ret)
 	tb_rtos.fresh = 1;	/* the descriptors may be gone with it */
 }
 
+/*
+ * Room for a kernel packet of at most @bound bytes, in the kernel
+ * writer's chunk (no copy: a chunk's fragment holds TB__RTOS_PKT bytes,
+ * tb_rtos_start() saw to it).  NULL: the ring refused it (counted).
+ */
+static inline uint8_t *tb__rtos_begin(uint32_t bound)
+{
+	struct tb_span span;
+	int ret;
+
+	TB_BUG_ON(bound > TB__RTOS_PKT);
+	tb_rtos.bound = bound;
+	ret = tb_writer_open(&tb_rtos.kw, bound, 0, &span);
+	if (ret) {
+		tb_writer_record_loss(&tb_rtos.kw);
+		tb__rtos_lost(ret);
+		return NULL;
+	}
+	tb_rtos.at = span.begin;
+	return span.begin;
+}
+
+/* The packet ends at @end: it goes out. */
 static inline int tb__rtos_put(uint8_t *end)
 {
-	int ret = tb_writer_write_packet(&tb_rtos.kw, tb_rtos.pkt,
-					 (size_t)(end - tb_rtos.pkt));
+	uint32_t n = (uint32_t)(end - tb_rtos.at);
+	int ret;
 
+	TB_BUG_ON(n > tb_rtos.bound);	/* it overran its room */
+	ret = tb_writer_close(&tb_rtos.kw, n, 0);
 	tb__rtos_lost(ret);
 	return ret;
 }
@@ -435,19 +469,21 @@ static inline int tb__rtos_put(uint8_t *end)
 static inline int tb__rtos_describe(uint64_t uuid, int32_t tid,
 				    const char *name)
 {
-	uint8_t *p = tb_rtos.pkt, *td, *in;
+	uint8_t *p = tb__rtos_begin(64 + TB_RTOS_NAME_MAX), *td, *in;
 
+	if (!p)
+		return TB_FULL;
 	p = tb__rk_open(p, TB__RK_TP_DESCRIPTOR, &td);
 	p = tb__rk_uint(p, TB__RK_TD_UUID, uuid);
 	if (tid < 0) {
 		p = tb__rk_open(p, TB__RK_TD_PROCESS, &in);
-		p = tb__rk_int(p, TB__RK_PD_PID, TB_RTOS_PID);
+		p = tb__rk_u32(p, TB__RK_PD_PID, TB_RTOS_PID);
 		p = tb__rk_str(p, TB__RK_PD_NAME, name);
 	} else {
 		p = tb__rk_uint(p, TB__RK_TD_PARENT, tb_rtos.proc_uuid);
 		p = tb__rk_open(p, TB__RK_TD_THREAD, &in);
-		p = tb__rk_int(p, TB__RK_THD_PID, TB_RTOS_PID);
-		p = tb__rk_int(p, TB__RK_THD_TID, tid);
+		p = tb__rk_u32(p, TB__RK_THD_PID, TB_RTOS_PID);
+		p = tb__rk_u32(p, TB__RK_THD_TID, tid);
 		p = tb__rk_str(p, TB__RK_THD_NAME, name);
 	}
 	p = tb__rk_close(in, p);
@@ -457,8 +493,10 @@ static inline int tb__rtos_describe(uint64_t uuid, int32_t tid,
 /* The interrupts' track: a named child of the process. */
 static inline int tb__rtos_describe_irqs(void)
 {
-	uint8_t *p = tb_rtos.pkt, *td;
+	uint8_t *p = tb__rtos_begin(48), *td;
 
+	if (!p)
+		return TB_FULL;
 	p = tb__rk_uint(p, TB__RK_TP_FLAGS, TB__RK_SEQ_CLEARED);
 	p = tb__rk_open(p, TB__RK_TP_DESCRIPTOR, &td);
 	p = tb__rk_uint(p, TB__RK_TD_UUID, tb_rtos.irq_uuid);
@@ -499,7 +537,7 @@ static inline uint8_t *tb__rtos_fe_open(uint8_t *p, uint64_t ts,
 {
 	p = tb__rk_open(p, TB__RK_FB_EVENT, mark);
 	p = tb__rk_uint(p, TB__RK_FE_TS, ts);
-	return tb__rk_int(p, TB__RK_FE_PID, tb__rtos_tid(tb_rtos.running));
+	return tb__rk_u32(p, TB__RK_FE_PID, tb__rtos_tid(tb_rtos.running));
 }
 
 static inline uint8_t *tb__rtos_bundle(uint8_t *p, uint8_t **mark)
@@ -543,35 +581,49 @@ static inline uint32_t tb__rtos_reason(const struct tb_rtos_task *t,
 }
 
 /*
- * The interned string of what @t blocks on, unless this state has it:
- * "kind" or "kind name"; *@iid its iid.
+ * What @t blocked on, for its switch: the iid, and the bytes of its
+ * interned string when this state has not had it (0: it has).
  */
-static inline uint8_t *tb__rtos_intern(uint8_t *p,
-				       const struct tb_rtos_task *t,
-				       uint32_t *iid)
-{
+struct tb__rtos_why {
+	uint32_t iid;
+	uint32_t size;		/* interned_data's, at most; 0: none */
 	struct tb_rtos_obj *o;
-	const char *kind = tb__rtos_why_names[t->why];
-	uint32_t *sent, n, k;
+	uint32_t *sent;		/* the state that had it */
+	const char *kind;
+	uint32_t k, n;		/* the kind's and the name's bytes */
+};
+
+static inline void tb__rtos_why(const struct tb_rtos_task *t,
+				struct tb__rtos_why *w)
+{
+	w->iid = tb__rtos_reason(t, &w->o);
+	w->kind = tb__rtos_why_names[t->why];
+	w->sent = w->o ? &w->o->sent : &tb_rtos.why_sent[t->why];
+	w->size = 0;
+	if (*w->sent == tb_rtos.epoch)
+		return;
+	w->k = tb__rk_strlen(w->kind, 16);
+	w->n = w->o ? tb__rk_strlen(w->o->name, TB_RTOS_NAME_MAX) : 0;
+	w->size = 3 + 3 + 6 + 3 + w->k + 1 + w->n;
+}
+
+/* The interned string "kind" or "kind name" (w->size: it is needed). */
+static inline uint8_t *tb__rtos_intern(uint8_t *p,
+				       const struct tb__rtos_why *w)
+{
 	uint8_t *id, *e, *s;
 
-	*iid = tb__rtos_reason(t, &o);
-	sent = o ? &o->sent : &tb_rtos.why_sent[t->why];
-	if (*sent == tb_rtos.epoch)
-		return p;
-	*sent = tb_rtos.epoch;
+	*w->sent = tb_rtos.epoch;
 	p = tb__rk_open(p, TB__RK_TP_INTERNED, &id);
 	p = tb__rk_open(p, TB__RK_ID_KSYMS, &e);
-	p = tb__rk_uint(p, TB__RK_IS_IID, *iid);
-	k = tb__rk_strlen(kind, 16);
-	n = o ? tb__rk_strlen(o->name, TB_RTOS_NAME_MAX) : 0;
+	p = tb__rk_uint(p, TB__RK_IS_IID, w->iid);
 	p = tb__rk_open(p, TB__RK_IS_STR, &s);
-	TB_MEMCPY(p, kind, k);
-	p += k;
-	if (n) {
+	TB_MEMCPY(p, w->kind, w->k);
+	p += w->k;
+	if (w->n) {
 		*p++ = ' ';
-		TB_MEMCPY(p, o->name, n);
-		p += n;
+		TB_MEMCPY(p, w->o->name, w->n);
+		p += w->n;
 	}
 	p = tb__rk_close(s, p);
 	p = tb__rk_close(e, p);
@@ -596,27 +648,37 @@ TB__RTOS_HOT void tb__rtos_switch(struct tb_rtos_task *prev, bool ready,
 				   struct tb_rtos_task *next, int32_t prio,
 				   uint64_t ts)
 {
-	uint32_t state = tb__rtos_prev_state(prev, ready), iid = 0;
-	uint8_t *p = tb_rtos.pkt, *b, *e, *ss;
+	uint32_t state = tb__rtos_prev_state(prev, ready);
+	const char *pn = prev ? prev->name : "idle";
+	const char *nn = next ? next->name : "idle";
+	uint32_t n1 = tb__rk_strlen(pn, TB_RTOS_NAME_MAX);
+	uint32_t n2 = tb__rk_strlen(nn, TB_RTOS_NAME_MAX);
+	struct tb__rtos_why w = { 0, 0, NULL, NULL, NULL, 0, 0 };
+	uint8_t *p, *b, *e, *ss;
 
 	if (prev && state == TB_RTOS_STATE_S)
-		p = tb__rtos_intern(p, prev, &iid);
+		tb__rtos_why(prev, &w);
+	p = tb__rtos_begin(64 + n1 + n2 + (w.iid ? 40 : 0) + w.size);
+	if (!p)
+		return;
+	if (w.size)
+		p = tb__rtos_intern(p, &w);
 	p = tb__rtos_bundle(p, &b);
 	p = tb__rtos_fe_open(p, ts, &e);
 	p = tb__rk_open(p, TB__RK_FE_SWITCH, &ss);
-	p = tb__rk_str(p, TB__RK_SS_PREV_COMM, prev ? prev->name : "idle");
-	p = tb__rk_int(p, TB__RK_SS_PREV_PID, tb__rtos_tid(prev));
-	p = tb__rk_int(p, TB__RK_SS_PREV_PRIO, prev ? prev->prio : 0);
+	p = tb__rk_bytes(p, TB__RK_SS_PREV_COMM, pn, n1);
+	p = tb__rk_u32(p, TB__RK_SS_PREV_PID, tb__rtos_tid(prev));
+	p = tb__rk_u32(p, TB__RK_SS_PREV_PRIO, prev ? prev->prio : 0);
 	p = tb__rk_uint(p, TB__RK_SS_PREV_STATE, state);
-	p = tb__rk_str(p, TB__RK_SS_NEXT_COMM, next ? next->name : "idle");
-	p = tb__rk_int(p, TB__RK_SS_NEXT_PID, tb__rtos_tid(next));
-	p = tb__rk_int(p, TB__RK_SS_NEXT_PRIO, prio);
+	p = tb__rk_bytes(p, TB__RK_SS_NEXT_COMM, nn, n2);
+	p = tb__rk_u32(p, TB__RK_SS_NEXT_PID, tb__rtos_tid(next));
+	p = tb__rk_u32(p, TB__RK_SS_NEXT_PRIO, prio);
 	p = tb__rk_close(e, tb__rk_close(ss, p));
-	if (iid) {	/* after the switch: the state it left is blocked */
+	if (w.iid) {	/* after the switch: the state it left is blocked */
 		p = tb__rtos_fe_open(p, ts, &e);
 		p = tb__rk_open(p, TB__RK_FE_BLOCKED, &ss);
-		p = tb__rk_int(p, TB__RK_BR_PID, prev->tid);
-		p = tb__rk_uint(p, TB__RK_BR_CALLER, iid);
+		p = tb__rk_u32(p, TB__RK_BR_PID, prev->tid);
+		p = tb__rk_uint(p, TB__RK_BR_CALLER, w.iid);
 		p = tb__rk_close(e, tb__rk_close(ss, p));
 	}
 	tb__rtos_put(tb__rk_close(b, p));
@@ -627,14 +689,17 @@ TB__RTOS_HOT void tb__rtos_event(uint64_t ts, uint32_t type, uint64_t track,
 				  const char *name, uint32_t flow_field,
 				  uint64_t flow)
 {
-	uint8_t *p = tb_rtos.pkt, *te;
+	uint32_t n = tb__rk_strlen(name, TB_RTOS_NAME_MAX);
+	uint8_t *p = tb__rtos_begin(40 + n), *te;
 
+	if (!p)
+		return;
 	p = tb__rk_uint(p, TB__RK_TP_TS, ts);
 	p = tb__rk_open(p, TB__RK_TP_TRACK_EVENT, &te);
 	p = tb__rk_uint(p, TB__RK_TE_TYPE, type);
 	p = tb__rk_uint(p, TB__RK_TE_TRACK, track);
 	if (name)
-		p = tb__rk_str(p, TB__RK_TE_NAME, name);
+		p = tb__rk_bytes(p, TB__RK_TE_NAME, name, n);
 	if (flow)
 		p = tb__rk_fixed64(p, flow_field, flow);
 	tb__rtos_put(tb__rk_close(te, p));
@@ -645,14 +710,18 @@ TB__RTOS_HOT void tb__rtos_waking(const struct tb_rtos_task *t,
 				   int32_t tid, int32_t prio, uint64_t ts,
 				   bool isr)
 {
-	uint8_t *p = tb_rtos.pkt, *b, *e, *sw;
+	const char *name = t ? t->name : "idle";
+	uint32_t n = tb__rk_strlen(name, TB_RTOS_NAME_MAX);
+	uint8_t *p = tb__rtos_begin(56 + n), *b, *e, *sw;
 
+	if (!p)
+		return;
 	p = tb__rtos_bundle(p, &b);
 	p = tb__rtos_fe_open(p, ts, &e);
 	p = tb__rk_open(p, TB__RK_FE_WAKING, &sw);
-	p = tb__rk_str(p, TB__RK_SW_COMM, t ? t->name : "idle");
-	p = tb__rk_int(p, TB__RK_SW_PID, tid);
-	p = tb__rk_int(p, TB__RK_SW_PRIO, prio);
+	p = tb__rk_bytes(p, TB__RK_SW_COMM, name, n);
+	p = tb__rk_u32(p, TB__RK_SW_PID, tid);
+	p = tb__rk_u32(p, TB__RK_SW_PRIO, prio);
 	p = tb__rk_uint(p, TB__RK_SW_SUCCESS, 1);
 	p = tb__rk_uint(p, TB__RK_SW_TARGET_CPU, 0);
 	p = tb__rk_close(sw, p);
@@ -898,7 +967,8 @@ static inline void tb_rtos_task_deleted(struct tb_rtos_task *t)
 }
 
 /*
- * Starts tracing into @ring (chunks of at most TB_RTOS_CHUNK bytes) with
+ * Starts tracing into @ring (chunks of 256 bytes up to TB_RTOS_CHUNK; 512
+ * and up where TB_RTOS_NAME_MAX is over 37) with
  * @clock (nanoseconds on the trace's clock: see the top), the process
  * called @name.  Call it before vTaskStartScheduler(), before or after
  * the tasks are created.  TB_EINVAL, TB_ECLOCKREF (a clock whose reading
@@ -912,7 +982,8 @@ static inline int tb_rtos_start(struct tb_ring *ring,
 	int ret;
 
 	if (!ring || !clock || !clock->now || !name ||
-	    ring->chunk_size > TB_RTOS_CHUNK)
+	    ring->chunk_size > TB_RTOS_CHUNK ||
+	    tb_frag_max_size(ring->chunk_size) < TB__RTOS_PKT)
 		return TB_EINVAL;
 	if (clock->id != TB_CLOCK_BOOTTIME && clock->ref_now != clock->now)
 		return TB_ECLOCKREF;

@@ -562,6 +562,61 @@ START_TEST(test_hooks_pool_full)
 }
 END_TEST
 
+/*
+ * The largest packets: names past TB_RTOS_NAME_MAX, the largest
+ * priority, a named object in a fresh state, in place in 512-byte
+ * chunks and in the smallest, 256 (each asks for its largest size: an
+ * overrun traps).
+ */
+static void largest_packets(void)
+{
+	static int obj;
+	const char *long_name = "a-task-name-longer-than-thirty-two-bytes";
+	uint64_t t0 = 1ull << 62;	/* nine-byte timestamps */
+	int i;
+
+	tb_rtos.next_tid = 0x7ffffff0;	/* five-byte tids */
+	create(0, "IDLE", 0, true);
+	create(1, long_name, 0x7fffffff, false);
+	create(2, long_name, 0x7fffffff, false);
+	tb_rtos_name_object(&obj, long_name, TB_RTOS_WHY_MUTEX);
+	switch_to(-1, true, 1, t0 + 1000);
+	for (i = 0; i < 40; i++) {	/* chunks fill, cross, refresh */
+		tb_rtos_blocking(TB_RTOS_WHY_MUTEX, &obj);
+		switch_to(1 + i % 2, false, 2 - i % 2,
+			  t0 + 2000 + 100 * (uint64_t)i);
+		tb_rtos_ready(task(1 + i % 2), 0x7fffffff);
+		if (i % 8 == 0)
+			tb_rtos.fresh = 1;	/* as after a loss */
+	}
+	tb_rtos_stop();
+	service();
+	ck_assert(tb_check_clean(&chk));
+	ck_assert_uint_eq(chk.sched.switches, 41);
+	ck_assert_uint_eq(tb_check_thread_find(&chk, 0x7ffffff2)->reasons, 20);
+	ck_assert_uint_eq(tb_check_thread_find(&chk, 0x7ffffff2)->cpu_ns,
+			  1000 + 19 * 100);	/* its last slice is open */
+	ck_assert_uint_eq(tb_rtos.stats.lost, 0);
+	done();
+}
+
+START_TEST(test_hooks_largest_packets)
+{
+	largest_packets();
+}
+END_TEST
+
+START_TEST(test_hooks_largest_packets_small_chunks)
+{
+	memset(&tb_rtos, 0, sizeof(tb_rtos));
+	memset(ring_mem, 0, sizeof(ring_mem));
+	ck_assert_int_eq(tb_ring_init(&ring, ring_mem, TB_RING_SIZE(256, 64),
+				      256, 64), TB_OK);
+	ck_assert_int_eq(tb_rtos_start(&ring, &test_clock, "test"), TB_OK);
+	largest_packets();
+}
+END_TEST
+
 START_TEST(test_hooks_refuse_a_clock_off_the_trace)
 {
 	struct tb_ev_clock other = test_clock;
@@ -590,6 +645,8 @@ static Suite *rtos_suite(void)
 	tcase_add_test(t, test_hooks_schedule_to_trace);
 	tcase_add_test(t, test_hooks_preempted_mid_event);
 	tcase_add_test(t, test_hooks_pool_full);
+	tcase_add_test(t, test_hooks_largest_packets);
+	tcase_add_test(t, test_hooks_largest_packets_small_chunks);
 	tcase_add_test(t, test_hooks_refuse_a_clock_off_the_trace);
 	suite_add_tcase(s, t);
 	return s;
