@@ -167,6 +167,7 @@ struct tb_rtos_task {
 					   its next run; 0: none */
 	int32_t tid;
 	int32_t prio;
+	uint8_t nlen;			/* bytes of its name sent */
 	uint8_t why;			/* enum tb_rtos_why */
 	uint8_t blocked;		/* not ready: a wake is a wake */
 	uint8_t dying;			/* deleted while running */
@@ -649,10 +650,9 @@ TB__RTOS_HOT void tb__rtos_switch(struct tb_rtos_task *prev, bool ready,
 				   uint64_t ts)
 {
 	uint32_t state = tb__rtos_prev_state(prev, ready);
-	const char *pn = prev ? prev->name : "idle";
-	const char *nn = next ? next->name : "idle";
-	uint32_t n1 = tb__rk_strlen(pn, TB_RTOS_NAME_MAX);
-	uint32_t n2 = tb__rk_strlen(nn, TB_RTOS_NAME_MAX);
+	const char *pn = prev ? prev->name : "";
+	const char *nn = next ? next->name : "";
+	uint32_t n1 = prev ? prev->nlen : 0, n2 = next ? next->nlen : 0;
 	struct tb__rtos_why w = { 0, 0, NULL, NULL, NULL, 0, 0 };
 	uint8_t *p, *b, *e, *ss;
 
@@ -710,8 +710,8 @@ TB__RTOS_HOT void tb__rtos_waking(const struct tb_rtos_task *t,
 				   int32_t tid, int32_t prio, uint64_t ts,
 				   bool isr)
 {
-	const char *name = t ? t->name : "idle";
-	uint32_t n = tb__rk_strlen(name, TB_RTOS_NAME_MAX);
+	const char *name = t ? t->name : "";
+	uint32_t n = t ? t->nlen : 0;
 	uint8_t *p = tb__rtos_begin(56 + n), *b, *e, *sw;
 
 	if (!p)
@@ -928,6 +928,7 @@ static inline uint32_t tb_rtos_task_created(const void *tcb, const char *name,
 	TB_MEMSET(t, 0, sizeof(*t) - sizeof(t->scratch));
 	t->tcb = tcb;
 	t->name = name;
+	t->nlen = (uint8_t)tb__rk_strlen(name, TB_RTOS_NAME_MAX);
 	t->prio = prio;
 	t->tid = idle ? 0 : (int32_t)(2 + tb_rtos.next_tid++);
 	t->blocked = 1;		/* new: its first ready is a wake */
