@@ -1045,7 +1045,9 @@ static inline void tb_rtos_stop(void)
 #endif
 
 /* ------------------------------------------------------------------------
- * The hooks.  TB_RTOS_MASK() / TB_RTOS_UNMASK(s) mask the interrupts
+ * The hooks (TB_RTOS_NO_HOOKS: none, the functions alone, for a build
+ * that measures what they cost).  TB_RTOS_MASK() / TB_RTOS_UNMASK(s)
+ * mask the interrupts
  * that may call FreeRTOS, nesting (a port whose
  * portSET_INTERRUPT_MASK_FROM_ISR() does nothing outside handlers, as
  * RISC-V's, defines them).
@@ -1062,6 +1064,7 @@ static inline void tb_rtos_stop(void)
 	} while (0)
 #define TB__RTOS_TASK(tcb)	tb__rtos_task((tcb), (tcb)->uxTaskNumber)
 
+#ifndef TB_RTOS_NO_HOOKS
 #define traceTASK_CREATE(tcb)						\
 	TB__RTOS_LOCKED((tcb)->uxTaskNumber = tb_rtos_task_created((tcb), \
 		(tcb)->pcTaskName, (int32_t)(tcb)->uxPriority,		\
@@ -1105,6 +1108,7 @@ static inline void tb_rtos_stop(void)
 #define traceISR_ENTER()	TB__RTOS_LOCKED(tb_rtos_isr_enter())
 #define traceISR_EXIT()		TB__RTOS_LOCKED(tb_rtos_isr_exit())
 #define traceISR_EXIT_TO_SCHEDULER()	traceISR_EXIT()
+#endif /* !TB_RTOS_NO_HOOKS */
 
 #endif /* !__ASSEMBLER__ */
 #endif /* TBFREERTOS_H */

@@ -120,6 +120,7 @@ for b in $boards; do
 	build stream
 	build fault -DFR_END=1
 	build skew -DFR_SKEW
+	build untraced -DFR_NO_HOOKS
 	build bench -DFR_BENCH
 	build bench0 -DFR_BENCH -DFR_NO_TRACE
 
@@ -174,6 +175,27 @@ for b in $boards; do
 	else
 		say "flipped: fails as it must: $(head -n 1 "$d/flipped.check")"
 	fi
+
+	# --- what tracing costs the scenario, by the kernel's own counts:
+	# the idle task's share of the CPU with the kernel untraced and
+	# traced; of the difference, the drain task's is the streaming
+	run untraced || die "untraced: the firmware exited $?"
+	# share NAME TASK: TASK's percentage of the CPU in NAME's report
+	share() {
+		awk -v task="name=$2" '/^fr: task / { v = 0
+			for (i = 1; i <= NF; i++) if ($i ~ /^runtime_ns=/)
+				v = substr($i, 12)
+			t += v; if ($3 == task) mine = v }
+		END { if (t) printf "%.1f", 100 * mine / t }' "$d/$1.out"
+	}
+	u=$(share untraced IDLE)
+	t=$(share stream IDLE)
+	s=$(share stream drain)
+	rate=$(awk '/ hooks / { for (i = 1; i <= NF; i++) {
+		if ($i ~ /^switches=/) s = substr($i, 10)
+		if ($i ~ /^counted_at_ns=/) n = substr($i, 15) } }
+		END { printf "%.0f", s / (n / 1e9) }' "$d/stream.out")
+	say "cost: idle $u % of the CPU untraced, $t % traced: tracing $(echo "$u $t $s" | awk '{ printf "%.1f %% (recording %.1f %%, streaming %.1f %%)", $1 - $2, $1 - $2 - $3, $3 }') of $((1000 >> ICOUNT)) MIPS at $rate switches/s"
 
 	# --- instructions per context switch (-icount shift=0: 1 ns each)
 	for n in bench0 bench; do

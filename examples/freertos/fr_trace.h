@@ -17,6 +17,9 @@
 #define TB_EV_NAME_BYTES	128
 #define TB_EV_FLOWS		4
 #define TB_RTOS_CHUNK		512
+#ifdef FR_NO_HOOKS		/* the kernel untraced: what tracing costs */
+#define TB_RTOS_NO_HOOKS	1
+#endif
 #include "tbfreertos.h"
 
 #endif /* FR_TRACE_H */

@@ -27,7 +27,8 @@
  * FR_ROUNDS / 8 rounds, nothing streamed (the RAM dump has it all);
  * -DFR_BENCH measures instructions per context switch under -icount;
  * -DFR_NO_TRACE builds the kernel without the hooks (FR_BENCH's
- * baseline); -DFR_SKEW runs the kernel's run-time counter 2 % fast (the
+ * baseline); -DFR_NO_HOOKS the scenario with the kernel untraced (the
+ * idle task's share says what tracing costs); -DFR_SKEW runs the kernel's run-time counter 2 % fast (the
  * check must fail).
  */
 #include "FreeRTOS.h"
