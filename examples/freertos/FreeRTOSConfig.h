@@ -10,7 +10,7 @@
 
 #include "board.h"
 
-#define configCPU_CLOCK_HZ			CPU_HZ
+#define configCPU_CLOCK_HZ			BOARD_COUNTER_HZ	/* unused */
 #define configTICK_RATE_HZ			1000
 #define configUSE_PREEMPTION			1
 #define configUSE_TIME_SLICING			1

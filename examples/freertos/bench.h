@@ -134,13 +134,13 @@ static void bencher(void *arg)
 #ifdef FR_NO_TRACE
 	bench_line("untraced: switch by taskYIELD()", y, n);
 	bench_line("untraced: switch by semaphore handoff", s, n);
-	fw_exit(0);
+	board_exit(0);
 #else
 	bench_line("traced: switch by taskYIELD()", y, n);
 	bench_line("traced: switch by semaphore handoff", s, n);
 	bench_line("traced: interrupt enter+exit",
 		   bench_isrs(), FR_BENCH_N * FR_BENCH_ROUNDS);
-	fw_exit(tb_rtos.stats.lost ? 5 : 0);
+	board_exit(tb_rtos.stats.lost ? 5 : 0);
 #endif
 }
 
@@ -151,7 +151,7 @@ static void fr_setup(void)
 		     FR_NCHUNKS);
 	tb_reader_init(&rd, &ring, rd_scratch);
 	if (tb_rtos_start(&ring, &fr_clock, "FreeRTOS bench"))
-		fw_exit(5);
+		board_exit(5);
 #endif
 	sem_a = xSemaphoreCreateBinary();
 	sem_b = xSemaphoreCreateBinary();

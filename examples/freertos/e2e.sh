@@ -25,47 +25,42 @@ out=$top/build/freertos
 tbt=$top/build/tbtrace
 check=$out/rtoscheck
 src=$top/examples/freertos
-fw=$top/examples/firmware
 K=${FREERTOS_KERNEL:?set FREERTOS_KERNEL to a FreeRTOS-Kernel source tree}
+. "$top/examples/firmware/boards/boards.sh"
 QEMU_TIMEOUT=120
 ICOUNT=3		# 8 ns of guest time per instruction
-boards=${*:-an385}
+boards=${*:-an385 microbit}
 fails=0
 
 say() { printf 'freertos-e2e %-6s %s\n' "$b" "$*"; }
 die() { say "FAILED: $*"; fails=$((fails + 1)); }
 
-# build NAME FLAGS...: build/freertos/BOARD/NAME.elf
+# build NAME FLAGS...: build/freertos/BOARD/NAME.elf, the board's
+# support (examples/firmware/boards/) and the kernel's port for its core
 build() {
 	n=$1
 	shift
+	set -- -I"$src/include" -I"$src" -I"$K/include" \
+	    -I"$K/portable/GCC/$port" "$@"
 	# the kernel's own files: no -Wextra (not ours to fix)
 	for f in tasks.c queue.c list.c portable/GCC/$port/port.c \
 	    portable/MemMang/heap_4.c; do
 		# shellcheck disable=SC2086
-		$CC $cpu -mthumb ${FR_OPT:--Os} -g -std=c99 -ffreestanding \
+		$cc $cpu ${FW_OPT:--Os} -g -std=c99 -ffreestanding \
 		    -fno-tree-loop-distribute-patterns -ffunction-sections \
 		    -fdata-sections -nostdinc \
-		    -isystem "$($CC -print-file-name=include)" \
-		    -I"$src/include" -I"$fw/include" -I"$src" -I"$fw" \
-		    -I"$top" -I"$K/include" -I"$K/portable/GCC/$port" \
-		    "$def" "$@" -c "$K/$f" -o "$d/$(basename "$f" .c).o"
+		    -isystem "$($cc -print-file-name=include)" \
+		    -I"$fw_boards/include" -I"$fw_boards" -I"$top" "-D$def" \
+		    "$@" -c "$K/$f" -o "$d/$(basename "$f" .c).o"
 	done
-	# shellcheck disable=SC2086
-	$CC $cpu -mthumb ${FR_OPT:--Os} -g -std=c99 -Wall -Wextra -Werror \
-	    -ffreestanding -fno-tree-loop-distribute-patterns \
-	    -ffunction-sections -fdata-sections \
-	    -nostdinc -isystem "$($CC -print-file-name=include)" \
-	    -I"$src/include" -I"$fw/include" -I"$src" -I"$fw" -I"$top" \
-	    -I"$K/include" -I"$K/portable/GCC/$port" "$def" "$@" \
-	    -L"$fw" -T "$b.ld" "$fw/start.c" "$src/main.c" "$d/tasks.o" \
-	    "$d/queue.o" "$d/list.o" "$d/port.o" "$d/heap_4.o" \
-	    -o "$d/$n.elf" -nostdlib -nostartfiles -Wl,--gc-sections -lgcc
+	board_build "$b" "$d/$n.elf" "$@" "$src/main.c" "$d/tasks.o" \
+	    "$d/queue.o" "$d/list.o" "$d/port.o" "$d/heap_4.o"
 }
 
 qemu() {
-	timeout $QEMU_TIMEOUT qemu-system-arm -M "$machine" -display none \
-	    -monitor none -semihosting-config enable=on,target=native "$@"
+	# shellcheck disable=SC2086
+	timeout $QEMU_TIMEOUT $qemu -display none -monitor none \
+	    -semihosting-config enable=on,target=native "$@"
 }
 
 # run NAME: to its semihosting exit; UART in NAME.uart, report NAME.out
@@ -74,7 +69,7 @@ run() {
 	    -kernel "$d/$1.elf" > "$d/$1.out" 2>&1
 }
 
-# dump NAME: runs until the firmware stops in fw_halt(); RAM in NAME.ram
+# dump NAME: runs until the firmware stops in board_halt(); RAM in NAME.ram
 dump() {
 	sock=${d#"$top"/}/$1.sock	# relative: a socket path is short
 	rm -f "$sock"
@@ -88,7 +83,7 @@ dump() {
 		i=$((i + 1))
 	done
 	timeout $QEMU_TIMEOUT gdb-multiarch -q -batch -nx "$d/$1.elf" \
-	    -ex "target remote $sock" -ex 'break fw_halt' \
+	    -ex "target remote $sock" -ex 'break board_halt' \
 	    -ex continue -ex "dump binary memory $d/$1.ram $ram" \
 	    -ex kill > "$d/$1.gdb" 2>&1 || true
 	wait $qpid || true
@@ -110,13 +105,13 @@ for b in $boards; do
 	d=$out/$b
 	rm -rf "$d"
 	mkdir -p "$d"
+	board_cfg "$b" || exit 2
 	case $b in
-	an385)
-		machine=mps2-an385 cpu=-mcpu=cortex-m3 port=ARM_CM3
-		def=-DBOARD_AN385 ram="0x20000000 0x20010000" ;;
-	*) echo "e2e.sh: unknown board $b (an385)" >&2; exit 2 ;;
+	an385) port=ARM_CM3 ;;
+	microbit) port=ARM_CM0 ;;
+	*) echo "e2e.sh: no FreeRTOS port for board $b (an385, microbit)" >&2
+	   exit 2 ;;
 	esac
-	CC=arm-none-eabi-gcc
 	build stream
 	build fault -DFR_END=1
 	build skew -DFR_SKEW
@@ -136,6 +131,8 @@ for b in $boards; do
 	sed -n 's/^fr: [^ ]* hooks /  hooks: /p' "$d/stream.out"
 
 	# --- post-mortem: a fault in a task, the RAM through the gdb stub
+	ram=$("${tp}nm" "$d/fault.elf" | awk '$3 == "_ram_start" { s = $1 }
+	    $3 == "_ram_end" { e = $1 } END { print "0x" s " 0x" e }')
 	if dump fault; then
 		"$tbt" convert "$d/fault.ram" "$d/fault.pftrace" \
 		    > "$d/fault.conv" 2>&1 || true

@@ -36,7 +36,6 @@
 #include "queue.h"
 #include "semphr.h"
 #include "board.h"
-#include "fw.h"
 #ifndef FR_NO_TRACE
 #include "tblink.h"
 #endif
@@ -52,44 +51,29 @@
 #define FR_NCHUNKS	32u
 
 /* ------------------------------------------------------------------------
- * The clock: SysTick periods plus the down-counter, in nanoseconds since
- * reset (the same reading as fw.c's: BOOTTIME for the trace).  SysTick
- * runs from main() on, at the kernel's tick rate; the kernel's tick
- * handler is called from ours once the scheduler runs.
+ * The clock: the board's, nanoseconds since board_init(), from anywhere
+ * (the trace's clock, BOOTTIME for Perfetto, and the kernel's run-time
+ * statistics').  The kernel's tick comes from the board's tick interrupt
+ * (SysTick on the MPS2 boards, a timer on the micro:bit), from the
+ * scheduler's start on.
  */
-#define FR_NS_PER_COUNT	(1000000000u / CPU_HZ)
-#define FR_RELOAD	(CPU_HZ / configTICK_RATE_HZ - 1u)
-
-static volatile uint32_t fr_ticks;
 static volatile uint32_t fr_sched_on;
 
 static uint64_t fr_now(void *ctx)
 {
-	uint32_t t1, t2, cvr, pend;
-
 	(void)ctx;
-	do {
-		t1 = fr_ticks;
-		cvr = SYST_CVR;
-		pend = SCB_ICSR & ICSR_PENDSTSET;
-		t2 = fr_ticks;
-	} while (t1 != t2);
-	if (pend && cvr > FR_RELOAD / 2)	/* wrapped, not yet counted */
-		t1++;
-	return ((uint64_t)t1 * (FR_RELOAD + 1) + (FR_RELOAD - cvr)) *
-	       FR_NS_PER_COUNT;
+	return board_now_ns();
 }
 
 void xPortSysTickHandler(void);
 
-void SysTick_Handler(void)
+static void fr_tick(void)
 {
-	fr_ticks++;
 	if (fr_sched_on)
 		xPortSysTickHandler();
 }
 
-/* The port calls it to start its tick: ours runs already. */
+/* The port calls it to start its tick: the board's runs already. */
 void vPortSetupTimerInterrupt(void)
 {
 	fr_sched_on = 1;
@@ -146,7 +130,7 @@ static void line_end(char *line, char *s)
 {
 	*s++ = '\n';
 	*s = 0;
-	fw_puts(line);
+	board_puts(line);
 }
 
 void fr_assert(const char *file, int line)
@@ -156,17 +140,16 @@ void fr_assert(const char *file, int line)
 	s = fmt_str(s, file);
 	s = fmt_kv(s, "line", (uint64_t)line);
 	line_end(buf, s);
-	fw_exit(6);
+	board_exit(6);
 }
 
 static void fr_fault_report(void);
 
-/* A fault: what the firmware knows (no kernel call), then stop. */
-__attribute__((noreturn)) void fw_fault(void)
+/* A fault: what the firmware knows (no kernel call); the board stops. */
+static void fr_fault(void)
 {
 	fr_fault_report();
-	fw_puts("fr: " BOARD_NAME " fault\n");
-	fw_halt();
+	board_puts("fr: " BOARD_NAME " fault\n");
 }
 
 #ifdef FR_BENCH
@@ -177,13 +160,11 @@ __attribute__((noreturn)) void fw_fault(void)
 
 int main(void)
 {
-	UART_BAUDDIV = 16;
-	UART_CTRL = 1;
-	SYST_RVR = FR_RELOAD;
-	SYST_CVR = 0;
-	SYST_CSR = SYST_ENABLE | SYST_CPUCLK | SYST_TICKINT;
+	board_init();
+	board_fault_fn = fr_fault;
+	board_tick_start(configTICK_RATE_HZ, fr_tick);
 	fr_setup();
 	vTaskStartScheduler();
-	fw_puts("fr: the scheduler returned\n");
+	board_puts("fr: the scheduler returned\n");
 	return 7;
 }

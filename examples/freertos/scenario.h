@@ -5,52 +5,34 @@
  * end.
  */
 /* ------------------------------------------------------------------------
- * The timer interrupt (CMSDK APB timer 0): gives ctrl its semaphore.
+ * The timer interrupt (the board's second one): gives ctrl its
+ * semaphore.  It names its slices the first time it runs.
  */
-#define TIMER0_BASE	0x40000000u
-#define TIMER0_IRQ	8u
-#define TIMER_CTRL	REG(TIMER0_BASE + 0x0)	/* 1 enable, 8 irq */
-#define TIMER_RELOAD	REG(TIMER0_BASE + 0x8)
-#define TIMER_VALUE	REG(TIMER0_BASE + 0x4)
-#define TIMER_INTCLEAR	REG(TIMER0_BASE + 0xc)
-#define NVIC_ISER0	REG(0xE000E100u)
-#define NVIC_ICER0	REG(0xE000E180u)
-#define NVIC_IPR(n)	(*(volatile uint8_t *)(0xE000E400u + (n)))
-
 static SemaphoreHandle_t tick_sem, mutex;
 static QueueHandle_t queue;
 static TaskHandle_t h_ctrl, h_worker, h_logger, h_drain;
 static volatile uint32_t stop;
 
-void IRQ_Handler(void)
+static void fr_timer(void)
 {
+	static int named;
 	BaseType_t woken = pdFALSE;
-	uint32_t ipsr;
 
-	__asm__ __volatile__("mrs %0, ipsr" : "=r"(ipsr));
-	if ((ipsr & 0x1ff) != 16 + TIMER0_IRQ) {
-		fw_fault();
-		return;
-	}
+	if (!named++)
+		tb_rtos_irq_name(TB_RTOS_IRQ(), "timer");
 	traceISR_ENTER();
-	TIMER_INTCLEAR = 1;
 	xSemaphoreGiveFromISR(tick_sem, &woken);
 	portYIELD_FROM_ISR(woken);
 }
 
 static void timer_start(void)
 {
-	TIMER_RELOAD = CPU_HZ / FR_TIMER_HZ - 1;
-	TIMER_VALUE = CPU_HZ / FR_TIMER_HZ - 1;
-	NVIC_IPR(TIMER0_IRQ) = 5 << (8 - configPRIO_BITS);
-	NVIC_ISER0 = 1u << TIMER0_IRQ;
-	TIMER_CTRL = 1u | 8u;
+	board_irq2_start(FR_TIMER_HZ, fr_timer);
 }
 
 static void timer_stop(void)
 {
-	TIMER_CTRL = 0;
-	NVIC_ICER0 = 1u << TIMER0_IRQ;
+	board_irq2_stop();
 }
 
 static void spin(uint32_t n)
@@ -99,11 +81,7 @@ static void tagged(int who, const char *name, int instant)
 static void uart_put(void *ctx, const uint8_t *p, size_t n)
 {
 	(void)ctx;
-	while (n--) {
-		while (UART_STATE & 1u)
-			;
-		UART_DATA = *p++;
-	}
+	board_uart_put(p, n);
 }
 
 static void drain(enum tb_read_mode mode)
@@ -127,7 +105,7 @@ static void ctrl(void *arg)
 		tagged(T_CTRL, "round", 0);
 		spin(100 + (i * 37) % 200);
 		if (FR_END == 1 && i == FR_ROUNDS / 40)
-			(void)*(volatile uint32_t *)0xF0000000u;
+			(void)*(volatile uint32_t *)BOARD_BAD_ADDR;
 		if (i % 4 == 0) {
 			xSemaphoreTake(mutex, portMAX_DELAY);
 			spin(100);
@@ -261,9 +239,9 @@ static void finish(void)
 	tb_link_tx_end(&tx);
 	report();
 #ifdef FR_NO_HOOKS
-	fw_exit(0);
+	board_exit(0);
 #else
-	fw_exit(tb_rtos.stats.lost || tb_rtos.stats.preempt_open == 0 ? 3 : 0);
+	board_exit(tb_rtos.stats.lost || tb_rtos.stats.preempt_open == 0 ? 3 : 0);
 #endif
 }
 
@@ -289,9 +267,7 @@ static void fr_setup(void)
 	if (!FR_END)
 		tb_link_tx_hello(&tx, &ring);
 	if (tb_rtos_start(&ring, &fr_clock, "FreeRTOS " BOARD_NAME))
-		fw_exit(5);
-	tb_rtos_irq_name(15, "SysTick");
-	tb_rtos_irq_name(16 + TIMER0_IRQ, "TIMER0");
+		board_exit(5);
 	tick_sem = xSemaphoreCreateBinary();
 	mutex = xSemaphoreCreateMutex();
 	queue = xQueueCreate(4, sizeof(uint32_t));
