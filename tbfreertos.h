@@ -51,10 +51,11 @@
  *   track: a task preempted in the middle of an event leaves its packet
  *   open in its own writer, and the task that runs meanwhile writes
  *   through another.  In an interrupt handler the plain macros write
- *   nothing (the interrupted task's writer is not theirs).  Tasks beyond
- *   the pool are scheduled and shown all the same, without a writer
- *   (stats.untraced); the slot's number lives in the TCB's uxTaskNumber,
- *   which FreeRTOS keeps for trace tools.
+ *   nothing (the interrupted task's writer is not theirs).  The pool's
+ *   last slot is kept for the idle task; tasks beyond the pool run
+ *   untraced, all shown as one thread, tid 1 "(untraced)", with no
+ *   writer (stats.untraced).  The slot's number lives in the TCB's
+ *   uxTaskNumber, which FreeRTOS keeps for trace tools.
  *
  * Contexts
  *   traceTASK_SWITCHED_OUT/IN run inside vTaskSwitchContext() (PendSV,
@@ -407,9 +408,18 @@ static inline struct tb_rtos_task *tb__rtos_task(const void *tcb,
 	return t->tcb == tcb ? t : NULL;
 }
 
+#define TB__RTOS_UNTRACED	1	/* the tid of tasks with no slot */
+
 static inline int32_t tb__rtos_tid(const struct tb_rtos_task *t)
 {
-	return t ? t->tid : 0;
+	return t ? t->tid : TB__RTOS_UNTRACED;
+}
+
+static inline const char *tb__rtos_name(const struct tb_rtos_task *t,
+					uint32_t *n)
+{
+	*n = t ? t->nlen : 10;
+	return t ? t->name : "(untraced)";
 }
 
 static inline bool tb__rtos_streq(const char *a, const char *b)
@@ -538,7 +548,8 @@ static inline uint8_t *tb__rtos_fe_open(uint8_t *p, uint64_t ts,
 {
 	p = tb__rk_open(p, TB__RK_FB_EVENT, mark);
 	p = tb__rk_uint(p, TB__RK_FE_TS, ts);
-	return tb__rk_u32(p, TB__RK_FE_PID, tb__rtos_tid(tb_rtos.running));
+	return tb__rk_u32(p, TB__RK_FE_PID, !tb_rtos.started ? 0 :
+					    tb__rtos_tid(tb_rtos.running));
 }
 
 static inline uint8_t *tb__rtos_bundle(uint8_t *p, uint8_t **mark)
@@ -644,15 +655,18 @@ static inline uint32_t tb__rtos_prev_state(const struct tb_rtos_task *t,
 					      TB_RTOS_STATE_S;
 }
 
-/* sched_switch from @prev to @next at @ts, and why @prev blocked. */
+/*
+ * sched_switch from @prev to @next at @ts, and why @prev blocked (the
+ * first switch: from pid 0, as Linux's CPUs start).
+ */
 TB__RTOS_HOT void tb__rtos_switch(struct tb_rtos_task *prev, bool ready,
 				   struct tb_rtos_task *next, int32_t prio,
-				   uint64_t ts)
+				   uint64_t ts, bool first)
 {
-	uint32_t state = tb__rtos_prev_state(prev, ready);
-	const char *pn = prev ? prev->name : "";
-	const char *nn = next ? next->name : "";
-	uint32_t n1 = prev ? prev->nlen : 0, n2 = next ? next->nlen : 0;
+	uint32_t state = tb__rtos_prev_state(prev, ready), n1, n2;
+	const char *pn = tb__rtos_name(prev, &n1);
+	const char *nn = tb__rtos_name(next, &n2);
+	int32_t ptid = first ? 0 : tb__rtos_tid(prev);
 	struct tb__rtos_why w = { 0, 0, NULL, NULL, NULL, 0, 0 };
 	uint8_t *p, *b, *e, *ss;
 
@@ -667,7 +681,7 @@ TB__RTOS_HOT void tb__rtos_switch(struct tb_rtos_task *prev, bool ready,
 	p = tb__rtos_fe_open(p, ts, &e);
 	p = tb__rk_open(p, TB__RK_FE_SWITCH, &ss);
 	p = tb__rk_bytes(p, TB__RK_SS_PREV_COMM, pn, n1);
-	p = tb__rk_u32(p, TB__RK_SS_PREV_PID, tb__rtos_tid(prev));
+	p = tb__rk_u32(p, TB__RK_SS_PREV_PID, (uint32_t)ptid);
 	p = tb__rk_u32(p, TB__RK_SS_PREV_PRIO, prev ? prev->prio : 0);
 	p = tb__rk_uint(p, TB__RK_SS_PREV_STATE, state);
 	p = tb__rk_bytes(p, TB__RK_SS_NEXT_COMM, nn, n2);
@@ -710,8 +724,8 @@ TB__RTOS_HOT void tb__rtos_waking(const struct tb_rtos_task *t,
 				   int32_t tid, int32_t prio, uint64_t ts,
 				   bool isr)
 {
-	const char *name = t ? t->name : "";
-	uint32_t n = t ? t->nlen : 0;
+	uint32_t n;
+	const char *name = tb__rtos_name(t, &n);
 	uint8_t *p = tb__rtos_begin(56 + n), *b, *e, *sw;
 
 	if (!p)
@@ -774,9 +788,8 @@ static inline void tb_rtos_switched_in(struct tb_rtos_task *t, int32_t prio)
 	}
 	if (tb_rtos.ring) {
 		tb__rtos_check_state();
-		tb__rtos_switch(tb_rtos.started ? prev : NULL,
-				tb_rtos.started ? tb_rtos.prev_ready : true,
-				t, prio, ts);
+		tb__rtos_switch(prev, !tb_rtos.started || tb_rtos.prev_ready,
+				t, prio, ts, !tb_rtos.started);
 		if (t && t->flow)
 			tb__rtos_woken(t, ts);
 	}
@@ -916,12 +929,16 @@ static inline uint32_t tb_rtos_task_created(const void *tcb, const char *name,
 					    int32_t prio, bool idle)
 {
 	struct tb_rtos_task *t = NULL;
-	uint32_t i;
+	uint32_t i, free = 0;
 
-	for (i = 0; i < tb_rtos_ntasks && !t; i++)
-		if (!tb_rtos_tasks[i].tcb && !tb_rtos_tasks[i].dying)
+	for (i = 0; i < tb_rtos_ntasks; i++) {
+		if (tb_rtos_tasks[i].tcb || tb_rtos_tasks[i].dying)
+			continue;
+		free++;
+		if (!t)
 			t = &tb_rtos_tasks[i];
-	if (!t) {
+	}
+	if (!t || (free == 1 && !idle)) {	/* the last is the idle's */
 		tb_rtos.stats.untraced++;
 		return 0;
 	}

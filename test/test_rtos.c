@@ -538,26 +538,40 @@ START_TEST(test_hooks_preempted_mid_event)
 }
 END_TEST
 
-/* A full pool: the task is scheduled and shown, without a writer. */
+/*
+ * A full pool: the task runs untraced, shown as tid 1 with the others
+ * beyond the pool, without a writer; the last slot waits for the idle
+ * task, created last, as vTaskStartScheduler() does.
+ */
 START_TEST(test_hooks_pool_full)
 {
 	static struct fake_tcb extra;
-	int i;
+	const struct tb_check_thread *u;
 
-	for (i = 0; i < 4; i++)
-		create(i, "t", 1, i == 0);
+	create(0, "a", 1, false);
+	create(1, "b", 1, false);
+	create(2, "c", 1, false);
 	ck_assert_uint_eq(tb_rtos_task_created(&extra, "x", 1, false), 0);
 	ck_assert_uint_eq(tb_rtos.stats.untraced, 1);
+	create(3, "IDLE", 0, true);		/* the kept slot */
+	ck_assert_int_eq(task(3)->tid, 0);
 	ck_assert_ptr_null(tb__rtos_task(&extra, 0));
 	switch_to(-1, true, 1, 1000);
 	now_ns = 2000;
 	tb_rtos_switched_out(task(1), true);
 	tb_rtos_switched_in(NULL, 1);		/* the untraced task */
 	ck_assert_ptr_null(tb_rtos_current());
+	now_ns = 2500;
+	tb_rtos_switched_out(NULL, true);	/* from it, to idle */
+	tb_rtos_switched_in(task(3), 0);
 	tb_rtos_stop();
 	service();
 	ck_assert(tb_check_clean(&chk));
-	ck_assert_uint_eq(tb_check_thread_find(&chk, 2)->cpu_ns, 1000);
+	ck_assert_uint_eq(tb_check_thread_find(&chk, 3)->cpu_ns, 1000);
+	u = tb_check_thread_find(&chk, 1);
+	ck_assert_ptr_nonnull(u);
+	ck_assert_uint_eq(u->cpu_ns, 500);
+	ck_assert(tb_check_thread_find(&chk, 0)->running);
 	done();
 }
 END_TEST

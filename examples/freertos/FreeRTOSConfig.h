@@ -11,15 +11,23 @@
 #include "board.h"
 
 #define configCPU_CLOCK_HZ			BOARD_COUNTER_HZ	/* unused */
-#define configTICK_RATE_HZ			1000
 #define configUSE_PREEMPTION			1
 #define configUSE_TIME_SLICING			1
 #define configUSE_PORT_OPTIMISED_TASK_SELECTION	0
 #define configUSE_16_BIT_TICKS			0
 #define configMAX_PRIORITIES			6
+#ifdef BOARD_MICROBIT		/* 16 KiB of RAM: a 2 KiB ring, fewer events */
+#define configTICK_RATE_HZ			500
+#define configMINIMAL_STACK_SIZE		96
+#define configTOTAL_HEAP_SIZE			(5 * 1024)
+#define FR_STACK				200	/* words */
+#else
+#define configTICK_RATE_HZ			1000
 #define configMINIMAL_STACK_SIZE		256
-#define configMAX_TASK_NAME_LEN			12
 #define configTOTAL_HEAP_SIZE			(20 * 1024)
+#define FR_STACK				256
+#endif
+#define configMAX_TASK_NAME_LEN			12
 #define configSUPPORT_DYNAMIC_ALLOCATION	1
 #define configSUPPORT_STATIC_ALLOCATION		0
 #define configUSE_IDLE_HOOK			0
@@ -37,6 +45,7 @@
 #define configUSE_STATS_FORMATTING_FUNCTIONS	0
 #define configCHECK_HANDLER_INSTALLATION	0
 #define configENABLE_BACKWARD_COMPATIBILITY	0
+#define configENABLE_MPU			0
 
 /* Interrupt priorities (the MPS2 boards implement 3 bits). */
 #define configPRIO_BITS				3

@@ -13,8 +13,13 @@
  * called with interrupts masked); the ring is emptied between batches
  * (outside the count), the first batch warms up.
  */
+#if FR_NCHUNKS < 32		/* a batch's events fit the ring */
+#define FR_BENCH_N	4
+#define FR_BENCH_ROUNDS	256
+#else
 #define FR_BENCH_N	32
 #define FR_BENCH_ROUNDS	32
+#endif
 
 #ifndef FR_NO_TRACE
 uint8_t fr_ring_mem[TB_RING_SIZE(FR_CHUNK, FR_NCHUNKS)] TB_RING_ALIGNED;

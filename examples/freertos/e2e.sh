@@ -43,8 +43,8 @@ build() {
 	set -- -I"$src/include" -I"$src" -I"$K/include" \
 	    -I"$K/portable/GCC/$port" "$@"
 	# the kernel's own files: no -Wextra (not ours to fix)
-	for f in tasks.c queue.c list.c portable/GCC/$port/port.c \
-	    portable/MemMang/heap_4.c; do
+	objs=""
+	for f in tasks.c queue.c list.c portable/MemMang/heap_4.c $portsrc; do
 		# shellcheck disable=SC2086
 		$cc $cpu ${FW_OPT:--Os} -g -std=c99 -ffreestanding \
 		    -fno-tree-loop-distribute-patterns -ffunction-sections \
@@ -52,9 +52,10 @@ build() {
 		    -isystem "$($cc -print-file-name=include)" \
 		    -I"$fw_boards/include" -I"$fw_boards" -I"$top" "-D$def" \
 		    "$@" -c "$K/$f" -o "$d/$(basename "$f" .c).o"
+		objs="$objs $d/$(basename "$f" .c).o"
 	done
-	board_build "$b" "$d/$n.elf" "$@" "$src/main.c" "$d/tasks.o" \
-	    "$d/queue.o" "$d/list.o" "$d/port.o" "$d/heap_4.o"
+	# shellcheck disable=SC2086
+	board_build "$b" "$d/$n.elf" "$@" "$src/main.c" $objs
 }
 
 qemu() {
@@ -107,8 +108,9 @@ for b in $boards; do
 	mkdir -p "$d"
 	board_cfg "$b" || exit 2
 	case $b in
-	an385) port=ARM_CM3 ;;
-	microbit) port=ARM_CM0 ;;
+	an385) port=ARM_CM3 portsrc=portable/GCC/ARM_CM3/port.c ;;
+	microbit) port=ARM_CM0
+		portsrc="portable/GCC/ARM_CM0/port.c portable/GCC/ARM_CM0/portasm.c" ;;
 	*) echo "e2e.sh: no FreeRTOS port for board $b (an385, microbit)" >&2
 	   exit 2 ;;
 	esac

@@ -46,9 +46,6 @@
 #ifndef FR_ROUNDS
 #define FR_ROUNDS	400
 #endif
-#define FR_TIMER_HZ	517u		/* the timer: drifts against the tick */
-#define FR_CHUNK	512u
-#define FR_NCHUNKS	32u
 
 /* ------------------------------------------------------------------------
  * The clock: the board's, nanoseconds since board_init(), from anywhere
@@ -65,12 +62,26 @@ static uint64_t fr_now(void *ctx)
 	return board_now_ns();
 }
 
-void xPortSysTickHandler(void);
+/* The port's tick handler (ARM_CM0 names it as the vector does). */
+#ifdef BOARD_MICROBIT
+#define FR_PORT_TICK	SysTick_Handler
+#else
+#define FR_PORT_TICK	xPortSysTickHandler
+#endif
+void FR_PORT_TICK(void);
 
 static void fr_tick(void)
 {
+	static int named;
+
+#ifndef FR_NO_TRACE
+	if (!named++)
+		tb_rtos_irq_name(TB_RTOS_IRQ(), "tick");
+#else
+	(void)named;
+#endif
 	if (fr_sched_on)
-		xPortSysTickHandler();
+		FR_PORT_TICK();
 }
 
 /* The port calls it to start its tick: the board's runs already. */

@@ -44,7 +44,7 @@ static void spin(uint32_t n)
 }
 
 uint8_t fr_ring_mem[TB_RING_SIZE(FR_CHUNK, FR_NCHUNKS)] TB_RING_ALIGNED;
-TB_RTOS_DEFINE(6);
+TB_RTOS_DEFINE(FR_TASKS);
 
 static struct tb_ring ring;
 static struct tb_reader rd;
@@ -64,8 +64,7 @@ static void tagged(int who, const char *name, int instant)
 {
 	struct tb_arg a[2] = {
 		tb_arg_uint("seq", written[who]),
-		tb_arg_str("text", "a long annotation, for a task preempted "
-			   "in the middle of its event"),
+		tb_arg_str("text", FR_LOG_TEXT),
 	};
 	struct tb_ev_writer *ew = tb_rtos_current();
 	int ret;
@@ -149,7 +148,7 @@ static void logger(void *arg)
 		if (stop)
 			vTaskSuspend(NULL);
 		xSemaphoreTake(mutex, portMAX_DELAY);
-		for (i = 0; i < 8; i++)		/* long: ctrl preempts it */
+		for (i = 0; i < FR_LOG_BURST; i++)	/* ctrl preempts it */
 			tagged(T_LOGGER, "log", 1);
 		xSemaphoreGive(mutex);
 	}
@@ -167,7 +166,8 @@ static int quiet(TaskHandle_t h)
 static void report_task(struct tb_rtos_task *t, const TaskStatus_t *st)
 {
 	const void *h = t ? t->tcb : st->xHandle;
-	char line[200], *s;
+	static char line[200];	/* static: a fault handler's stack is small */
+	char *s;
 	int who = h == h_ctrl ? T_CTRL : h == h_worker ? T_WORKER :
 		  h == h_logger ? T_LOGGER : h == h_drain ? T_DRAIN : -1;
 
@@ -195,7 +195,8 @@ static void report(void)
 {
 	static TaskStatus_t st[8];
 	struct tb_rtos_stats *h = &tb_rtos.stats;
-	char line[300], *s;
+	static char line[300];
+	char *s;
 	UBaseType_t i, n;
 	uint64_t at = fr_now(NULL);	/* the running task's count ends */
 
@@ -249,7 +250,7 @@ static void drainer(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		ulTaskNotifyTake(pdTRUE, 2);	/* ctrl's, or 2 ticks */
+		ulTaskNotifyTake(pdTRUE, 1);	/* ctrl's, or the next tick */
 		if (stop)
 			break;
 		if (!FR_END)
@@ -274,8 +275,8 @@ static void fr_setup(void)
 	vQueueAddToRegistry(tick_sem, "tick");
 	vQueueAddToRegistry(mutex, "shared");
 	vQueueAddToRegistry(queue, "rounds");
-	xTaskCreate(ctrl, "ctrl", 256, NULL, 4, &h_ctrl);
-	xTaskCreate(worker, "worker", 256, NULL, 3, &h_worker);
-	xTaskCreate(logger, "logger", 256, NULL, 2, &h_logger);
-	xTaskCreate(drainer, "drain", 384, NULL, 1, &h_drain);
+	xTaskCreate(ctrl, "ctrl", FR_STACK, NULL, 4, &h_ctrl);
+	xTaskCreate(worker, "worker", FR_STACK, NULL, 3, &h_worker);
+	xTaskCreate(logger, "logger", FR_STACK, NULL, 2, &h_logger);
+	xTaskCreate(drainer, "drain", FR_STACK + 64, NULL, 1, &h_drain);
 }
