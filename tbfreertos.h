@@ -156,10 +156,17 @@ enum tb_rtos_why {
 #define TB_RTOS_STATE_T		0x04u	/* suspended */
 #define TB_RTOS_STATE_DEAD	0x40u	/* deleted */
 
-/* One traced task: a slot of the pool. */
-struct tb_rtos_task {
+/* A task's writers: its own ring writer and event writer. */
+struct tb_rtos_writers {
 	struct tb_writer w;
 	struct tb_ev_writer ev;
+	const void *owner;		/* its task's slot; NULL: free */
+	uint8_t scratch[TB_RTOS_CHUNK];
+};
+
+/* One task: a slot of the pool (the idle task's has no writers). */
+struct tb_rtos_task {
+	struct tb_rtos_writers *wr;	/* NULL: none (idle, not started) */
 	struct tb_track track;		/* its thread */
 	const void *tcb;		/* NULL: a free slot */
 	const char *name;		/* pcTaskName, in the TCB */
@@ -172,7 +179,6 @@ struct tb_rtos_task {
 	uint8_t why;			/* enum tb_rtos_why */
 	uint8_t blocked;		/* not ready: a wake is a wake */
 	uint8_t dying;			/* deleted while running */
-	uint8_t scratch[TB_RTOS_CHUNK];
 };
 
 /* A named object (vQueueAddToRegistry()), for blocked reasons. */
@@ -226,16 +232,20 @@ struct tb_rtos {
 };
 
 /*
- * The one state, and the pool of task slots: TB_RTOS_DEFINE(n) in one
- * file defines them (zeroed static memory, n slots).
+ * The one state, and the pool: TB_RTOS_DEFINE(n) in one file defines
+ * them (zeroed static memory): n task slots, the idle task's among them,
+ * and n - 1 tasks' writers (n at least 2).
  */
 extern struct tb_rtos tb_rtos;
 extern struct tb_rtos_task *const tb_rtos_tasks;
+extern struct tb_rtos_writers *const tb_rtos_writer_sets;
 extern const uint32_t tb_rtos_ntasks;
 #define TB_RTOS_DEFINE(n)						\
 	static struct tb_rtos_task tb__rtos_pool[n];			\
+	static struct tb_rtos_writers tb__rtos_wpool[(n) - 1];		\
 	struct tb_rtos tb_rtos;						\
 	struct tb_rtos_task *const tb_rtos_tasks = tb__rtos_pool;	\
+	struct tb_rtos_writers *const tb_rtos_writer_sets = tb__rtos_wpool; \
 	const uint32_t tb_rtos_ntasks = (n)
 
 /* The writer of the running task, for TB_EV_CURRENT; NULL in handlers. */
@@ -755,7 +765,7 @@ static inline void tb_rtos_switched_out(struct tb_rtos_task *t, bool ready)
 	tb_rtos.prev = t;
 	tb_rtos.prev_ready = ready;
 	tb_rtos.t_out = tb__rtos_now();
-	if (t && t->w.cur.open)		/* it left in the middle of an event */
+	if (t && t->wr && t->wr->w.cur.open)	/* left in the middle of an event */
 		tb_rtos.stats.preempt_open++;
 }
 
@@ -775,7 +785,7 @@ static inline void tb_rtos_switched_in(struct tb_rtos_task *t, int32_t prio)
 	struct tb_rtos_task *prev = tb_rtos.prev;
 	uint64_t ts = tb_rtos.started ? tb_rtos.t_out : tb__rtos_now();
 
-	tb_rtos.cur = t && t->tid && tb_rtos.ring ? &t->ev : NULL;
+	tb_rtos.cur = t && t->wr && tb_rtos.ring ? &t->wr->ev : NULL;
 	if (tb_rtos.started && t == tb_rtos.running)
 		return;		/* the same task again: no switch */
 	tb_rtos.stats.switches++;
@@ -809,6 +819,8 @@ static inline void tb_rtos_ready(struct tb_rtos_task *t, int32_t prio)
 	if (!t || !t->blocked || !t->tid)
 		return;		/* preempted, a priority change, the idle */
 	t->blocked = 0;
+	if (t == tb_rtos.running)
+		return;		/* readied before it left the CPU: no wake */
 	tb_rtos.stats.wakes++;
 	tb_rtos.stats.isr_wakes += isr;
 	if (!tb_rtos.ring)
@@ -816,7 +828,7 @@ static inline void tb_rtos_ready(struct tb_rtos_task *t, int32_t prio)
 	ts = tb__rtos_now();
 	tb__rtos_check_state();
 	tb__rtos_waking(t, t->tid, prio, ts, isr);
-	if (!isr || t == tb_rtos.running)
+	if (!isr)
 		return;
 	t->flow = tb_ev_uuid(tb_rtos.proc_uuid, ++tb_rtos.flows);
 	tb__rtos_event(ts, TB__RK_INSTANT, tb_rtos.irq_uuid, t->name,
@@ -911,14 +923,26 @@ static inline void tb_rtos_name_object(const void *obj, const char *name,
 	}
 }
 
-/* A task's writers, once there is a ring (both are the slot's own). */
+/*
+ * A task's writers, once there is a ring: a free set (there is one for
+ * each slot but the idle task's), its writer id by its place.
+ */
 static inline void tb__rtos_task_writers(struct tb_rtos_task *t)
 {
-	uint32_t id = TB_RTOS_WRITER_ID + 1u + (uint32_t)(t - tb_rtos_tasks);
+	struct tb_rtos_writers *wr = NULL;
+	uint32_t i, id;
 
-	tb_writer_init(&t->w, tb_rtos.ring, (uint16_t)id, 0, TB_DROP,
-		       t->scratch);
-	tb_ev_writer_init(&t->ev, &t->w, &t->track, tb_rtos.clock, 0);
+	for (i = 0; i + 1 < tb_rtos_ntasks && !wr; i++)
+		if (!tb_rtos_writer_sets[i].owner)
+			wr = &tb_rtos_writer_sets[i];
+	if (!wr)
+		return;		/* cannot happen: the last slot is idle's */
+	wr->owner = t;
+	id = TB_RTOS_WRITER_ID + 1u + (uint32_t)(wr - tb_rtos_writer_sets);
+	tb_writer_init(&wr->w, tb_rtos.ring, (uint16_t)id, 0, TB_DROP,
+		       wr->scratch);
+	tb_ev_writer_init(&wr->ev, &wr->w, &t->track, tb_rtos.clock, 0);
+	t->wr = wr;
 }
 
 /*
@@ -942,7 +966,7 @@ static inline uint32_t tb_rtos_task_created(const void *tcb, const char *name,
 		tb_rtos.stats.untraced++;
 		return 0;
 	}
-	TB_MEMSET(t, 0, sizeof(*t) - sizeof(t->scratch));
+	TB_MEMSET(t, 0, sizeof(*t));
 	t->tcb = tcb;
 	t->name = name;
 	t->nlen = (uint8_t)tb__rk_strlen(name, TB_RTOS_NAME_MAX);
@@ -963,10 +987,10 @@ static inline uint32_t tb_rtos_task_created(const void *tcb, const char *name,
 /* A task's events end: what its writers hold goes out. */
 static inline void tb__rtos_task_finish(struct tb_rtos_task *t)
 {
-	if (!tb_rtos.ring || !t->tid)
+	if (!tb_rtos.ring || !t->wr)
 		return;
-	tb_ev_writer_finish(&t->ev);
-	tb_writer_release(&t->w);
+	tb_ev_writer_finish(&t->wr->ev);
+	tb_writer_release(&t->wr->w);
 }
 
 /* traceTASK_DELETE: @t goes; its slot once its last switch is written. */
@@ -978,6 +1002,12 @@ static inline void tb_rtos_task_deleted(struct tb_rtos_task *t)
 	t->obj = NULL;
 	t->blocked = 0;		/* never woken again */
 	tb__rtos_task_finish(t);
+	if (t->wr) {		/* its writers are free for another */
+		if (tb_rtos.cur == &t->wr->ev)
+			tb_rtos.cur = NULL;
+		t->wr->owner = NULL;
+		t->wr = NULL;
+	}
 	if (t == tb_rtos.running)
 		t->dying = 1;
 	else
@@ -999,7 +1029,7 @@ static inline int tb_rtos_start(struct tb_ring *ring,
 	uint32_t i;
 	int ret;
 
-	if (!ring || !clock || !clock->now || !name ||
+	if (!ring || !clock || !clock->now || !name || tb_rtos_ntasks < 2 ||
 	    ring->chunk_size > TB_RTOS_CHUNK ||
 	    tb_frag_max_size(ring->chunk_size) < TB__RTOS_PKT)
 		return TB_EINVAL;
@@ -1022,7 +1052,7 @@ static inline int tb_rtos_start(struct tb_ring *ring,
 		t->track.parent = &tb_rtos.proc;
 		t->track.uuid = tb_ev_uuid(tb_rtos.proc_uuid,
 					   (uint64_t)t->tid + 1);
-		if (t->tcb && t->tid)
+		if (t->tcb && t->tid && !t->wr)
 			tb__rtos_task_writers(t);
 	}
 	return TB_OK;

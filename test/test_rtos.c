@@ -419,6 +419,7 @@ static void rtos_setup(void)
 	(void)rd_scratch;
 	memset(&tb_rtos, 0, sizeof(tb_rtos));
 	memset(tb__rtos_pool, 0, sizeof(tb__rtos_pool));
+	memset(tb__rtos_wpool, 0, sizeof(tb__rtos_wpool));
 	memset(ring_mem, 0, sizeof(ring_mem));
 	memset(tcbs, 0, sizeof(tcbs));
 	test_in_isr = 0;
@@ -462,6 +463,11 @@ START_TEST(test_hooks_schedule_to_trace)
 	ck_assert_uint_eq(task(1)->flow, 0);	/* the flow ended here */
 	switch_to(1, true, 1, 2700);		/* A again: no switch */
 	tb_rtos_ready(task(2), 1);		/* B was ready: no wake */
+	tb_rtos_blocking(TB_RTOS_WHY_NOTIFY, NULL);
+	test_in_isr = 1;	/* the tick readies A before it leaves */
+	tb_rtos_ready(task(1), 2);
+	test_in_isr = 0;
+	ck_assert_uint_eq(task(1)->flow, 0);
 	tb_rtos_blocking(TB_RTOS_WHY_DELAY, NULL);
 	switch_to(1, false, 0, 3000);		/* A delays: idle */
 	tb_rtos_stop();
@@ -484,6 +490,7 @@ START_TEST(test_hooks_schedule_to_trace)
 	ck_assert_uint_eq(a->reasons, 2);	/* "queue rx", "delay" */
 	ck_assert_uint_eq(b->blocked, 0);	/* preempted: R */
 	ck_assert_uint_eq(b->spurious, 0);
+	ck_assert_uint_eq(a->spurious, 0);
 	ck_assert_uint_eq(tb_rtos.stats.wakes, 3);	/* A, B new; A */
 	ck_assert_uint_eq(chk.stats.flows_begun, 1);
 	ck_assert_uint_eq(chk.stats.flows_ended, 1);
@@ -508,20 +515,20 @@ START_TEST(test_hooks_preempted_mid_event)
 	create(1, "A", 1, false);
 	create(2, "B", 2, false);
 	switch_to(-1, true, 1, 1000);
-	ck_assert_ptr_eq(tb_rtos_current(), &task(1)->ev);
+	ck_assert_ptr_eq(tb_rtos_current(), &task(1)->wr->ev);
 	TB_TRACE_INSTANT(&cat_t, "a0");
-	ck_assert_int_eq(tb_writer_open(&task(1)->w, 8, 0, &span), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&task(1)->wr->w, 8, 0, &span), TB_OK);
 	switch_to(1, true, 2, 1500);		/* B preempts A mid-packet */
 	ck_assert_uint_eq(tb_rtos.stats.preempt_open, 1);
-	ck_assert_ptr_eq(tb_rtos_current(), &task(2)->ev);
+	ck_assert_ptr_eq(tb_rtos_current(), &task(2)->wr->ev);
 	for (i = 0; i < 50; i++)
 		TB_TRACE_INSTANT(&cat_t, "b");
 	tb_rtos_blocking(TB_RTOS_WHY_NOTIFY, NULL);
 	switch_to(2, false, 1, 2000);
-	ck_assert_ptr_eq(tb_rtos_current(), &task(1)->ev);
+	ck_assert_ptr_eq(tb_rtos_current(), &task(1)->wr->ev);
 	tb_ev_instant(NULL, NULL, NULL, NULL, 0);	/* nothing: EINVAL */
 	memset(span.begin, 0, 8);			/* A's own bytes */
-	ck_assert_int_eq(tb_writer_close(&task(1)->w, 0, 0), TB_OK);
+	ck_assert_int_eq(tb_writer_close(&task(1)->wr->w, 0, 0), TB_OK);
 	TB_TRACE_INSTANT(&cat_t, "a1");
 	test_in_isr = 1;			/* in a handler: no writer */
 	ck_assert_ptr_null(tb_rtos_current());
@@ -530,10 +537,10 @@ START_TEST(test_hooks_preempted_mid_event)
 	service();
 	ck_assert(tb_check_clean(&chk));
 	ck_assert_uint_eq(chk.stats.instants, 52);
-	ck_assert_uint_eq(task(1)->ev.stats.events, 2);
-	ck_assert_uint_eq(task(2)->ev.stats.events, 50);
-	ck_assert_uint_eq(task(1)->ev.stats.lost, 0);
-	ck_assert_uint_eq(task(2)->ev.stats.lost, 0);
+	ck_assert_uint_eq(task(1)->wr->ev.stats.events, 2);
+	ck_assert_uint_eq(task(2)->wr->ev.stats.events, 50);
+	ck_assert_uint_eq(task(1)->wr->ev.stats.lost, 0);
+	ck_assert_uint_eq(task(2)->wr->ev.stats.lost, 0);
 	done();
 }
 END_TEST

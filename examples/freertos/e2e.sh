@@ -32,8 +32,47 @@ ICOUNT=3		# 8 ns of guest time per instruction
 boards=${*:-an385 microbit}
 fails=0
 
+# Several boards: one run of this script each, at once (a core each),
+# their logs shown in order.
+if [ "$(echo $boards | wc -w)" -gt 1 ]; then
+	mkdir -p "$out"
+	for b in $boards; do
+		sh "$0" "$b" > "$out/$b.log" 2>&1 &
+		eval "pid_$b=\$!"
+	done
+	for b in $boards; do
+		eval "wait \$pid_$b" || fails=$((fails + 1))
+		cat "$out/$b.log"
+	done
+	[ $fails = 0 ] || { echo "freertos-e2e: $fails boards FAILED"; exit 1; }
+	echo "freertos-e2e: all checks passed ($boards)"
+	exit 0
+fi
+
 say() { printf 'freertos-e2e %-6s %s\n' "$b" "$*"; }
 die() { say "FAILED: $*"; fails=$((fails + 1)); }
+
+# kernel KIND FLAGS...: the kernel's own files, once per KIND (traced,
+# or untraced: the hooks are all that changes them); no -Wextra (not
+# ours to fix).  Sets objs.
+kernel() {
+	k=$d/kernel-$1
+	shift
+	objs=""
+	for f in tasks.c queue.c list.c portable/MemMang/heap_4.c $portsrc; do
+		o=$k/$(basename "$f" .c).o
+		objs="$objs $o"
+		[ -f "$o" ] && continue
+		mkdir -p "$k"
+		# shellcheck disable=SC2086
+		$cc $cpu ${FW_OPT:--Os} -g -std=c99 -ffreestanding \
+		    -fno-tree-loop-distribute-patterns -ffunction-sections \
+		    -fdata-sections -nostdinc \
+		    -isystem "$($cc -print-file-name=include)" \
+		    -I"$fw_boards/include" -I"$fw_boards" -I"$top" "-D$def" \
+		    "$@" -c "$K/$f" -o "$o"
+	done
+}
 
 # build NAME FLAGS...: build/freertos/BOARD/NAME.elf, the board's
 # support (examples/firmware/boards/) and the kernel's port for its core
@@ -42,18 +81,10 @@ build() {
 	shift
 	set -- -I"$src/include" -I"$src" -I"$K/include" \
 	    -I"$K/portable/GCC/$port" "$@"
-	# the kernel's own files: no -Wextra (not ours to fix)
-	objs=""
-	for f in tasks.c queue.c list.c portable/MemMang/heap_4.c $portsrc; do
-		# shellcheck disable=SC2086
-		$cc $cpu ${FW_OPT:--Os} -g -std=c99 -ffreestanding \
-		    -fno-tree-loop-distribute-patterns -ffunction-sections \
-		    -fdata-sections -nostdinc \
-		    -isystem "$($cc -print-file-name=include)" \
-		    -I"$fw_boards/include" -I"$fw_boards" -I"$top" "-D$def" \
-		    "$@" -c "$K/$f" -o "$d/$(basename "$f" .c).o"
-		objs="$objs $d/$(basename "$f" .c).o"
-	done
+	case " $* " in
+	*" -DFR_NO_TRACE "*|*" -DFR_NO_HOOKS "*) kernel untraced "$@" ;;
+	*) kernel traced "$@" ;;
+	esac
 	# shellcheck disable=SC2086
 	board_build "$b" "$d/$n.elf" "$@" "$src/main.c" $objs
 }
@@ -64,19 +95,20 @@ qemu() {
 	    -semihosting-config enable=on,target=native "$@"
 }
 
-# run NAME: to its semihosting exit; UART in NAME.uart, report NAME.out
+# run NAME: to its semihosting exit; UART in NAME.uart, report NAME.out;
+# the firmware reads NAME as its command line
 run() {
-	qemu -icount shift=$ICOUNT -serial file:"$d/$1.uart" \
-	    -kernel "$d/$1.elf" > "$d/$1.out" 2>&1
+	qemu -icount shift=$ICOUNT,sleep=off -serial file:"$d/$1.uart" \
+	    -kernel "$d/$1.elf" -append "$1" > "$d/$1.out" 2>&1
 }
 
 # dump NAME: runs until the firmware stops in board_halt(); RAM in NAME.ram
 dump() {
 	sock=${d#"$top"/}/$1.sock	# relative: a socket path is short
 	rm -f "$sock"
-	qemu -icount shift=$ICOUNT -serial file:"$d/$1.uart" -S \
+	qemu -icount shift=$ICOUNT,sleep=off -serial file:"$d/$1.uart" -S \
 	    -gdb unix:"$sock",server=on,wait=on \
-	    -kernel "$d/$1.elf" > "$d/$1.out" 2>&1 &
+	    -kernel "$d/$1.elf" -append "$1" > "$d/$1.out" 2>&1 &
 	qpid=$!
 	i=0
 	while [ ! -S "$sock" ] && [ $i -lt 200 ]; do
@@ -114,9 +146,9 @@ for b in $boards; do
 	*) echo "e2e.sh: no FreeRTOS port for board $b (an385, microbit)" >&2
 	   exit 2 ;;
 	esac
-	build stream
-	build fault -DFR_END=1
-	build skew -DFR_SKEW
+	build stream		# also "fault" and "skew" (QEMU's -append)
+	cp "$d/stream.elf" "$d/fault.elf"
+	cp "$d/stream.elf" "$d/skew.elf"
 	build untraced -DFR_NO_HOOKS
 	build bench -DFR_BENCH
 	build bench0 -DFR_BENCH -DFR_NO_TRACE
@@ -149,7 +181,7 @@ for b in $boards; do
 
 	# --- what must fail
 	# the kernel's clock 2 % fast: the CPU times must disagree
-	run skew || die "skew: the firmware exited $?"
+	run skew || true	# its exit: what it counted; the check decides
 	"$tbt" stream "$d/skew.uart" "$d/skew.pftrace" > "$d/skew.conv" 2>&1 ||
 	    true
 	if rtos c skew; then
@@ -198,7 +230,7 @@ for b in $boards; do
 
 	# --- instructions per context switch (-icount shift=0: 1 ns each)
 	for n in bench0 bench; do
-		qemu -icount shift=0 -serial null -kernel "$d/$n.elf" \
+		qemu -icount shift=0,sleep=off -serial null -kernel "$d/$n.elf" \
 		    > "$d/$n.out" 2>&1 || die "$n: exited $?"
 		sed -n 's/^fr: bench [^ ]* /  /p' "$d/$n.out"
 	done

@@ -24,7 +24,7 @@
 #define FR_NCHUNKS		8u
 #define FR_TASKS		5	/* four tasks and the idle one */
 #define FR_TIMER_HZ		211u	/* fewer events: a 2 KiB ring */
-#define FR_LOG_BURST		2
+#define FR_LOG_BURST		4
 #define FR_LOG_TEXT		"a short annotation"
 #else
 #define TB_EV_INTERN_SLOTS	16	/* small tables: RAM is scarce */

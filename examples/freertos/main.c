@@ -10,9 +10,9 @@
  *                the round to the queue (blocks when it is full), takes
  *                the mutex every fourth round
  *   worker  (3)  receives from the queue, works, takes the mutex
- *   logger  (2)  delays 3 ticks, takes the mutex, writes a long event
- *   drain   (1)  waits for a notification (2 ticks at most), drains the
+ *   drain   (2)  waits for a notification (a tick at most), drains the
  *                ring to the UART
+ *   logger  (1)  delays 3 ticks, takes the mutex, writes long events
  *   IDLE    (0)
  *
  * At the end (after FR_ROUNDS timer rounds) drain stops the trace once
@@ -23,13 +23,14 @@
  * writes carries that task's own sequence number ("seq"), so the host
  * finds each exactly once and in order on that task's track.
  *
- * Builds (examples/freertos/e2e.sh): -DFR_END=1 faults in ctrl after
- * FR_ROUNDS / 8 rounds, nothing streamed (the RAM dump has it all);
- * -DFR_BENCH measures instructions per context switch under -icount;
- * -DFR_NO_TRACE builds the kernel without the hooks (FR_BENCH's
- * baseline); -DFR_NO_HOOKS the scenario with the kernel untraced (the
- * idle task's share says what tracing costs); -DFR_SKEW runs the kernel's run-time counter 2 % fast (the
- * check must fail).
+ * Runs (QEMU's -append, read through semihosting): "fault" faults in
+ * ctrl after FR_ROUNDS / 40 rounds, nothing streamed (the RAM dump has
+ * it all); "skew" runs the kernel's run-time counter 2 % fast (the check
+ * must fail).  Builds (examples/freertos/e2e.sh): -DFR_BENCH measures
+ * instructions per context switch under -icount; -DFR_NO_TRACE builds
+ * the kernel without the hooks (FR_BENCH's baseline); -DFR_NO_HOOKS the
+ * scenario with the kernel untraced (the idle task's share says what
+ * tracing costs).
  */
 #include "FreeRTOS.h"
 #include "task.h"
@@ -40,9 +41,6 @@
 #include "tblink.h"
 #endif
 
-#ifndef FR_END
-#define FR_END		0
-#endif
 #ifndef FR_ROUNDS
 #define FR_ROUNDS	400
 #endif
@@ -97,13 +95,44 @@ void fr_runtime_start(void)
 	fr_t0 = fr_now(NULL);
 }
 
+/* The run's mode, from the command line (QEMU's -append). */
+static int fr_fault_run, fr_skew_run;
+
+uint32_t board_semihost(uint32_t op, const void *arg);
+
+static int has_word(const char *s, const char *w)
+{
+	const char *p, *q;
+
+	for (; *s; s++) {
+		for (p = s, q = w; *q && *p == *q; p++, q++)
+			;
+		if (!*q && (!*p || *p == ' '))
+			return 1;
+	}
+	return 0;
+}
+
+static void fr_mode(void)
+{
+	static char cmdline[64];
+	struct { char *buf; uint32_t len; } block = {
+		cmdline, sizeof(cmdline) - 1
+	};
+
+	if (board_semihost(0x15, &block))	/* SYS_GET_CMDLINE */
+		return;
+	cmdline[sizeof(cmdline) - 1] = 0;
+	fr_fault_run = has_word(cmdline, "fault");
+	fr_skew_run = has_word(cmdline, "skew");
+}
+
 uint64_t fr_runtime_now(void)
 {
-#ifdef FR_SKEW		/* a kernel clock 2 % fast: the check must see it */
-	return (fr_now(NULL) - fr_t0) * 51 / 50;
-#else
-	return fr_now(NULL) - fr_t0;
-#endif
+	uint64_t t = fr_now(NULL) - fr_t0;
+
+	/* "skew": a kernel clock 2 % fast, the check must see it */
+	return fr_skew_run ? t * 51 / 50 : t;
 }
 
 /* ------------------------------------------------------------------------
@@ -172,6 +201,7 @@ static void fr_fault(void)
 int main(void)
 {
 	board_init();
+	fr_mode();
 	board_fault_fn = fr_fault;
 	board_tick_start(configTICK_RATE_HZ, fr_tick);
 	fr_setup();

@@ -103,7 +103,7 @@ static void ctrl(void *arg)
 		xSemaphoreTake(tick_sem, portMAX_DELAY);
 		tagged(T_CTRL, "round", 0);
 		spin(100 + (i * 37) % 200);
-		if (FR_END == 1 && i == FR_ROUNDS / 40)
+		if (fr_fault_run && i == FR_ROUNDS / 40)
 			(void)*(volatile uint32_t *)BOARD_BAD_ADDR;
 		if (i % 4 == 0) {
 			xSemaphoreTake(mutex, portMAX_DELAY);
@@ -174,7 +174,7 @@ static void report_task(struct tb_rtos_task *t, const TaskStatus_t *st)
 	s = fmt_str(line, "fr: task name=");
 	s = fmt_str(s, t ? t->name : st->pcTaskName);
 	s = fmt_kv(s, "tid", t ? (uint64_t)t->tid : 0);
-	s = fmt_kv(s, "writer", t && t->tid ? t->w.id : 0);
+	s = fmt_kv(s, "writer", t && t->wr ? t->wr->w.id : 0);
 	s = fmt_kv(s, "written", who >= 0 ? written[who] : 0);
 	s = fmt_kv(s, "failed", who >= 0 ? failed[who] : 0);
 	if (st)
@@ -253,7 +253,7 @@ static void drainer(void *arg)
 		ulTaskNotifyTake(pdTRUE, 1);	/* ctrl's, or the next tick */
 		if (stop)
 			break;
-		if (!FR_END)
+		if (!fr_fault_run)
 			drain(TB_READ_LAZY);
 	}
 	finish();
@@ -265,7 +265,7 @@ static void fr_setup(void)
 		     FR_NCHUNKS);
 	tb_reader_init(&rd, &ring, rd_scratch);
 	tb_link_tx_init(&tx, uart_put, NULL);
-	if (!FR_END)
+	if (!fr_fault_run)
 		tb_link_tx_hello(&tx, &ring);
 	if (tb_rtos_start(&ring, &fr_clock, "FreeRTOS " BOARD_NAME))
 		board_exit(5);
@@ -277,6 +277,6 @@ static void fr_setup(void)
 	vQueueAddToRegistry(queue, "rounds");
 	xTaskCreate(ctrl, "ctrl", FR_STACK, NULL, 4, &h_ctrl);
 	xTaskCreate(worker, "worker", FR_STACK, NULL, 3, &h_worker);
-	xTaskCreate(logger, "logger", FR_STACK, NULL, 2, &h_logger);
-	xTaskCreate(drainer, "drain", FR_STACK + 64, NULL, 1, &h_drain);
+	xTaskCreate(drainer, "drain", FR_STACK + 64, NULL, 2, &h_drain);
+	xTaskCreate(logger, "logger", FR_STACK, NULL, 1, &h_logger);
 }
