@@ -638,6 +638,32 @@ START_TEST(test_hooks_largest_packets_small_chunks)
 }
 END_TEST
 
+/* Tasks created before tb_rtos_start(): their writers and tracks then. */
+START_TEST(test_hooks_tasks_before_start)
+{
+	memset(&tb_rtos, 0, sizeof(tb_rtos));
+	memset(ring_mem, 0, sizeof(ring_mem));
+	ck_assert_int_eq(tb_ring_init(&ring, ring_mem, sizeof(ring_mem), 512,
+				      64), TB_OK);
+	create(0, "IDLE", 0, true);
+	create(1, "A", 1, false);
+	ck_assert_ptr_null(task(1)->wr);	/* no ring yet */
+	ck_assert_int_eq(tb_rtos_start(&ring, &test_clock, "late"), TB_OK);
+	ck_assert_ptr_nonnull(task(1)->wr);
+	ck_assert_ptr_null(task(0)->wr);	/* the idle task has none */
+	ck_assert_ptr_eq(task(1)->track.parent, &tb_rtos.proc);
+	switch_to(-1, true, 1, 1000);
+	TB_TRACE_INSTANT(&cat_t, "a");
+	switch_to(1, true, 0, 1500);
+	tb_rtos_stop();
+	service();
+	ck_assert(tb_check_clean(&chk));
+	ck_assert_uint_eq(chk.stats.instants, 1);
+	ck_assert_uint_eq(tb_check_thread_find(&chk, 2)->cpu_ns, 500);
+	done();
+}
+END_TEST
+
 START_TEST(test_hooks_refuse_a_clock_off_the_trace)
 {
 	struct tb_ev_clock other = test_clock;
@@ -668,6 +694,7 @@ static Suite *rtos_suite(void)
 	tcase_add_test(t, test_hooks_pool_full);
 	tcase_add_test(t, test_hooks_largest_packets);
 	tcase_add_test(t, test_hooks_largest_packets_small_chunks);
+	tcase_add_test(t, test_hooks_tasks_before_start);
 	tcase_add_test(t, test_hooks_refuse_a_clock_off_the_trace);
 	suite_add_tcase(s, t);
 	return s;
