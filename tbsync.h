@@ -128,11 +128,11 @@ static inline int tb__mo(int mo)
  * mask back as it was (so they nest, and work with interrupts off).
  * Loads and stores are plain accesses of an aligned word (single-copy
  * atomic on every core) with the compiler's fences for their orders (for
- * such a core clang would make even __atomic_load_n() a library call;
- * gcc compiles both to the same).  It is chosen from the
- * compiler's predefined macros: on for __ARM_ARCH_6M__, and for __riscv
- * without __riscv_atomic, outside an OS (__unix__); off elsewhere.  A
- * vendor may set TB_ATOMIC_MASK to 0 or 1, and may define both hooks.
+ * such a core clang makes even __atomic_load_n() a library call; gcc
+ * compiles both to the same code).  It is chosen from the compiler's
+ * predefined macros: on for __ARM_ARCH_6M__, and for __riscv without
+ * __riscv_atomic, outside an OS (__unix__); off elsewhere.  A vendor may
+ * set TB_ATOMIC_MASK to 0 or 1, and may define both hooks.
  *
  * Single core only.  Masking stops this core's interrupts, not another
  * core: two cores that write one ring need a CAS both see as one.  Where

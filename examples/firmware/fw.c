@@ -310,8 +310,13 @@ static void fw_main_float(void)
 #endif
 
 /* ------------------------------------------------------------------------
- * The interrupt: an instant every tick, a short slice every fourth.
+ * The interrupt: an instant every tick, and every fourth a slice with
+ * some work in it (where the second interrupt of FW_NEST lands too).
  */
+#define FW_ISR_WORK	100u	/* iterations of spin() */
+
+static void spin(uint32_t n);
+
 static void fw_tick(void)
 {
 	int ret;
@@ -340,10 +345,12 @@ static void fw_tick(void)
 	if (fw_ticks % 4 == 0) {
 		ret = tagged(&isr_ev, &fw_report.isr_written,
 			     &fw_report.isr_failed, K_BEGIN, "isr_work");
-		if (ret == TB_OK)
+		if (ret == TB_OK) {
+			spin(FW_ISR_WORK);
 			tb_ev_end(&isr_ev, &cat_fw, NULL, 0);
-		else if (ret == TB_FULL)
+		} else if (ret == TB_FULL) {
 			fw_report.isr_refused++;
+		}
 	}
 	isr_in_event = 0;
 }
@@ -358,14 +365,16 @@ static void fw_tick(void)
 /*
  * A frame lost on the link takes the interned names and descriptors it
  * carried with it, and the writers cannot know: every FW_RESTATE frames
- * the ring's generation moves, so each writer starts a fresh state (a
- * few hundred bytes) and a host that lost frames recovers soon after.
+ * the ring's generation moves (tb_link_tx_restate()), so each writer
+ * starts a fresh state (a few hundred bytes) and a host that lost frames
+ * recovers soon after (docs/firmware.md, "Streaming").
  */
+#ifndef FW_RESTATE
 #define FW_RESTATE	64u
+#endif
 
 static void drain(enum tb_read_mode mode)
 {
-	static uint32_t restated;
 	int ret;
 
 	/*
@@ -379,10 +388,21 @@ static void drain(enum tb_read_mode mode)
 				      &tx, NULL);
 	while (ret == TB_LIMIT && mode == TB_READ_SCRAPE);
 	fw_report.frames = tx.seq;
-	if (tx.seq - restated >= FW_RESTATE) {
-		restated = tx.seq;
-		tb_ring_bump_generation(&ring);
-	}
+	tb_link_tx_restate(&tx, &ring, FW_RESTATE);
+}
+
+/*
+ * A writer's last words (the ENDs it owes, a loss it has not shown yet),
+ * then its chunk let go.  On a full ring - or one full to an interrupt's
+ * headroom - they are refused: drain, and try again.
+ */
+static void finish(struct tb_ev_writer *ew, struct tb_writer *w)
+{
+	int i;
+
+	for (i = 0; i < 4 && tb_ev_writer_finish(ew) != TB_OK; i++)
+		drain(TB_READ_LAZY);
+	tb_writer_release(w);
 }
 
 static void discard(void *ctx, const struct tb_chunk_view *v)
@@ -421,12 +441,16 @@ static void recycle(void)
 		;
 }
 
+/* Idle: the drain is a slice of the main loop's too (how long it takes). */
 static void idle(void)
 {
-	if (FW_END)
+	if (FW_END) {
 		recycle();
-	else
-		drain(TB_READ_LAZY);
+		return;
+	}
+	main_tagged(K_BEGIN, "drain");
+	drain(TB_READ_LAZY);
+	main_end();
 }
 
 static void spin(uint32_t n)
@@ -519,8 +543,11 @@ int main(void)
 		if (FW_END == 2 && i == FW_ITERS * 3 / 4)
 			isr_fault_armed = 1;
 	}
-	if (FW_END == 1) {
-		main_tagged(K_INSTANT, "last");
+	if (FW_END == 1) {	/* half the ring written since the recycle */
+		do
+			main_tagged(K_INSTANT, "last");
+		while (tb_atomic_load(&ring.hdr->write_pos, TB_RLX) - rd.pos <
+		       FW_NCHUNKS / 2);
 		(void)*(volatile uint32_t *)BOARD_BAD_ADDR;
 	}
 	if (FW_END == 2) {		/* the interrupt faults first */
@@ -530,12 +557,11 @@ int main(void)
 	board_tick_stop();		/* the interrupt is done */
 	isr_on = 0;
 #ifdef FW_NEST
-	nest_finish();
+	board_irq2_stop();
+	finish(&irq2_ev, &irq2_w);
 #endif
-	tb_ev_writer_finish(&main_ev);
-	tb_ev_writer_finish(&isr_ev);
-	tb_writer_release(&main_w);
-	tb_writer_release(&isr_w);
+	finish(&main_ev, &main_w);
+	finish(&isr_ev, &isr_w);
 	drain(TB_READ_SCRAPE);
 	tb_link_tx_stats(&tx, &ring);
 	tb_link_tx_end(&tx);

@@ -61,7 +61,7 @@ struct fwc_slice {
 };
 
 static const char *const main_names[] = {
-	"frame", "work", "mark", "fill", "last", NULL
+	"frame", "work", "mark", "fill", "last", "drain", NULL
 };
 static const char *const isr_names[] = { "tick", "isr_work", NULL };
 static const char *const irq2_names[] = { "irq2_work", "deep", NULL };

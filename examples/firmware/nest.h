@@ -47,10 +47,3 @@ static void nest_setup(void)
 	tb_ev_writer_init(&irq2_ev, &irq2_w, &t_irq2, &fw_clock, 0);
 	board_irq2_start(FW_IRQ2_HZ, fw_irq2);
 }
-
-static void nest_finish(void)
-{
-	board_irq2_stop();
-	tb_ev_writer_finish(&irq2_ev);
-	tb_writer_release(&irq2_w);
-}
