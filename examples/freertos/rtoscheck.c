@@ -19,8 +19,9 @@
  *       scenario makes named (semaphore, queue, mutex, delay, notify);
  *       every interrupt's flow ended on a task; no spurious wakeup
  *   -t  tail (a RAM dump after a fault): only what the importer would
- *       do, and each task's events contiguous up to written-1, on its
- *       own track
+ *       do (the crash cut the recording short: a slice or a flow it
+ *       left open is explained), and each task's events contiguous up
+ *       to written-1, on its own track
  * Prints each task's two CPU times side by side.  Exit 0 when it all
  * holds, 1 if not, 2 when an input does not read.
  */
@@ -467,7 +468,10 @@ int main(int argc, char **argv)
 			argv[i + 1]);
 		return 2;
 	}
-	if (tb_check_init(&c, NULL, NULL, 0) || tb_check_trace(&c, buf, len) ||
+	if (tb_check_init(&c, NULL, NULL, 0))
+		return 2;
+	c.tail_lost = mode == 't';	/* a crash: nothing after it */
+	if (tb_check_trace(&c, buf, len) ||
 	    trace_for_each(buf, len, packet, NULL) < 0) {
 		fprintf(stderr, "rtoscheck: %s is not a trace\n", argv[i + 1]);
 		return 2;
