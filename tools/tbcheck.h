@@ -701,9 +701,31 @@ static inline const char *tb_check_rule_name(int rule)
 	return rule >= 0 && rule < TB_CK_MAX ? name[rule] : "unknown";
 }
 
+/* The scheduling rules' texts (see "Scheduling" below), and the last. */
+static inline const char *tb__ck_late_text(int rule)
+{
+	switch (rule) {
+	case TB_CK_FTRACE_BAD:
+		return "ftrace bundle without a cpu, or an ftrace event "
+		       "without a timestamp, a pid or an event: dropped";
+	case TB_CK_SCHED_MISMATCH:
+		return "sched_switch whose prev_pid is not the task its CPU "
+		       "last switched to: the running slice never ends, its "
+		       "CPU time is lost";
+	case TB_CK_SCHED_IID:
+		return "sched_blocked_reason whose caller iid no "
+		       "kernel_symbols entry of its sequence resolves: no "
+		       "blocked_function";
+	case TB_CK_LIMIT:
+		return "the checker ran out of its memory budget: check "
+		       "incomplete";
+	}
+	return "unknown rule";
+}
+
 static inline const char *tb_check_rule_text(int rule)
 {
-	static const char *const text[TB_CK_MAX] = {
+	static const char *const text[TB_CK_FTRACE_BAD] = {
 		"the image is not a sequence of Trace.packet records: "
 		"the import fails",
 		"the image ends inside a Trace.packet record: that packet "
@@ -775,17 +797,11 @@ static inline const char *tb_check_rule_text(int rule)
 		"snapshot is read",
 		"debug annotation (or dict entry) with neither name nor "
 		"name_iid: it and the rest of its annotation are dropped",
-		"ftrace bundle without a cpu, or an ftrace event without a "
-		"timestamp, a pid or an event: dropped",
-		"sched_switch whose prev_pid is not the task its CPU last "
-		"switched to: the running slice never ends, its CPU time is "
-		"lost",
-		"sched_blocked_reason whose caller iid no kernel_symbols "
-		"entry of its sequence resolves: no blocked_function",
-		"the checker ran out of its memory budget: check incomplete",
 	};
 
-	return rule >= 0 && rule < TB_CK_MAX ? text[rule] : "unknown rule";
+	if (rule >= TB_CK_FTRACE_BAD)
+		return tb__ck_late_text(rule);
+	return rule >= 0 ? text[rule] : "unknown rule";
 }
 
 /* Whether a loss flag can explain the rule (see the header comment). */
