@@ -26,6 +26,9 @@
 #                the UART and dumped after a fault, checked; nested
 #                interrupts, the masked RMWs; the table of
 #                docs/firmware.md (make firmware-docs rewrites it)
+#   make freertos-e2e  FreeRTOS traced through its own hooks (tbfreertos.h)
+#                under QEMU, both ways, its CPU time per task checked
+#                against the kernel's; FREERTOS_KERNEL=path to the kernel
 #   make help    this list
 #   build/tbtrace  stat FILE.pftrace | ring PATH | convert RING.bin OUT
 
@@ -37,7 +40,7 @@ BUILD	?= build
 # The library: what make install installs and a vendor copies.  Tooling
 # (the trace checker, build/tbtrace) lives under tools/ and is not
 # installed.
-HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpacket.h tbpb.h tbuffer.h tbbridge.h tbtracefmt.h tbtrace.h tbservice.h tbevent.h tblink.h
+HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpacket.h tbpb.h tbuffer.h tbbridge.h tbtracefmt.h tbtrace.h tbservice.h tbevent.h tblink.h tbfreertos.h
 TOOL_HEADERS := tools/tbcheck.h
 FUZZ_SECONDS ?= 30
 
@@ -458,6 +461,26 @@ firmware-docs: have-firmware-e2e
 
 build/firmware/fwcheck: examples/firmware/fwcheck.c test/trace_decode.h
 	@mkdir -p build/firmware
+	$(CC) $(BASE) -Itest $(CFLAGS) $< -o $@
+
+# FreeRTOS traced through tbfreertos.h (examples/freertos/): the kernel's
+# sources are the user's (FREERTOS_KERNEL=/path/to/FreeRTOS-Kernel), by
+# default the copy beside the repository when there is one; none: skipped,
+# saying so.
+FREERTOS_KERNEL ?= $(firstword $(wildcard ../shared/vendor/FreeRTOS-Kernel))
+
+.PHONY: freertos-e2e
+freertos-e2e: have-firmware-e2e build/tbtrace build/freertos/rtoscheck
+	@if [ ! -f "$(FREERTOS_KERNEL)/tasks.c" ]; then \
+	echo "freertos-e2e: skipped: no FreeRTOS-Kernel sources (give" \
+	"FREERTOS_KERNEL=/path/to/FreeRTOS-Kernel, V11)"; exit 0; fi; \
+	s=$$(date +%s); \
+	FREERTOS_KERNEL="$(abspath $(FREERTOS_KERNEL))" sh examples/freertos/e2e.sh && \
+	echo "freertos-e2e: $$(( $$(date +%s) - s )) s"
+
+build/freertos/rtoscheck: examples/freertos/rtoscheck.c tools/tbcheck.h \
+		test/trace_decode.h $(HEADERS)
+	@mkdir -p build/freertos
 	$(CC) $(BASE) -Itest $(CFLAGS) $< -o $@
 
 # --- fuzzing ---------------------------------------------------------------
