@@ -12,6 +12,9 @@
 #   PAIRS=5        pairs per row (the issue asks for at least 5)
 #   RING=build/bench_ring            ours (make build/bench_ring)
 #   PEER=build/peer/proto_ring_bench theirs (bench/peer-ring.sh build/peer)
+#   BASE=          a third side, "before": bench_ring built against an
+#                  older tbring.h (the same bench/ring.c, so the same
+#                  rows and work), run after the other two in every pair
 #   QUIET=3        before every pair, wait until the 1-minute load average
 #                  is below this (0: do not wait); the load is printed
 #   QUIET_WAIT=5400  give up waiting after this many seconds (the row is
@@ -28,7 +31,11 @@
 # the median); cpu%; futex calls per chunk; loss%; the CPU of the writer
 # threads together and of the reader thread per delivered packet, in ns
 # (w-ns, r-ns: CLOCK_THREAD_CPUTIME_ID); then ours / theirs of the two
-# medians, and the 1-minute load average seen before the pairs (min-max).
+# medians (and before / theirs with BASE), the 1-minute load average
+# seen before the pairs (min-max), and "others": the CPU that processes
+# other than the bench took while it ran, in per cent of one CPU (the
+# machine's busy time from /proc/stat less the bench's own user and
+# system time, over its wall time; the median of all the invocations).
 # Per CPU-second is the figure that counts on a machine whose cores the
 # application needs: a side that spins gets more CPU, not more done.
 #
@@ -40,7 +47,7 @@ PAIRS=${PAIRS:-5}
 QUIET=${QUIET:-3}
 QUIET_WAIT=${QUIET_WAIT:-5400}
 LOG=${LOG:-ring-vs-peer.log}
-for b in "$RING" "$PEER"; do
+for b in "$RING" "$PEER" ${BASE:+"$BASE"}; do
 	[ -x "$b" ] || {
 		echo "ring-vs-peer: no $b (make build/bench_ring;" \
 		     "bench/peer-ring.sh build/peer)" >&2
@@ -51,6 +58,12 @@ if [ $# -eq 0 ]; then
 	set -- $("$PEER" -l)
 fi
 load1() { cut -d' ' -f1 /proc/loadavg; }
+# The machine's busy time in clock ticks: user, nice, system, irq,
+# softirq and steal of /proc/stat's first line.
+busy() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' \
+	/proc/stat; }
+HZ=$(getconf CLK_TCK)
+TIMES=$(mktemp)
 
 # Waits (up to QUIET_WAIT s) for a 1-minute load below QUIET.
 wait_quiet() {
@@ -63,37 +76,57 @@ wait_quiet() {
 	done
 }
 
-# One invocation: "mpkt cpu fx loss wns rns" of row $2 from bench $1.
+# One invocation: "mpkt cpu fx loss wns rns others" of row $2 from bench
+# $1; others: what other processes took meanwhile, % of one CPU.
 one() {
+	b0=$(busy)
 	if [ "${BOOST:-0}" = 1 ]; then
-		out=$(setsid sh -c 'echo -20 > /proc/self/autogroup &&
+		out=$(/usr/bin/time -f '%e %U %S' -o "$TIMES" setsid sh -c \
+			'echo -20 > /proc/self/autogroup &&
 			exec nice -n -20 "$@"' sh "$1" "$2" 2>&1) || true
 	else
-		out=$("$1" "$2" 2>&1) || true
+		out=$(/usr/bin/time -f '%e %U %S' -o "$TIMES" \
+			"$1" "$2" 2>&1) || true
 	fi
+	b1=$(busy)
 	printf '%s\n' "$out" >> "$LOG"
-	printf '%s\n' "$out" | awk -v row="$2" '
+	printf '%s\n' "$out" | awk -v row="$2" -v b="$((b1 - b0))" \
+		-v hz="$HZ" -v t="$(tail -1 "$TIMES")" '
 		$1 == row && $12 == "|" { m = $2; fx = $9; cpu = $11; loss = $6 }
 		$1 == row && /CPU ns per packet/ {
 			s = $0; sub(/.*CPU ns per packet: writers /, "", s)
 			split(s, a, /[ ;]+/); w = a[1]; r = a[3]
 		}
 		END {
+			split(t, tt, " ")
+			o = tt[1] > 0 ? 100 * (b / hz - tt[2] - tt[3]) / tt[1] : 0
+			if (o < 0) o = 0
 			if (m == "") { print "fail"; exit }
-			printf "%s %s %s %s %s %s\n", m, cpu, fx, loss,
-			       w == "" ? "-" : w, r == "" ? "-" : r
+			printf "%s %s %s %s %s %s %.0f\n", m, cpu, fx, loss,
+			       w == "" ? "-" : w, r == "" ? "-" : r, o
 		}'
 }
 
-printf '%s\n' "ring-vs-peer: $PAIRS pairs per row, ours then theirs;" \
+NSIDES=2
+[ -n "$BASE" ] && NSIDES=3
+printf '%s\n' "ring-vs-peer: $PAIRS pairs per row, ours then theirs${BASE:+ then before};" \
 	"each figure the median of the pairs (spread = (max - min) / median)"
-printf '%-20s | %-42s | %-42s | %-11s | %s\n' "" \
-	"tbring" "prototype" "ours/theirs" "load"
-printf '%-20s | %6s %5s %6s %4s %5s %5s %5s %5s |' "row" \
-	"Mpkt/s" "spr" "/cpu-s" "cpu%" "fx/ch" "loss%" "w-ns" "r-ns"
-printf ' %6s %5s %6s %4s %5s %5s %5s %5s |' \
-	"Mpkt/s" "spr" "/cpu-s" "cpu%" "fx/ch" "loss%" "w-ns" "r-ns"
-printf ' %5s %5s | %s\n' "pkt/s" "/cpu" "1-min"
+side_head() {
+	printf ' %6s %5s %6s %4s %5s %5s %5s %5s |' \
+		"Mpkt/s" "spr" "/cpu-s" "cpu%" "fx/ch" "loss%" "w-ns" "r-ns"
+}
+printf '%-20s | %-42s | %-42s |' "" "tbring" "prototype"
+[ -n "$BASE" ] && printf ' %-42s |' "before"
+printf ' %-11s |' "ours/theirs"
+[ -n "$BASE" ] && printf ' %-11s |' "before/thrs"
+printf ' %s\n' "load, others"
+printf '%-20s |' "row"
+side_head
+side_head
+[ -n "$BASE" ] && side_head
+printf ' %5s %5s |' "pkt/s" "/cpu"
+[ -n "$BASE" ] && printf ' %5s %5s |' "pkt/s" "/cpu"
+printf ' %s\n' "1-min   cpu%"
 for row in "$@"; do
 	tmp=$(mktemp)
 	i=0
@@ -102,9 +135,10 @@ for row in "$@"; do
 		l=$(load1)
 		echo "ours $(one "$RING" "$row") $l" >> "$tmp"
 		echo "theirs $(one "$PEER" "$row") $l" >> "$tmp"
+		[ -n "$BASE" ] && echo "before $(one "$BASE" "$row") $l" >> "$tmp"
 		i=$((i + 1))
 	done
-	awk -v row="$row" '
+	awk -v row="$row" -v nsides="$NSIDES" '
 	function med(v, n,   i, j, t, a) {	# lower middle
 		for (i = 1; i <= n; i++) a[i] = v[i]
 		for (i = 2; i <= n; i++)
@@ -122,20 +156,20 @@ for row in "$@"; do
 		m = med(v, n)
 		return m > 0 ? 100 * (hi - lo) / m : 0
 	}
+	{ l = $NF; if (lo == "" || l < lo) lo = l; if (hi == "" || l > hi) hi = l }
 	$2 == "fail" { bad[$1]++; next }
 	{
 		k = ++n[$1]
 		mp[$1, k] = $2; cpu[$1, k] = $3; fx[$1, k] = $4
 		loss[$1, k] = $5; pc[$1, k] = $3 > 0 ? $2 / ($3 / 100) : 0
 		wn[$1, k] = $6; rn[$1, k] = $7
-		l = $8
-		if (lo == "" || l < lo) lo = l
-		if (hi == "" || l > hi) hi = l
+		oth[++no] = $8
 	}
 	END {
+		split("ours theirs before", name, " ")
 		printf "%-20s |", row
-		for (s = 0; s < 2; s++) {
-			side = s ? "theirs" : "ours"
+		for (s = 1; s <= nsides; s++) {
+			side = name[s]
 			c = n[side]
 			if (!c) { printf " %-42s |", "failed"; continue }
 			for (i = 1; i <= c; i++) {
@@ -151,15 +185,17 @@ for row in "$@"; do
 			delete a; delete b; delete d; delete e; delete f
 			delete g; delete h
 		}
-		if (n["ours"] && n["theirs"] && M[1] > 0 && P[1] > 0)
-			printf " %5.2f %5.2f |", M[0] / M[1], P[0] / P[1]
-		else
-			printf " %5s %5s |", "-", "-"
-		printf " %s-%s", lo, hi
-		if (bad["ours"] || bad["theirs"])
-			printf "  FAILED runs: ours %d theirs %d",
-			       bad["ours"], bad["theirs"]
+		for (s = 1; s <= nsides; s += 2)
+			if (n[name[s]] && n["theirs"] && M[2] > 0 && P[2] > 0)
+				printf " %5.2f %5.2f |", M[s] / M[2], P[s] / P[2]
+			else
+				printf " %5s %5s |", "-", "-"
+		printf " %s-%s %4.0f", lo, hi, no ? med(oth, no) : 0
+		if (bad["ours"] || bad["theirs"] || bad["before"])
+			printf "  FAILED runs: ours %d theirs %d before %d",
+			       bad["ours"], bad["theirs"], bad["before"]
 		printf "\n"
 	}' "$tmp"
 	rm -f "$tmp"
 done
+rm -f "$TIMES"
