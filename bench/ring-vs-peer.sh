@@ -19,6 +19,12 @@
 #                  is below this (0: do not wait); the load is printed
 #   QUIET_WAIT=5400  give up waiting after this many seconds (the row is
 #                  then measured anyway, and its load says so)
+#   QUIET_CPU=0    before every pair, also wait until other processes
+#                  take less than this per cent of one CPU over a 2 s
+#                  sample (the load average lags by a minute and counts
+#                  the benches' own threads; this does not)
+#   QUIET_BUDGET=0 with QUIET_CPU, wait at most this many seconds in all
+#                  the pairs together (0: QUIET_WAIT per pair only)
 #   BOOST=1        run every bench in a session of its own at the top
 #                  CFS priority (its own autogroup at nice -20: needs
 #                  root), so that other work on a shared machine takes
@@ -46,6 +52,9 @@ PEER=${PEER:-build/peer/proto_ring_bench}
 PAIRS=${PAIRS:-5}
 QUIET=${QUIET:-3}
 QUIET_WAIT=${QUIET_WAIT:-5400}
+QUIET_CPU=${QUIET_CPU:-0}
+QUIET_BUDGET=${QUIET_BUDGET:-0}
+waited_all=0
 LOG=${LOG:-ring-vs-peer.log}
 for b in "$RING" "$PEER" ${BASE:+"$BASE"}; do
 	[ -x "$b" ] || {
@@ -63,18 +72,32 @@ load1() { cut -d' ' -f1 /proc/loadavg; }
 busy() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' \
 	/proc/stat; }
 HZ=$(getconf CLK_TCK)
-TIMES=$(mktemp)
 
-# Waits (up to QUIET_WAIT s) for a 1-minute load below QUIET.
+# Waits (up to QUIET_WAIT s) for a 1-minute load below QUIET, and for
+# other processes' CPU below QUIET_CPU % (within QUIET_BUDGET in all).
 wait_quiet() {
-	[ "$QUIET" = 0 ] && return 0
 	waited=0
-	while awk -v l="$(load1)" -v q="$QUIET" 'BEGIN { exit !(l >= q) }'; do
+	while [ "$QUIET" != 0 ] &&
+	      awk -v l="$(load1)" -v q="$QUIET" 'BEGIN { exit !(l >= q) }'; do
 		[ "$waited" -ge "$QUIET_WAIT" ] && return 0
 		sleep 30
 		waited=$((waited + 30))
 	done
+	while [ "$QUIET_CPU" != 0 ]; do
+		b0=$(busy)
+		sleep 2
+		b1=$(busy)
+		[ $(((b1 - b0) * 100 / (2 * HZ))) -lt "$QUIET_CPU" ] &&
+			return 0
+		[ "$waited" -ge "$QUIET_WAIT" ] && return 0
+		[ "$QUIET_BUDGET" != 0 ] &&
+			[ "$waited_all" -ge "$QUIET_BUDGET" ] && return 0
+		sleep 3
+		waited=$((waited + 5))
+		waited_all=$((waited_all + 5))
+	done
 }
+TIMES=$(mktemp)
 
 # One invocation: "mpkt cpu fx loss wns rns others" of row $2 from bench
 # $1; others: what other processes took meanwhile, % of one CPU.
