@@ -734,6 +734,35 @@ START_TEST(test_hooks_writer_ids_used_up)
 }
 END_TEST
 
+/*
+ * The switch hooks write inside PendSV (an interrupt handler), where a
+ * platform's wake hook (TB_WAKE_HOOK: an RTOS call) may not run; tbsync.h
+ * promises it is never called from one.  A reader asleep on the doorbell
+ * (tb_bell_prepare()) stays asleep while the kernel's writer fills the
+ * ring to its loss from the handler; it wakes by its own timeout, or by a
+ * writer outside a handler (the flag stays set for it).
+ */
+START_TEST(test_hooks_never_ring_the_doorbell_from_a_handler)
+{
+	uint32_t seq = tb_bell_prepare(ring.bell);
+	int i;
+
+	create(0, "IDLE", 0, true);
+	create(1, "A", 1, false);
+	create(2, "B", 1, false);
+	test_in_isr = 1;
+	switch_to(-1, true, 1, 1000);
+	for (i = 0; !tb_rtos.stats.lost && i < 100000; i++)
+		switch_to(1 + i % 2, true, 2 - i % 2, 2000 + 10 * (uint64_t)i);
+	test_in_isr = 0;
+	ck_assert_uint_gt(tb_rtos.stats.lost, 0);	/* the ring filled */
+	ck_assert_uint_eq(tb_atomic_load(&ring.bell->sleeping, TB_RLX), 1);
+	ck_assert_uint_eq(tb_atomic_load(&ring.bell->seq, TB_RLX), seq);
+	tb_bell_cancel(ring.bell);
+	tb_rtos_stop();
+}
+END_TEST
+
 START_TEST(test_hooks_refuse_a_clock_off_the_trace)
 {
 	struct tb_ev_clock other = test_clock;
@@ -767,6 +796,7 @@ static Suite *rtos_suite(void)
 	tcase_add_test(t, test_hooks_tasks_before_start);
 	tcase_add_test(t, test_hooks_deleted_tasks_ids_not_reused);
 	tcase_add_test(t, test_hooks_writer_ids_used_up);
+	tcase_add_test(t, test_hooks_never_ring_the_doorbell_from_a_handler);
 	tcase_add_test(t, test_hooks_refuse_a_clock_off_the_trace);
 	suite_add_tcase(s, t);
 	return s;
