@@ -44,8 +44,10 @@
  *
  * Tasks as threads
  *   Each task created gets a slot of the pool TB_RTOS_DEFINE() gave: its
- *   own ring writer (id TB_RTOS_WRITER_ID + 1 + slot), event writer and
- *   thread track.  TB_EV_CURRENT is the running task's event writer
+ *   own ring writer, event writer and thread track.  A deleted task's
+ *   slot and writers serve a later task, under a writer id of its own
+ *   (TB_RTOS_WRITER_ID + 1 on, one per task for the life of the boot:
+ *   docs/firmware.md, "Streaming").  TB_EV_CURRENT is the running task's event writer
  *   (tb_rtos_current(): one load, set by the switch hook), so the plain
  *   TB_TRACE_* macros in task code write on that task's own sequence and
  *   track: a task preempted in the middle of an event leaves its packet
@@ -197,7 +199,8 @@ struct tb_rtos_stats {
 	uint32_t isrs;			/* traceISR_ENTER()s */
 	uint32_t packets;		/* kernel packets written */
 	uint32_t lost;			/* kernel packets the ring refused */
-	uint32_t untraced;		/* tasks created with the pool full */
+	uint32_t untraced;		/* tasks created with the pool full
+					   or the writer ids used up */
 };
 
 /* The most room a kernel packet asks (a switch whose prev blocked on a
@@ -220,6 +223,7 @@ struct tb_rtos {
 	uint32_t epoch;			/* the kernel's incremental state */
 	uint32_t gen;			/* the ring's generation seen */
 	uint32_t next_tid;
+	uint32_t next_wid;		/* tasks' writer ids given out */
 	uint64_t flows;
 	uint64_t proc_uuid, irq_uuid;
 	struct tb_track proc;		/* the tasks' threads' parent */
@@ -925,20 +929,29 @@ static inline void tb_rtos_name_object(const void *obj, const char *name,
 
 /*
  * A task's writers, once there is a ring: a free set (there is one for
- * each slot but the idle task's), its writer id by its place.
+ * each slot but the idle task's) under a writer id no writer had before
+ * in this boot.  A reused id would be one sequence to the host: a
+ * stream host that lost the new writer's first state would restate the
+ * old one's interned names on its events.  Once the ids are used up
+ * (65535 - TB_RTOS_WRITER_ID tasks), a new task has no writers
+ * (stats.untraced): its own events are lost, never misnamed.
  */
 static inline void tb__rtos_task_writers(struct tb_rtos_task *t)
 {
 	struct tb_rtos_writers *wr = NULL;
-	uint32_t i, id;
+	uint32_t i, id = TB_RTOS_WRITER_ID + 1u + tb_rtos.next_wid;
 
+	if (id > 0xffffu) {
+		tb_rtos.stats.untraced++;
+		return;
+	}
 	for (i = 0; i + 1 < tb_rtos_ntasks && !wr; i++)
 		if (!tb_rtos_writer_sets[i].owner)
 			wr = &tb_rtos_writer_sets[i];
 	if (!wr)
 		return;		/* cannot happen: the last slot is idle's */
 	wr->owner = t;
-	id = TB_RTOS_WRITER_ID + 1u + (uint32_t)(wr - tb_rtos_writer_sets);
+	tb_rtos.next_wid++;
 	tb_writer_init(&wr->w, tb_rtos.ring, (uint16_t)id, 0, TB_DROP,
 		       wr->scratch);
 	tb_ev_writer_init(&wr->ev, &wr->w, &t->track, tb_rtos.clock, 0);

@@ -583,8 +583,13 @@ static inline bool tb_bell_wake(struct tb_bell *b)
 {
 	uint32_t one = 1;
 
-	/* relaxed: the futex word below carries the wake, not this flag */
-	if (tb_atomic_load(&b->sleeping, TB_RLX) &&
+	/*
+	 * Relaxed: the futex word below carries the wake, not this flag.
+	 * Never from an interrupt handler, where the platform's wake may not
+	 * run (TB_WAKE_HOOK): the flag stays set for the next writer outside
+	 * one, or the reader sleeps to its timeout.
+	 */
+	if (tb_atomic_load(&b->sleeping, TB_RLX) && !TB_IN_INTERRUPT() &&
 	    tb_atomic_cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
 		tb_atomic_add(&b->seq, 1);
 		tb__wake(&b->seq);
