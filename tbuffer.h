@@ -151,7 +151,15 @@ extern "C" {
 #define TB_BUF_MAX_PAYLOAD	0xffffu
 #define TB_BUF_PATCH_SIZE	4u
 #define TB_BUF_ID_WINDOW	0x40000000u	/* max id span in a sequence */
+/*
+ * Empty sequences kept for what they remember (the last chunk read, for
+ * gaps and for re-admitting an evicted scraped chunk); once more than
+ * TB_BUF_GC_THRESHOLD are empty, the oldest are swept.  Overridable (the
+ * fuzzer sweeps often with a small table).
+ */
+#ifndef TB_BUF_KEEP_EMPTY_SEQ
 #define TB_BUF_KEEP_EMPTY_SEQ	1024u
+#endif
 #define TB_BUF_GC_THRESHOLD	(TB_BUF_KEEP_EMPTY_SEQ + 128u)
 
 enum tb_buf_policy {
