@@ -168,7 +168,8 @@ run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 
 # Each public header, and each header of the tooling, compiles alone
 # (twice, to check its guard) as C99 with gcc and clang, and as C++11 and
-# C++17 with g++ and clang++, when they are there.
+# C++17 with g++ and clang++, when they are there; none compiles with a
+# header of another release (tools/version-check.sh).
 headers: deps
 	@set -e; for h in $(wildcard $(HEADERS) $(TOOL_HEADERS)); do \
 	for cc in gcc $$(command -v clang >/dev/null && echo clang); do \
@@ -181,7 +182,8 @@ headers: deps
 	$$cxx -std=$$std $(WARN) -I. -x c++ -fsyntax-only - || exit 1; \
 	done; done; done; \
 	echo "headers: each compiles on its own as C99, C++11 and C++17"; \
-	sh tools/readme-check.sh
+	sh tools/readme-check.sh; \
+	CC=gcc sh tools/version-check.sh $(HEADERS)
 
 # Short functions: none over FN_MAX lines in the library headers and the
 # checker (tools/fnlen.sh lists each one longer, longest first).  CI runs

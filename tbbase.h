@@ -34,6 +34,16 @@
 #define TBRING_VERSION_MINOR	2
 #define TBRING_VERSION_PATCH	0
 #define TBRING_VERSION_STRING	"0.2.0"
+/*
+ * The release as one number, major * 10000 + minor * 100 + patch.  Every
+ * header defines its own TB<NAME>_H_VERSION to it and refuses to compile
+ * (#error) with a header of another release: a vendor who updates one
+ * header updates them all.  `make headers` checks both.
+ */
+#define TBRING_VERSION		(TBRING_VERSION_MAJOR * 10000 + \
+				 TBRING_VERSION_MINOR * 100 + \
+				 TBRING_VERSION_PATCH)
+#define TBBASE_H_VERSION	TBRING_VERSION
 
 #ifndef TB_MEMCPY
 #define TB_MEMCPY(dst, src, n)	memcpy((dst), (src), (n))

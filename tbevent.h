@@ -208,9 +208,18 @@
  */
 #ifndef TBEVENT_H
 #define TBEVENT_H
+#define TBEVENT_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbring.h"
 #include "tbpb.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBRING_H_VERSION != TBEVENT_H_VERSION
+#error "tbevent.h needs the tbring.h of its own release"
+#endif
+#if TBPB_H_VERSION != TBEVENT_H_VERSION
+#error "tbevent.h needs the tbpb.h of its own release"
+#endif
 
 #ifndef TB_EV_INTERN_SLOTS
 #define TB_EV_INTERN_SLOTS	64	/* a power of two */

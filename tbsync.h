@@ -23,8 +23,14 @@
  */
 #ifndef TBSYNC_H
 #define TBSYNC_H
+#define TBSYNC_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbbase.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBBASE_H_VERSION != TBSYNC_H_VERSION
+#error "tbsync.h needs the tbbase.h of its own release"
+#endif
 
 /*
  * The atomics underneath (see "Atomics" below): ck_pr by default,

@@ -111,6 +111,7 @@
  */
 #ifndef TBUFFER_H
 #define TBUFFER_H
+#define TBUFFER_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -121,6 +122,11 @@
 #endif
 
 #include "tbpb.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBPB_H_VERSION != TBUFFER_H_VERSION
+#error "tbuffer.h needs the tbpb.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
