@@ -482,7 +482,8 @@ INC_DIR	= $(DESTDIR)$(PREFIX)/include/tbring
 PC_DIR	= $(DESTDIR)$(PREFIX)/lib/pkgconfig
 CMAKE_DIR = $(DESTDIR)$(PREFIX)/lib/cmake/tbring
 SUBST	= sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-	      -e 's|@MAJOR@|$(firstword $(subst ., ,$(VERSION)))|'
+	      -e 's|@MAJOR@|$(word 1,$(subst ., ,$(VERSION)))|g' \
+	      -e 's|@MINOR@|$(word 2,$(subst ., ,$(VERSION)))|g'
 
 install: $(BUILD)/tbtrace
 	install -d $(INC_DIR) $(PC_DIR) $(CMAKE_DIR) $(DESTDIR)$(PREFIX)/bin
