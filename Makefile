@@ -54,11 +54,14 @@ CXX_TESTS += $(addsuffix -c++11,$(CXX_TESTS))
 RUN_CXX	?= $(CXX_TESTS)
 # Examples that check themselves and exit non-zero when they fail; each
 # gets build/NAME.pftrace as its argument, and a trace it writes there must
-# pass tbtrace stat (Perfetto's importer's rules).
-RUN_EXAMPLES ?= quickstart events first_trace
+# pass tbtrace stat (Perfetto's importer's rules).  first_trace-c99 is
+# first_trace built as strict C99 (no _GNU_SOURCE), as a reader of
+# docs/events.md may build it; given a path it cannot write, it must fail
+# saying why.
+RUN_EXAMPLES ?= quickstart events first_trace first_trace-c99
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
-EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
+EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c)) first_trace-c99
 TOOLS	:= tbtrace
 TEST_DEPS := $(HEADERS) $(TOOL_HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
 
@@ -163,6 +166,11 @@ run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 	$(RUNNER) ./$(BUILD)/tbtrace stat $$o >/dev/null; }; then \
 	pass=$$((pass + 1)); echo "ok"; \
 	else fail=$$((fail + 1)); failed="$$failed $$t"; fi; done; \
+	echo "== example first_trace-c99, a path it cannot write"; \
+	if ! $(RUNNER) ./$(BUILD)/first_trace-c99 $(BUILD)/no-such-dir/x \
+	    2>$(BUILD)/first_trace.err && grep -q . $(BUILD)/first_trace.err; \
+	then pass=$$((pass + 1)); echo "ok: $$(cat $(BUILD)/first_trace.err)"; \
+	else fail=$$((fail + 1)); failed="$$failed first_trace-c99-error"; fi; \
 	echo "tests ($(BUILD)): $$pass passed, $$fail failed$${failed:+:$$failed}"; \
 	[ $$fail = 0 ]
 
@@ -469,6 +477,9 @@ bench: deps $(addprefix $(BUILD)/,$(BENCHES))
 
 $(BUILD)/%: examples/%.c $(HEADERS) $(TOOL_HEADERS) $(wildcard examples/*.h) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@ -pthread
+
+$(BUILD)/first_trace-c99: examples/first_trace.c $(HEADERS) | $(BUILD)
+	$(CC) -std=c99 -pedantic $(WARN) -I. -g $(CFLAGS) $(EXTRA) $< -o $@
 
 demo: deps $(BUILD)/demo
 	./$(BUILD)/demo
