@@ -58,7 +58,8 @@ RUN_CXX	?= $(CXX_TESTS)
 # first_trace built as strict C99 (no _GNU_SOURCE), as a reader of
 # docs/events.md may build it; given a path it cannot write, it must fail
 # saying why.
-RUN_EXAMPLES ?= quickstart events first_trace first_trace-c99
+RUN_EXAMPLES ?= quickstart events first_trace first_trace-c99 service_loop \
+	central_buffer
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c)) first_trace-c99
