@@ -11,8 +11,9 @@
  * can act on), small positive numbers are the ring reader's outcomes.
  *
  * A vendor may define, before including any tbring header:
- *   TB_MEMCPY(dst, src, n), TB_MEMSET(dst, c, n)
- *	the byte copy and fill (firmware with its own, a checked one);
+ *   TB_MEMCPY(dst, src, n), TB_MEMSET(dst, c, n), TB_MEMCMP(a, b, n)
+ *	the byte copy, fill and compare (firmware with its own, a checked
+ *	one); tbevent.h also takes TB_STRLEN(s);
  *   TB_BUG_ON(cond)
  *	the check of internal invariants and caller contracts: traps in
  *	debug builds (__builtin_trap() with GNU C, assert() elsewhere),
@@ -50,6 +51,9 @@
 #endif
 #ifndef TB_MEMSET
 #define TB_MEMSET(dst, c, n)	memset((dst), (c), (n))
+#endif
+#ifndef TB_MEMCMP
+#define TB_MEMCMP(a, b, n)	memcmp((a), (b), (n))
 #endif
 /* A rare path, kept out of line so that its callers' fast paths stay small. */
 #if defined(__GNUC__)

@@ -205,8 +205,8 @@
  *     them with tb_ev_forget_track()), and their names stay static.
  *
  * C99, no allocation; needs tbring.h and tbpb.h (and <time.h> on hosted
- * builds for the default clock); TB_MEMCMP (memcmp) may be replaced like
- * tbbase.h's TB_MEMCPY.  Works with TB_NO_FUTEX and
+ * builds for the default clock); TB_MEMCMP (tbbase.h's) and TB_STRLEN
+ * may be replaced like TB_MEMCPY.  Works with TB_NO_FUTEX and
  * TB_ATOMIC_BUILTINS=1, and as C++.
  */
 #ifndef TBEVENT_H
@@ -280,10 +280,6 @@ typedef char tb__ev_config_check[TB__EV_CONFIG > 1u ? 1 : -1];
 #else
 #define TB_EV_HAVE_BOOTTIME	0
 #endif
-#endif
-
-#ifndef TB_MEMCMP
-#define TB_MEMCMP(a, b, n)	memcmp((a), (b), (n))
 #endif
 
 #ifndef TB_STRLEN
