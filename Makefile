@@ -177,20 +177,26 @@ run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 
 # Each public header, and each header of the tooling, compiles alone
 # (twice, to check its guard) as C99 with gcc and clang, and as C++11 and
-# C++17 with g++ and clang++, when they are there; none compiles with a
-# header of another release (tools/version-check.sh).
+# C++17 with g++ and clang++, when they are there, clean of implicit
+# conversions too (users build with -Wconversion); the demo compiles
+# under gcc's ThreadSanitizer without a warning (-Wtsan); none compiles
+# with a header of another release (tools/version-check.sh).
+HDR_WARN := -Wconversion -Wsign-conversion
 headers: deps
 	@set -e; for h in $(wildcard $(HEADERS) $(TOOL_HEADERS)); do \
 	for cc in gcc $$(command -v clang >/dev/null && echo clang); do \
 	printf '#include "%s"\n#include "%s"\n' $$h $$h | \
-	$$cc -std=c99 $(WARN) -pedantic -I. -x c -fsyntax-only - || exit 1; \
+	$$cc -std=c99 $(WARN) $(HDR_WARN) -pedantic -I. -x c -fsyntax-only - || exit 1; \
 	done; \
 	for cxx in g++ $$(command -v clang++ >/dev/null && echo clang++); do \
 	for std in c++11 c++17; do \
 	printf '#include "%s"\n#include "%s"\n' $$h $$h | \
-	$$cxx -std=$$std $(WARN) -I. -x c++ -fsyntax-only - || exit 1; \
+	$$cxx -std=$$std $(WARN) $(HDR_WARN) -I. -x c++ -fsyntax-only - || exit 1; \
 	done; done; done; \
-	echo "headers: each compiles on its own as C99, C++11 and C++17"; \
+	echo "headers: each compiles on its own as C99, C++11 and C++17, $(HDR_WARN)"; \
+	gcc -std=c99 $(WARN) -D_GNU_SOURCE -I. -O1 -fsanitize=thread \
+		-c examples/demo.c -o /dev/null; \
+	echo "headers: the demo compiles under gcc -fsanitize=thread with no warning"; \
 	sh tools/readme-check.sh; \
 	CC=gcc sh tools/version-check.sh $(HEADERS)
 

@@ -2071,7 +2071,8 @@ static inline int tb_buf_copy_packed(struct tb_buf *b,
 	total = data + n;		/* a byte of length each, */
 	if (any >= 0x80u)		/* unless a fragment needs more */
 		for (i = 0; i < n; i++)
-			total += (sizes[i] >= 0x80u) + (sizes[i] >= 0x4000u);
+			total += (uint64_t)((sizes[i] >= 0x80u) +
+					    (sizes[i] >= 0x4000u));
 	src.vec = NULL;
 	src.packed = (const uint8_t *)payload;
 	src.sizes = sizes;
@@ -2312,7 +2313,7 @@ static inline unsigned tb__buf_read_run(struct tb_buf *b,
 	struct tb__buf_hdr *c;
 	struct tb_buf_ident id;
 	const uint8_t *p;
-	uint32_t size, off, start, len, next, end;
+	uint32_t size, off, start, len = 0, next = 0, end;
 	uint16_t producer, writer;
 	unsigned n = 0;
 
