@@ -196,6 +196,10 @@ headers: deps
 	echo "headers: each compiles on its own as C99, C++11 and C++17, $(HDR_WARN)"; \
 	gcc -std=c99 $(WARN) -D_GNU_SOURCE -I. -O1 -fsanitize=thread \
 		-c examples/demo.c -o /dev/null; \
+	printf '#define TB_OK 0\n#include "tbring.h"\n' | gcc -std=c99 -I. \
+		-x c -fsyntax-only - 2>&1 | grep -q "TB_OK is already defined" || { \
+		echo "headers: a TB_OK defined before tbbase.h is not named" >&2; \
+		exit 1; }; \
 	echo "headers: the demo compiles under gcc -fsanitize=thread with no warning"; \
 	sh tools/readme-check.sh; \
 	CC=gcc sh tools/version-check.sh $(HEADERS)

@@ -72,6 +72,16 @@
 #endif
 #endif
 
+/*
+ * Our names start with tb_ and TB_; so do termbox2.h's (TB_OK, TB_ERR,
+ * tb_strerror(), ...), and the two cannot share a translation unit: use
+ * them in different files (every function here is static inline, so
+ * nothing clashes when linking).  Said here, not 100 errors later.
+ */
+#ifdef TB_OK
+#error "tbbase.h: TB_OK is already defined (termbox2.h?): use tbring in another file"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
