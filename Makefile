@@ -2,6 +2,7 @@
 #
 #   make demo    the main job: writer threads -> ring -> service -> demo.pftrace
 #   make test    every check suite (installs missing packages first)
+#   make test-loaded  make test beside LOAD (8) busy loops, as CI runs it
 #   make bench   throughput tables beside a memcpy baseline
 #   make tsan | asan | m32 | fuzz | headers | install | uninstall | clean
 #   make lint    no function over 80 lines in the library and the checker
@@ -152,6 +153,27 @@ $(BUILD):
 test check: deps headers
 	@$(MAKE) --no-print-directory run-tests
 
+# check's own timeout is 4 s per test: on a loaded machine (CI, a new
+# user's, load 20 on 2 cores) that is a timing assertion, and it failed
+# tests that take half a second quiet.  A test's timeout only catches a
+# hang: every test case that sets none gets TEST_TIMEOUT seconds (times
+# CK_TIMEOUT_MULTIPLIER where a runner sets one), those that run long set
+# more, none less.
+TEST_TIMEOUT ?= 60
+
+# make test beside LOAD busy loops, as CI runs it: the loops end with it,
+# pass or fail.  (8 loops on 2 cores: a single suite ran 10x to 1000x
+# slower than quiet, and every suite must still pass.)
+LOAD	?= 8
+.PHONY: test-loaded
+test-loaded:
+	@pids=""; trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq $(LOAD)); do sh -c 'while :; do :; done' & \
+	pids="$$pids $$!"; done; s=$$(date +%s); \
+	echo "test-loaded: make test beside $(LOAD) busy loops"; \
+	$(MAKE) --no-print-directory test; rc=$$?; \
+	echo "test-loaded: $$(( $$(date +%s) - s )) s, exit $$rc"; exit $$rc
+
 # Every suite runs, even after one failed; one line at the end says how
 # many passed and failed, and make fails if any did.  Tests that run the
 # examples (cross-process) find them in TB_BUILD_DIR.
@@ -159,7 +181,8 @@ test check: deps headers
 run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 	@pass=0; fail=0; failed=""; for t in $(TESTS) $(RUN_CXX); do \
 	echo "== $$t"; \
-	if TB_BUILD_DIR=$(BUILD) $(RUNNER) ./$(BUILD)/$$t; then \
+	if TB_BUILD_DIR=$(BUILD) CK_DEFAULT_TIMEOUT=$(TEST_TIMEOUT) \
+	    $(RUNNER) ./$(BUILD)/$$t; then \
 	pass=$$((pass + 1)); else fail=$$((fail + 1)); failed="$$failed $$t"; fi; \
 	done; for t in $(RUN_EXAMPLES); do echo "== example $$t"; \
 	o=$(BUILD)/$$t.pftrace; rm -f $$o; \
@@ -333,6 +356,7 @@ cross-run:
 	@fail=0; for t in $(TESTS) $(X_CXX_TESTS); do \
 	s=$$(date +%s); \
 	if TB_BUILD_DIR=$(X_BUILD) TB_EXEC_WRAP="$(X_QEMU)" \
+	    CK_DEFAULT_TIMEOUT=$(TEST_TIMEOUT) \
 	    CK_TIMEOUT_MULTIPLIER=$(QEMU_TIMEOUT_MULTIPLIER) \
 	    $(X_QEMU) ./$(X_BUILD)/$$t > $(X_BUILD)/$$t.log 2>&1; then r=ok; \
 	else r=FAILED; fail=1; fi; \
