@@ -46,10 +46,13 @@ int main(int argc, char **argv)
 		.ring = &ring, .scratch = rbuf, .producer_id = 1,
 		.ident = { .uid = 1000, .pid = 42 }, .bufs = &buf, .nbufs = 1,
 	};
-	const char *path = argc > 1 ? argv[1] : "first.pftrace";
-	FILE *f;
-	long n;
+	const char *path = argc > 1 ? argv[1] : "first.pftrace", *what;
 	int i, ret;
+
+	if (!(out.ctx = fopen(path, "wb"))) {
+		perror(path);
+		return 1;
+	}
 
 	/* the producer: a ring, a writer, a thread track, events */
 	if ((ret = tb_ring_init(&ring, mem, sizeof(mem), 4096, 16)) ||
@@ -69,27 +72,26 @@ int main(int argc, char **argv)
 	tb_writer_release(&w);
 
 	/* the service: ring -> central buffer -> trace file */
-	if ((ret = tb_buf_new(&buf, 1 << 20, TB_BUF_RING_BUFFER, NULL,
-			      NULL)) || (ret = tb_bridge_init(&br, &bc)))
-		return fail("service", ret);
-	do
-		ret = tb_bridge_drain(&br, 64, TB_READ_SCRAPE, NULL);
-	while (ret == TB_LIMIT);
+	ret = tb_buf_new(&buf, 1 << 20, TB_BUF_RING_BUFFER, NULL, NULL);
+	if (ret)
+		return fail("central buffer", ret);
+	what = "bridge";
+	if (!(ret = tb_bridge_init(&br, &bc))) {
+		do
+			ret = tb_bridge_drain(&br, 64, TB_READ_SCRAPE, NULL);
+		while (ret == TB_LIMIT);
+		if (ret >= 0 && tb_trace_write(&out, buf) < 0) {
+			what = path;
+			ret = out.error;
+		}
+		tb_bridge_destroy(&br);
+	}
+	tb_buf_destroy(buf);
 	if (ret < 0)
-		return fail("drain", ret);
-	out.ctx = f = fopen(path, "wb");
-	if (!f) {
+		return fail(what, ret);
+	if (fclose((FILE *)out.ctx)) {
 		perror(path);
 		return 1;
 	}
-	n = tb_trace_write(&out, buf);
-	if (n < 0)
-		fail(path, (int)n);
-	if (fclose(f) && n >= 0) {
-		perror(path);
-		n = -1;
-	}
-	tb_bridge_destroy(&br);
-	tb_buf_destroy(buf);
-	return n < 0;
+	return 0;
 }
