@@ -510,7 +510,7 @@ static inline int tb__rtos_describe(uint64_t uuid, int32_t tid,
 		p = tb__rk_uint(p, TB__RK_TD_PARENT, tb_rtos.proc_uuid);
 		p = tb__rk_open(p, TB__RK_TD_THREAD, &in);
 		p = tb__rk_u32(p, TB__RK_THD_PID, TB_RTOS_PID);
-		p = tb__rk_u32(p, TB__RK_THD_TID, tid);
+		p = tb__rk_u32(p, TB__RK_THD_TID, (uint32_t)tid);
 		p = tb__rk_str(p, TB__RK_THD_NAME, name);
 	}
 	p = tb__rk_close(in, p);
@@ -565,7 +565,7 @@ static inline uint8_t *tb__rtos_fe_open(uint8_t *p, uint64_t ts,
 	p = tb__rk_open(p, TB__RK_FB_EVENT, mark);
 	p = tb__rk_uint(p, TB__RK_FE_TS, ts);
 	return tb__rk_u32(p, TB__RK_FE_PID, !tb_rtos.started ? 0 :
-					    tb__rtos_tid(tb_rtos.running));
+			  (uint32_t)tb__rtos_tid(tb_rtos.running));
 }
 
 static inline uint8_t *tb__rtos_bundle(uint8_t *p, uint8_t **mark)
@@ -698,16 +698,16 @@ TB__RTOS_HOT void tb__rtos_switch(struct tb_rtos_task *prev, bool ready,
 	p = tb__rk_open(p, TB__RK_FE_SWITCH, &ss);
 	p = tb__rk_bytes(p, TB__RK_SS_PREV_COMM, pn, n1);
 	p = tb__rk_u32(p, TB__RK_SS_PREV_PID, (uint32_t)ptid);
-	p = tb__rk_u32(p, TB__RK_SS_PREV_PRIO, prev ? prev->prio : 0);
+	p = tb__rk_u32(p, TB__RK_SS_PREV_PRIO, prev ? (uint32_t)prev->prio : 0);
 	p = tb__rk_uint(p, TB__RK_SS_PREV_STATE, state);
 	p = tb__rk_bytes(p, TB__RK_SS_NEXT_COMM, nn, n2);
-	p = tb__rk_u32(p, TB__RK_SS_NEXT_PID, tb__rtos_tid(next));
-	p = tb__rk_u32(p, TB__RK_SS_NEXT_PRIO, prio);
+	p = tb__rk_u32(p, TB__RK_SS_NEXT_PID, (uint32_t)tb__rtos_tid(next));
+	p = tb__rk_u32(p, TB__RK_SS_NEXT_PRIO, (uint32_t)prio);
 	p = tb__rk_close(e, tb__rk_close(ss, p));
 	if (w.iid) {	/* after the switch: the state it left is blocked */
 		p = tb__rtos_fe_open(p, ts, &e);
 		p = tb__rk_open(p, TB__RK_FE_BLOCKED, &ss);
-		p = tb__rk_u32(p, TB__RK_BR_PID, prev->tid);
+		p = tb__rk_u32(p, TB__RK_BR_PID, (uint32_t)prev->tid);
 		p = tb__rk_uint(p, TB__RK_BR_CALLER, w.iid);
 		p = tb__rk_close(e, tb__rk_close(ss, p));
 	}
@@ -750,8 +750,8 @@ TB__RTOS_HOT void tb__rtos_waking(const struct tb_rtos_task *t,
 	p = tb__rtos_fe_open(p, ts, &e);
 	p = tb__rk_open(p, TB__RK_FE_WAKING, &sw);
 	p = tb__rk_bytes(p, TB__RK_SW_COMM, name, n);
-	p = tb__rk_u32(p, TB__RK_SW_PID, tid);
-	p = tb__rk_u32(p, TB__RK_SW_PRIO, prio);
+	p = tb__rk_u32(p, TB__RK_SW_PID, (uint32_t)tid);
+	p = tb__rk_u32(p, TB__RK_SW_PRIO, (uint32_t)prio);
 	p = tb__rk_uint(p, TB__RK_SW_SUCCESS, 1);
 	p = tb__rk_uint(p, TB__RK_SW_TARGET_CPU, 0);
 	p = tb__rk_close(sw, p);
