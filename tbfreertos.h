@@ -91,6 +91,7 @@
  */
 #ifndef TBFREERTOS_H
 #define TBFREERTOS_H
+#define TBFREERTOS_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #if !defined(__ASSEMBLER__) && !defined(__IAR_SYSTEMS_ASM__)
 
@@ -101,6 +102,11 @@
 #define TB_EV_CURRENT	tb_rtos_current()
 #endif
 #include "tbevent.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBEVENT_H_VERSION != TBFREERTOS_H_VERSION
+#error "tbfreertos.h needs the tbevent.h of its own release"
+#endif
 
 #ifndef TB_RTOS_PID
 #define TB_RTOS_PID		1	/* the firmware's process */
@@ -508,7 +514,7 @@ static inline int tb__rtos_describe(uint64_t uuid, int32_t tid,
 		p = tb__rk_uint(p, TB__RK_TD_PARENT, tb_rtos.proc_uuid);
 		p = tb__rk_open(p, TB__RK_TD_THREAD, &in);
 		p = tb__rk_u32(p, TB__RK_THD_PID, TB_RTOS_PID);
-		p = tb__rk_u32(p, TB__RK_THD_TID, tid);
+		p = tb__rk_u32(p, TB__RK_THD_TID, (uint32_t)tid);
 		p = tb__rk_str(p, TB__RK_THD_NAME, name);
 	}
 	p = tb__rk_close(in, p);
@@ -563,7 +569,7 @@ static inline uint8_t *tb__rtos_fe_open(uint8_t *p, uint64_t ts,
 	p = tb__rk_open(p, TB__RK_FB_EVENT, mark);
 	p = tb__rk_uint(p, TB__RK_FE_TS, ts);
 	return tb__rk_u32(p, TB__RK_FE_PID, !tb_rtos.started ? 0 :
-					    tb__rtos_tid(tb_rtos.running));
+			  (uint32_t)tb__rtos_tid(tb_rtos.running));
 }
 
 static inline uint8_t *tb__rtos_bundle(uint8_t *p, uint8_t **mark)
@@ -696,16 +702,16 @@ TB__RTOS_HOT void tb__rtos_switch(struct tb_rtos_task *prev, bool ready,
 	p = tb__rk_open(p, TB__RK_FE_SWITCH, &ss);
 	p = tb__rk_bytes(p, TB__RK_SS_PREV_COMM, pn, n1);
 	p = tb__rk_u32(p, TB__RK_SS_PREV_PID, (uint32_t)ptid);
-	p = tb__rk_u32(p, TB__RK_SS_PREV_PRIO, prev ? prev->prio : 0);
+	p = tb__rk_u32(p, TB__RK_SS_PREV_PRIO, prev ? (uint32_t)prev->prio : 0);
 	p = tb__rk_uint(p, TB__RK_SS_PREV_STATE, state);
 	p = tb__rk_bytes(p, TB__RK_SS_NEXT_COMM, nn, n2);
-	p = tb__rk_u32(p, TB__RK_SS_NEXT_PID, tb__rtos_tid(next));
-	p = tb__rk_u32(p, TB__RK_SS_NEXT_PRIO, prio);
+	p = tb__rk_u32(p, TB__RK_SS_NEXT_PID, (uint32_t)tb__rtos_tid(next));
+	p = tb__rk_u32(p, TB__RK_SS_NEXT_PRIO, (uint32_t)prio);
 	p = tb__rk_close(e, tb__rk_close(ss, p));
 	if (w.iid) {	/* after the switch: the state it left is blocked */
 		p = tb__rtos_fe_open(p, ts, &e);
 		p = tb__rk_open(p, TB__RK_FE_BLOCKED, &ss);
-		p = tb__rk_u32(p, TB__RK_BR_PID, prev->tid);
+		p = tb__rk_u32(p, TB__RK_BR_PID, (uint32_t)prev->tid);
 		p = tb__rk_uint(p, TB__RK_BR_CALLER, w.iid);
 		p = tb__rk_close(e, tb__rk_close(ss, p));
 	}
@@ -748,8 +754,8 @@ TB__RTOS_HOT void tb__rtos_waking(const struct tb_rtos_task *t,
 	p = tb__rtos_fe_open(p, ts, &e);
 	p = tb__rk_open(p, TB__RK_FE_WAKING, &sw);
 	p = tb__rk_bytes(p, TB__RK_SW_COMM, name, n);
-	p = tb__rk_u32(p, TB__RK_SW_PID, tid);
-	p = tb__rk_u32(p, TB__RK_SW_PRIO, prio);
+	p = tb__rk_u32(p, TB__RK_SW_PID, (uint32_t)tid);
+	p = tb__rk_u32(p, TB__RK_SW_PRIO, (uint32_t)prio);
 	p = tb__rk_uint(p, TB__RK_SW_SUCCESS, 1);
 	p = tb__rk_uint(p, TB__RK_SW_TARGET_CPU, 0);
 	p = tb__rk_close(sw, p);

@@ -197,9 +197,18 @@
  */
 #ifndef TBRING_H
 #define TBRING_H
+#define TBRING_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbfrag.h"
 #include "tbsync.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBFRAG_H_VERSION != TBRING_H_VERSION
+#error "tbring.h needs the tbfrag.h of its own release"
+#endif
+#if TBSYNC_H_VERSION != TBRING_H_VERSION
+#error "tbring.h needs the tbsync.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

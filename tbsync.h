@@ -28,8 +28,14 @@
  */
 #ifndef TBSYNC_H
 #define TBSYNC_H
+#define TBSYNC_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbbase.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBBASE_H_VERSION != TBSYNC_H_VERSION
+#error "tbsync.h needs the tbbase.h of its own release"
+#endif
 
 /*
  * The atomics underneath (see "Atomics" below): ck_pr by default,
@@ -359,7 +365,20 @@ static inline void tb_atomic_add(uint32_t *p, uint32_t v)
 static inline void tb__fence_full(void)
 {
 #if TB_ATOMIC_BUILTINS
+#if defined(__SANITIZE_THREAD__) && !defined(__clang__) && __GNUC__ >= 11
+	/*
+	 * gcc warns that ThreadSanitizer does not model fences (-Wtsan).
+	 * This one orders a store before a load of two atomics (the futex
+	 * handshakes); what they guard is published by release and
+	 * acquire, which TSan does see.
+	 */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#pragma GCC diagnostic pop
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 #else
 	ck_pr_fence_memory();
 #endif

@@ -2447,7 +2447,7 @@ static inline void tb__ck_pop(struct tb_check *c, struct tb_check_track *t)
 
 	t->open = c->open[i].next;
 	t->depth--;
-	t->ended -= !c->open[i].pending;
+	t->ended = (uint8_t)(t->ended - !c->open[i].pending);
 	c->open[i].next = c->open_free;
 	c->open_free = i + 1;
 }
@@ -2942,7 +2942,8 @@ static inline uint64_t tb_check_ui_loss(const struct tb_check *c,
 			nr += c->ui.buf[k][i] != 0;
 		}
 	sum += c->ui.flushes_failed + c->ui.final_flush_failed;
-	nr += (c->ui.flushes_failed != 0) + (c->ui.final_flush_failed != 0);
+	nr += (uint64_t)(c->ui.flushes_failed != 0) +
+	      (uint64_t)(c->ui.final_flush_failed != 0);
 	if (rows)
 		*rows = nr;
 	return sum;
