@@ -259,6 +259,9 @@ enum tb_check_rule {
 
 #define TB_CHECK_NONE		UINT64_MAX	/* no packet */
 #define TB_CHECK_BUDGET		(256u << 20)	/* default memory budget */
+/* ... or this many bytes per byte of the trace, whichever is more: the
+ * tables keep about two per byte of a trace of small events */
+#define TB_CHECK_BUDGET_PER_BYTE 4u
 #define TB_CHECK_LOSS_BITS	9		/* DataLossReason bits */
 /* uuids a track's parent chain may walk, itself first, before it reaches
  * uuid 0 (TrackEventTracker::IsTrackHierarchyValid()'s kMaxAncestors):
@@ -550,6 +553,7 @@ struct tb_check {
 	tb_alloc_fn alloc;
 	void *alloc_ctx;
 	size_t max_bytes;
+	bool scale_budget;		/* 0 given: grows with the trace */
 	tb_check_fn on_violation;	/* may be set after init; NULL: none */
 	void *ctx;
 	bool tail_lost;			/* may be set after init: see below */
@@ -989,7 +993,8 @@ static inline void *tb__ck_default_alloc(void *ctx, void *ptr,
 
 /*
  * Sets up a checker: tables through @alloc (NULL: the C library's) within
- * @max_bytes (0: TB_CHECK_BUDGET).  Set c->on_violation and c->ctx after
+ * @max_bytes (0: TB_CHECK_BUDGET, or TB_CHECK_BUDGET_PER_BYTE per byte of
+ * the trace tb_check_trace() is given when that is more).  Set c->on_violation and c->ctx after
  * this to see every violation.
  */
 static inline int tb_check_init(struct tb_check *c, tb_alloc_fn alloc,
@@ -1003,6 +1008,7 @@ static inline int tb_check_init(struct tb_check *c, tb_alloc_fn alloc,
 	c->alloc = alloc ? alloc : tb__ck_default_alloc;
 	c->alloc_ctx = alloc_ctx;
 	c->max_bytes = max_bytes ? max_bytes : TB_CHECK_BUDGET;
+	c->scale_budget = !max_bytes;
 	c->error_packet = TB_CHECK_NONE;
 	for (i = 0; i < TB_CK_MAX; i++) {
 		c->rule[i].first = TB_CHECK_NONE;
@@ -3915,6 +3921,9 @@ static inline int tb_check_trace(struct tb_check *c, const void *trace,
 
 	if (!c || (!trace && len))
 		return TB_EINVAL;
+	if (c->scale_budget && len > c->max_bytes / TB_CHECK_BUDGET_PER_BYTE)
+		c->max_bytes = len <= SIZE_MAX / TB_CHECK_BUDGET_PER_BYTE ?
+			       len * TB_CHECK_BUDGET_PER_BYTE : SIZE_MAX;
 	c->trace_clock = TB__CK_BOOTTIME;
 	c->img = img;
 	c->len = len;
