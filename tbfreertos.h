@@ -69,7 +69,13 @@
  *   waits (TB_DROP: a full ring loses the packet, counted in stats.lost,
  *   and the next packet starts the kernel's state afresh).  Interrupts
  *   above configMAX_SYSCALL_INTERRUPT_PRIORITY may not call these hooks,
- *   as they may not call FreeRTOS.  The hooks that only note what a task
+ *   as they may not call FreeRTOS.  A ring with a platform wait
+ *   (TB_WAIT_HOOK/TB_WAKE_HOOK, tbsync.h) is never woken from PendSV or
+ *   an interrupt handler; from a hook in a task it may be, inside the
+ *   hook's mask, so TB_WAKE_HOOK must be a ...FromISR() call there
+ *   (vTaskNotifyGiveFromISR(): taskENTER/EXIT_CRITICAL() would lift the
+ *   mask on its way out), or define none and let the reader poll.
+ *   The hooks that only note what a task
  *   blocks on store into that task's slot.  Nothing allocates: the pool
  *   and every buffer are in struct tb_rtos and the TB_RTOS_DEFINE()
  *   array, static.
