@@ -338,7 +338,7 @@ static const struct tb_ev_clock test_clock = {
 
 struct fake_tcb {
 	uint32_t number;
-	char name[16];
+	char name[64];	/* configMAX_TASK_NAME_LEN: past TB_RTOS_NAME_MAX */
 };
 
 static struct fake_tcb tcbs[4];
@@ -350,6 +350,7 @@ static struct tb_rtos_task *task(int i)
 
 static void create(int i, const char *name, int prio, bool idle)
 {
+	ck_assert_uint_lt(strlen(name), sizeof(tcbs[i].name));
 	strcpy(tcbs[i].name, name);
 	tcbs[i].number = tb_rtos_task_created(&tcbs[i], tcbs[i].name, prio,
 					      idle);
