@@ -3,6 +3,8 @@
 #   make demo    the main job: writer threads -> ring -> service -> demo.pftrace
 #   make test    every check suite (installs missing packages first)
 #   make bench   throughput tables beside a memcpy baseline
+#   make bench-instr  instructions per event beside the raw write of the
+#                same bytes (callgrind), and where an instant's go
 #   make tsan | asan | m32 | fuzz | headers | install | uninstall | clean
 #   make lint    no function over 80 lines in the library and the checker
 #   make consumers  a consumer project built through pkg-config, CMake and
@@ -22,7 +24,8 @@
 #                (x86-64, Cortex-M4, Cortex-M33, all -Os)
 #   make firmware-e2e  the firmware example under qemu-system-arm
 #                (mps2-an385, mps2-an505): streamed over the UART and
-#                dumped after a fault, checked; flash, RAM, instructions
+#                dumped after a fault, checked; flash, RAM, instructions,
+#                and where an event's instructions go (firmware-profile)
 #   make help    this list
 #   build/tbtrace  stat FILE.pftrace | ring PATH | convert RING.bin OUT
 
@@ -416,7 +419,14 @@ have-firmware-e2e:
 firmware-e2e: have-firmware-e2e build/tbtrace build/firmware/fwcheck
 	@s=$$(date +%s); sh examples/firmware/e2e.sh && \
 	sh examples/firmware/size.sh && \
+	sh examples/firmware/profile.sh an385 3 5 1 6 && \
 	echo "firmware-e2e: $$(( $$(date +%s) - s )) s"
+
+# Where an event's instructions go on the Cortex-M3 (QEMU's instruction
+# trace, examples/firmware/profile.sh; make firmware-e2e prints it too).
+.PHONY: firmware-profile
+firmware-profile: have-firmware-e2e
+	@sh examples/firmware/profile.sh an385 3 5 1 6
 
 firmware-size: have-firmware-e2e
 	@sh examples/firmware/size.sh
@@ -464,6 +474,13 @@ $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)
 
 bench: deps $(addprefix $(BUILD)/,$(BENCHES))
 	@set -e; for b in $(BENCHES); do ./$(BUILD)/$$b; done
+
+# Instructions per event (callgrind: a count the load of a shared
+# machine does not move), beside the raw write of the same bytes, and
+# where an instant's go (bench/instr.sh).  Needs valgrind.
+.PHONY: bench-instr
+bench-instr: deps $(BUILD)/bench_event
+	@sh bench/instr.sh $(BUILD)/bench_event $(BUILD)/instr
 
 $(BUILD)/%: examples/%.c $(HEADERS) $(TOOL_HEADERS) $(wildcard examples/*.h) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@ -pthread

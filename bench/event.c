@@ -50,7 +50,17 @@
  * Bytes per event count every packet written (descriptors and interned
  * data included), divided by the events.
  *
- * usage: bench_event [-l | --list] [PATTERN...]  (bench.h: rows by name)
+ * Instructions.  bench_event --count N [PATTERN...] times nothing: for
+ * each row with a baseline it reaches the steady state (the warm-up and
+ * the capture above), then runs the operation N times in count_layer()
+ * and writes its captured packets N times in count_raw(), the ring not
+ * drained in between (N operations fit it; chunk claims are in, as in
+ * real use).  Under callgrind (bench/instr.sh, make bench-instr) each
+ * function's inclusive instructions over N are the row's instructions
+ * per operation, the layer's and the raw write's.
+ *
+ * usage: bench_event [-l | --list] [--count N] [PATTERN...]
+ *        (bench.h: rows by name)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +251,15 @@ static void setup(struct bench *b, const struct tb_ev_clock *clock,
 	}
 }
 
+/* The writer a row runs on: its clock and flags. */
+static void setup_row(struct bench *b, const struct row *rw)
+{
+	setup(b, rw->op == OP_SLICE_OWN_CLOCK ? &own : NULL,
+	      rw->op == OP_SLICE_DEFAULTS ? TB_EV_DEFAULTS :
+	      rw->op == OP_SLICE_FAST || rw->op == OP_COUNTER_FAST ||
+	      rw->op == OP_CLOCK_FAST ? TB_EV_FAST_CLOCK : 0);
+}
+
 static void teardown(struct bench *b)
 {
 	free(b->mem);
@@ -399,6 +418,33 @@ static void capture(struct bench *b, enum op op)
 	b->capturing = 0;
 }
 
+/*
+ * --count: the layer's operation @n times, then the raw write of its
+ * packets @n times (out of line: callgrind counts each function).
+ */
+#define COUNT_MAX	20000u	/* operations that fit the ring undrained */
+
+static __attribute__((noinline)) void count_layer(struct bench *b,
+						   enum op op, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		run_op(b, op, i);
+}
+
+static __attribute__((noinline)) int count_raw(struct bench *b, uint32_t n)
+{
+	uint32_t i, j;
+	int bad = 0;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < b->ncap; j++)
+			bad |= tb_writer_write_packet(&b->w, b->cap[j],
+						      b->caplen[j]);
+	return bad;
+}
+
 static int lost(const struct bench *b)
 {
 	return b->ew.stats.lost || b->ew.stats.not_written;
@@ -414,10 +460,7 @@ static int run_row(const struct row *rw, unsigned runs)
 
 	if (!b)
 		exit(1);
-	setup(b, rw->op == OP_SLICE_OWN_CLOCK ? &own : NULL,
-	      rw->op == OP_SLICE_DEFAULTS ? TB_EV_DEFAULTS :
-	      rw->op == OP_SLICE_FAST || rw->op == OP_COUNTER_FAST ||
-	      rw->op == OP_CLOCK_FAST ? TB_EV_FAST_CLOCK : 0);
+	setup_row(b, rw);
 	capture(b, rw->op);
 	for (j = 0; j < b->ncap; j++)
 		bytes += b->caplen[j];
@@ -448,6 +491,30 @@ static int run_row(const struct row *rw, unsigned runs)
 	teardown(b);
 	free(b);
 	return ok;
+}
+
+/* One row under --count: the steady state, then the counted loops. */
+static int count_row(const struct row *rw, uint32_t n)
+{
+	struct bench *b = (struct bench *)malloc(sizeof(*b));
+	uint32_t bytes = 0, j;
+	int bad;
+
+	if (!b)
+		exit(1);
+	setup_row(b, rw);
+	capture(b, rw->op);
+	for (j = 0; j < b->ncap; j++)
+		bytes += b->caplen[j];
+	count_layer(b, rw->op, n);
+	drain(b, 0);
+	bad = count_raw(b, n);
+	drain(b, 0);
+	printf("%-16s %u operations, %u B each%s\n", rw->name, n, bytes,
+	       bad || lost(b) ? ": VERIFY FAILED (a write failed)" : "");
+	teardown(b);
+	free(b);
+	return !bad && !lost(b);
 }
 
 /* ------------------------------------------------------------------------
@@ -611,6 +678,21 @@ int main(int argc, char **argv)
 	snprintf(dyn_table, sizeof(dyn_table), "%s", "table");
 	snprintf(dyn_end, sizeof(dyn_end), "%s", "end_seq");
 	names[NROWS] = "bytes";
+	if (argc > 2 && !strcmp(argv[1], "--count")) {
+		unsigned long n = strtoul(argv[2], NULL, 10);
+
+		if (!n || n > COUNT_MAX) {
+			fprintf(stderr, "bench: --count N: 1..%u\n",
+				COUNT_MAX);
+			return 2;
+		}
+		argv[2] = argv[0];
+		bench_select(argc - 2, argv + 2, names, NROWS, sel);
+		for (i = 0; i < NROWS; i++)
+			if (sel[i] && rows[i].baseline)
+				failed += !count_row(&rows[i], (uint32_t)n);
+		return failed ? 1 : 0;
+	}
 	bench_select(argc, argv, names, NROWS + 1, sel);
 	printf("tbevent bench: one writer, %u chunks of %u B, TB_DROP; %u "
 	       "operations per run in\nbatches of %u (the ring drained, "
