@@ -230,6 +230,9 @@
 #ifndef TB_EV_FLOWS
 #define TB_EV_FLOWS		16	/* open flows a writer remembers */
 #endif
+#ifndef TB_EV_SITES
+#define TB_EV_SITES		8	/* events kept encoded, 2, 4, 8... */
+#endif
 
 typedef char tb__ev_slots_check[TB_EV_INTERN_SLOTS >= 4 &&
 				!(TB_EV_INTERN_SLOTS &
@@ -240,6 +243,8 @@ typedef char tb__ev_ends_check[TB_EV_OWED_ENDS >= 1 &&
 typedef char tb__ev_names_check[TB_EV_NAME_BYTES >= 16 &&
 				TB_EV_NAME_BYTES <= 65535 ? 1 : -1];
 typedef char tb__ev_flows_check[TB_EV_FLOWS >= 1 ? 1 : -1];
+typedef char tb__ev_sites_check[TB_EV_SITES >= 2 &&
+				!(TB_EV_SITES & (TB_EV_SITES - 1)) ? 1 : -1];
 
 /*
  * The sizes of struct tb_ev_writer's tables, hashed into one nonzero word
@@ -253,7 +258,7 @@ typedef char tb__ev_flows_check[TB_EV_FLOWS >= 1 ? 1 : -1];
 #define TB__EV_CONFIG							\
 	TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(		\
 	0x811c9dc5u, TB_EV_INTERN_SLOTS), TB_EV_TRACKS), TB_EV_OWED_ENDS), \
-	TB_EV_NAME_BYTES), TB_EV_FLOWS)
+	TB_EV_NAME_BYTES), TB_EV_FLOWS ^ TB_EV_SITES << 16)
 typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 
 /* The default clock: CLOCK_BOOTTIME where the platform declares it. */
@@ -293,6 +298,17 @@ typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 #define TB__EV_SLOW	static __attribute__((noinline, unused))
 #else
 #define TB__EV_SLOW	static inline
+#endif
+/*
+ * The fast path (tb__ev_site_write()) is one function every macro calls; where
+ * the compiler optimises for size, out of line.
+ */
+#if defined(__GNUC__) && defined(__OPTIMIZE_SIZE__)
+#define TB__EV_FASTFN	static __attribute__((noinline, unused))
+#elif defined(__GNUC__)
+#define TB__EV_FASTFN	static inline __attribute__((always_inline))
+#else
+#define TB__EV_FASTFN	static inline
 #endif
 #if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
 #define TB__EV_HOT	static inline __attribute__((always_inline))
@@ -884,6 +900,34 @@ enum {				/* struct tb__ev_fast.on */
 	TB__EV_FAST_DEAD,	/* the counter jumped: BOOTTIME, the floor */
 };
 
+/*
+ * An event kept encoded (the fast path, tb__ev_site_write()): what a call
+ * site of the macros writes every time but its timestamp and values,
+ * encoded once per incremental state.  tmpl holds, in the packet's
+ * order: the clock id and sequence flags, the TrackEvent's tag, a byte
+ * for its length (at hlen), its fixed fields (category, name, type,
+ * track) and a counter's value tag, up to clen; then for each annotation
+ * its tag, a byte for its length, its name field and its value's tag
+ * (alen[i] bytes in all).
+ */
+#define TB__EV_SITE_ARGS	4	/* annotations of an event kept */
+#define TB__EV_TMPL		64	/* >= 7 + 30 + 8 * TB__EV_SITE_ARGS */
+
+struct tb__ev_site {
+	const void *key;	/* its name, or track (END, COUNTER) */
+	const struct tb_category *cat;
+	struct tb__ev_track *slot;	/* its track's entry */
+	const char *aname[TB__EV_SITE_ARGS];	/* its annotations' names */
+	uint32_t epoch;		/* the state it was encoded in; 0: none */
+	uint32_t shape;		/* type, TB_EV_DOUBLE << 8, items << 16 */
+	uint8_t hlen;
+	uint8_t clen;
+	uint8_t te;		/* the TrackEvent's fixed bytes */
+	uint8_t atype[TB__EV_SITE_ARGS];
+	uint8_t alen[TB__EV_SITE_ARGS];
+	uint8_t tmpl[TB__EV_TMPL];
+};
+
 struct tb_ev_writer {
 	uint32_t config;	/* TB__EV_CONFIG where it was set up */
 	struct tb_writer *w;
@@ -912,6 +956,7 @@ struct tb_ev_writer {
 	struct tb__ev_track tracks[TB_EV_TRACKS];
 	struct tb__ev_flow flows[TB_EV_FLOWS];
 	struct tb__ev_intern intern[TB_EV_INTERN_SLOTS];
+	struct tb__ev_site sites[TB_EV_SITES];
 	char names[TB_EV_NAME_BYTES];
 };
 
@@ -1571,18 +1616,26 @@ static inline uint32_t tb__ev_head_size(const struct tb_ev_writer *ew,
 	return n;
 }
 
-TB__EV_HOT void tb__ev_head_put_m(struct tb__ev_out *o, bool m,
-				  const struct tb_ev_writer *ew, bool ts,
-				  uint64_t t, uint32_t seq)
+/* The header after the timestamp (and without one, none): id, flags. */
+TB__EV_HOT void tb__ev_head_rest_m(struct tb__ev_out *o, bool m,
+				   const struct tb_ev_writer *ew, bool ts,
+				   uint32_t seq)
 {
 	uint32_t id = tb__ev_clock_id(ew);
 
-	if (ts)
-		tb__ev_pu(o, m, TB__TP_TIMESTAMP, t);
 	if (ts && id)
 		tb__ev_pu(o, m, TB__TP_TIMESTAMP_CLOCK_ID, id);
 	if (seq)
 		tb__ev_pu(o, m, TB__TP_SEQUENCE_FLAGS, seq);
+}
+
+TB__EV_HOT void tb__ev_head_put_m(struct tb__ev_out *o, bool m,
+				  const struct tb_ev_writer *ew, bool ts,
+				  uint64_t t, uint32_t seq)
+{
+	if (ts)
+		tb__ev_pu(o, m, TB__TP_TIMESTAMP, t);
+	tb__ev_head_rest_m(o, m, ew, ts, seq);
 }
 
 static inline void tb__ev_head_put(struct tb__ev_out *o,
@@ -2138,6 +2191,30 @@ static inline bool tb__ev_is_annotation(uint32_t type)
 	return type >= TB_ARG_T_BOOL && type <= TB_ARG_T_POINTER;
 }
 
+/* An annotation's value field: DebugAnnotation's number is its type's + 1. */
+static inline uint32_t tb__ev_value_field(const struct tb_arg *a)
+{
+	return a->type + 1u;
+}
+
+typedef char tb__ev_value_fields_check[
+	TB__DA_BOOL == TB_ARG_T_BOOL + 1 && TB__DA_UINT == TB_ARG_T_UINT + 1 &&
+	TB__DA_INT == TB_ARG_T_INT + 1 && TB__DA_DOUBLE == TB_ARG_T_DOUBLE + 1 &&
+	TB__DA_STRING == TB_ARG_T_STRING + 1 &&
+	TB__DA_POINTER == TB_ARG_T_POINTER + 1 ? 1 : -1];
+
+/* A varint annotation's value (bool, uint, int, pointer) as encoded. */
+static inline uint64_t tb__ev_value_bits(const struct tb_arg *a)
+{
+	return a->type == TB_ARG_T_INT ? (uint64_t)a->v.i : a->v.u;
+}
+
+static inline unsigned tb__ev_value_wire(const struct tb_arg *a)
+{
+	return a->type == TB_ARG_T_DOUBLE ? TB_PB_FIXED64 :
+	       a->type == TB_ARG_T_STRING ? TB_PB_LEN : TB_PB_VARINT;
+}
+
 /* The bytes of an annotation's value field. */
 static inline uint32_t tb__ev_value_size(const struct tb_arg *a)
 {
@@ -2183,6 +2260,22 @@ TB__EV_HOT void tb__ev_value_put(struct tb__ev_out *o, bool m,
 	}
 }
 
+/* A counter's value field: @d with @dbl, else @i. */
+static inline uint32_t tb__ev_counter_size(bool dbl, int64_t i)
+{
+	return dbl ? tb__pb_tag_len(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
+		     tb__ev_vsize(TB__TE_COUNTER_VALUE, (uint64_t)i);
+}
+
+TB__EV_HOT void tb__ev_counter_put(struct tb__ev_out *o, bool m, bool dbl,
+				   int64_t i, double d)
+{
+	if (dbl)
+		tb__ev_pf(o, m, TB__TE_DOUBLE_COUNTER_VALUE, tb__ev_dbits(d));
+	else
+		tb__ev_pu(o, m, TB__TE_COUNTER_VALUE, (uint64_t)i);
+}
+
 static inline bool tb__ev_has_cat(const struct tb_ev_event *ev)
 {
 	return ev->cat && ev->cat->name && ev->type != TB_EV_SLICE_END &&
@@ -2216,10 +2309,9 @@ TB__EV_HOT void tb__ev_plan(struct tb_ev_writer *ew,
 	te += tb__ev_vsize(TB__TE_TYPE, ev->type);
 	te += pl->ulen;
 	if (ev->type == TB_EV_COUNTER)
-		te += ev->flags & TB_EV_DOUBLE ?
-		      tb__pb_tag_len(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
-		      tb__ev_vsize(TB__TE_COUNTER_VALUE,
-				   (uint64_t)ev->value.i);
+		te += tb__ev_counter_size(ev->flags & TB_EV_DOUBLE,
+					  ev->flags & TB_EV_DOUBLE ? 0 :
+					  ev->value.i);
 	for (i = 0; i < ev->nargs; i++) {
 		const struct tb_arg *a = &ev->args[i];
 
@@ -2248,6 +2340,21 @@ TB__EV_HOT void tb__ev_plan(struct tb_ev_writer *ew,
 		   tb__ev_lsize(TB__TP_TRACK_EVENT, te);
 }
 
+/* The TrackEvent's fields every event of a call site has the same. */
+TB__EV_HOT void tb__ev_fixed_put_m(struct tb__ev_out *o, bool m,
+				   const struct tb_ev_event *ev,
+				   const struct tb__ev_plan *pl)
+{
+	if (pl->has_cat)
+		tb__ev_str_put(o, m, &pl->cat, TB__TE_CATEGORY_IIDS,
+			       TB__TE_CATEGORIES);
+	if (pl->has_name)
+		tb__ev_str_put(o, m, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
+	tb__ev_pu(o, m, TB__TE_TYPE, ev->type);
+	if (pl->ulen)
+		tb__ev_pr(o, m, pl->ufield, pl->ulen);
+}
+
 TB__EV_HOT void tb__ev_body_put_m(struct tb__ev_out *o, bool m,
 				  const struct tb_ev_writer *ew,
 				  const struct tb_ev_event *ev,
@@ -2267,20 +2374,11 @@ TB__EV_HOT void tb__ev_body_put_m(struct tb__ev_out *o, bool m,
 				tb__ev_entry_put(o, m, &pl->an[i]);
 	}
 	tb__ev_ph(o, m, TB__TP_TRACK_EVENT, pl->te);
-	if (pl->has_cat)
-		tb__ev_str_put(o, m, &pl->cat, TB__TE_CATEGORY_IIDS,
-			       TB__TE_CATEGORIES);
-	if (pl->has_name)
-		tb__ev_str_put(o, m, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
-	tb__ev_pu(o, m, TB__TE_TYPE, ev->type);
-	if (pl->ulen)
-		tb__ev_pr(o, m, pl->ufield, pl->ulen);
-	if (ev->type == TB_EV_COUNTER && ev->flags & TB_EV_DOUBLE)
-		tb__ev_pf(o, m, TB__TE_DOUBLE_COUNTER_VALUE,
-				   tb__ev_dbits(ev->value.d));
-	else if (ev->type == TB_EV_COUNTER)
-		tb__ev_pu(o, m, TB__TE_COUNTER_VALUE,
-				(uint64_t)ev->value.i);
+	tb__ev_fixed_put_m(o, m, ev, pl);
+	if (ev->type == TB_EV_COUNTER)
+		tb__ev_counter_put(o, m, ev->flags & TB_EV_DOUBLE,
+				   ev->flags & TB_EV_DOUBLE ? 0 : ev->value.i,
+				   ev->flags & TB_EV_DOUBLE ? ev->value.d : 0);
 	for (i = 0; i < ev->nargs; i++) {
 		const struct tb_arg *a = &ev->args[i];
 
@@ -2437,6 +2535,288 @@ static inline void tb__ev_owe_end(struct tb_ev_writer *ew,
 	ew->nends++;
 }
 
+/* ------------------------------------------------------------------------
+ * The fast path: events kept encoded.  An event of the macros - literal
+ * names, only annotations with literal names as items, on the writer's
+ * track (a counter on its counter track) - is, once its strings are
+ * interned and its track described, the same bytes at every call but for
+ * its timestamp and values: after the general path wrote one with
+ * nothing new to intern, tb__ev_site_fill() keeps those bytes (struct
+ * tb__ev_site, per writer, found by the name's or the track's address),
+ * and tb__ev_site_write() writes the next ones from them: the timestamp, a
+ * copy, the values, no planner, no lookups.  They hold for the state
+ * they were encoded in (the epoch: a fresh state, a loss, a generation
+ * all start a new one); anything else goes the general way: a flow, a
+ * track or time item, a name by content, an END owed, a fresh state due.
+ */
+#define TB__EV_NOT_FAST	1	/* tb__ev_site_write(): the general path */
+
+/* The key of a call site: its name; an END's first annotation, else its
+ * track; a counter's track. */
+static inline const void *tb__ev_site_key(unsigned type, const char *name,
+					  const struct tb_track *t,
+					  const struct tb_arg *args,
+					  uint32_t nargs)
+{
+	if (type == TB_EV_COUNTER)
+		return t;
+	if (type != TB_EV_SLICE_END)
+		return name;
+	return nargs ? (const void *)args[0].name : (const void *)t;
+}
+
+/*
+ * The kept event of @key, @type: in one of two entries (a pair, so that
+ * two call sites whose keys hash alike do not evict each other at every
+ * event), the first when neither has it.
+ */
+TB__ALWAYS struct tb__ev_site *tb__ev_site_of(struct tb_ev_writer *ew,
+					      const void *key, unsigned type)
+{
+	uintptr_t k = (uintptr_t)key;
+	struct tb__ev_site *st =
+		&ew->sites[(k >> 3 ^ k >> 11 ^ type) & (TB_EV_SITES - 1)];
+	struct tb__ev_site *other = &ew->sites[(st - ew->sites) ^ 1];
+
+	return st->key != key && other->key == key &&
+	       (other->shape & 0xffu) == type ? other : st;
+}
+
+/* Where to keep the event of @key, @type: its entry, else a stale one. */
+static inline struct tb__ev_site *tb__ev_site_for(struct tb_ev_writer *ew,
+						  const void *key,
+						  unsigned type)
+{
+	struct tb__ev_site *st = tb__ev_site_of(ew, key, type);
+	struct tb__ev_site *other = &ew->sites[(st - ew->sites) ^ 1];
+
+	if ((st->key == key && (st->shape & 0xffu) == type) ||
+	    st->epoch != ew->epoch || other->epoch == ew->epoch)
+		return st;
+	return other;
+}
+
+/* What a kept event must match besides its key: type, value, items. */
+static inline uint32_t tb__ev_shape(unsigned type, unsigned dbl,
+				    uint32_t nargs)
+{
+	return type | dbl << 8 | nargs << 16;
+}
+
+/*
+ * After the general path wrote @ev on @slot's track, planned as @pl:
+ * keeps its bytes for the fast path when the next events of its call
+ * site will have them too.  That is, it came from the macros (@key, see
+ * tb__ev_site_write()), every string of it is interned and none was new in
+ * this packet (no interned data), it did not open the state (no CLEARED
+ * flag), its track is in the table and described, and it has at most
+ * TB__EV_SITE_ARGS items, all annotations named by literals.  The
+ * encoders are the general path's own, so the bytes are the same.
+ */
+TB__EV_SLOW void tb__ev_site_fill(struct tb_ev_writer *ew,
+				  const struct tb_ev_event *ev,
+				  const struct tb__ev_plan *pl,
+				  struct tb__ev_track *slot, const void *key)
+{
+	struct tb__ev_site *st;
+	struct tb__ev_out o;
+	uint32_t i;
+
+	if (!key || !slot || slot->epoch != ew->epoch || pl->id ||
+	    (pl->seq & TB_SEQ_INCREMENTAL_STATE_CLEARED) ||
+	    (pl->has_cat && !pl->cat.iid) ||
+	    (pl->has_name && !pl->name.iid) ||
+	    ev->nargs > TB__EV_SITE_ARGS)
+		return;
+	for (i = 0; i < ev->nargs; i++)
+		if (!tb__ev_is_annotation(ev->args[i].type) ||
+		    !(ev->args[i].flags & TB_ARG_STATIC_NAME) ||
+		    !pl->an[i].iid)
+			return;
+	st = tb__ev_site_for(ew, key, ev->type);
+	o.p = st->tmpl;
+	tb__ev_head_rest_m(&o, false, ew, true, pl->seq);
+	o.p = tb__pb_tag_at(o.p, TB__TP_TRACK_EVENT, TB_PB_LEN);
+	st->hlen = (uint8_t)(o.p - st->tmpl);
+	o.p++;				/* the TrackEvent's length */
+	tb__ev_fixed_put_m(&o, false, ev, pl);
+	if (ev->type == TB_EV_COUNTER)	/* the value's tag */
+		o.p = (ev->flags & TB_EV_DOUBLE) ?
+		      tb__pb_tag_at(o.p, TB__TE_DOUBLE_COUNTER_VALUE,
+				    TB_PB_FIXED64) :
+		      tb__pb_tag_at(o.p, TB__TE_COUNTER_VALUE, TB_PB_VARINT);
+	st->clen = (uint8_t)(o.p - st->tmpl);
+	st->te = (uint8_t)(st->clen - st->hlen - 1u);
+	for (i = 0; i < ev->nargs; i++) {
+		uint8_t *a = o.p;
+
+		o.p = tb__pb_tag_at(o.p, TB__TE_DEBUG_ANNOTATIONS, TB_PB_LEN);
+		o.p++;			/* the annotation's length */
+		tb__ev_str_put(&o, false, &pl->an[i], TB__DA_NAME_IID,
+			       TB__DA_NAME);
+		o.p = tb__pb_tag_at(o.p, tb__ev_value_field(&ev->args[i]),
+				    tb__ev_value_wire(&ev->args[i]));
+		st->alen[i] = (uint8_t)(o.p - a);
+		st->aname[i] = ev->args[i].name;
+		st->atype[i] = (uint8_t)ev->args[i].type;
+	}
+	TB_BUG_ON(o.p > st->tmpl + TB__EV_TMPL);
+	st->key = key;
+	st->cat = ev->cat;
+	st->slot = slot;
+	st->shape = tb__ev_shape(ev->type, (ev->flags & TB_EV_DOUBLE) != 0,
+				 ev->nargs);
+	st->epoch = ew->epoch;
+}
+
+/*
+ * A kept event's annotations: @te, the TrackEvent's bytes so far, plus
+ * theirs, or 0x80 and more when they are not those kept (or one does not
+ * fit a byte of length); each value's bytes in @vlen.
+ */
+TB__EV_SLOW uint32_t tb__ev_site_args(const struct tb__ev_site *st,
+				      const struct tb_arg *args,
+				      uint32_t nargs, uint32_t te,
+				      uint8_t *vlen)
+{
+	uint32_t i, n;
+
+	for (i = 0; i < nargs; i++) {
+		const struct tb_arg *a = &args[i];
+
+		if (a->type != st->atype[i] || a->name != st->aname[i] ||
+		    !(a->flags & TB_ARG_STATIC_NAME))
+			return 0x80u;
+		n = a->type == TB_ARG_T_DOUBLE ? 8u :
+		    a->type == TB_ARG_T_STRING ?
+		    (a->len < 0x80u ? 1u + a->len : 0x80u) :
+		    tb_pb_varint_len(tb__ev_value_bits(a));
+		vlen[i] = (uint8_t)(n < 0x80u ? n : 0x80u);
+		n += st->alen[i];
+		te += n > 0x81u ? 0x80u : n;
+	}
+	return te;
+}
+
+/* Writes a kept event's annotations at @p: kept bytes, then each value. */
+TB__EV_SLOW void tb__ev_site_args_put(uint8_t *p,
+				      const struct tb__ev_site *st,
+				      const struct tb_arg *args,
+				      uint32_t nargs, const uint8_t *vlen)
+{
+	const uint8_t *q = st->tmpl + st->clen;
+	uint32_t i;
+
+	for (i = 0; i < nargs; i++) {
+		const struct tb_arg *a = &args[i];
+
+		tb__copy(p, q, st->alen[i]);
+		p[1] = (uint8_t)(st->alen[i] - 2u + vlen[i]);
+		p += st->alen[i];
+		q += st->alen[i];
+		if (a->type == TB_ARG_T_DOUBLE) {
+			p = tb__pb_fixed64_bits(p, tb__ev_dbits(a->v.d));
+		} else if (a->type == TB_ARG_T_STRING) {
+			*p = (uint8_t)a->len;
+			tb__copy(p + 1, a->v.s, a->len);
+			p += 1 + a->len;
+		} else {
+			p = tb__pb_varint_at(p, tb__ev_value_bits(a));
+		}
+	}
+}
+
+/*
+ * Writes the event of a macro's call site from its kept bytes: @type,
+ * @cat, @key (tb__ev_site_key()), @args; a counter's value in @val (an
+ * INT or a DOUBLE item).  TB__EV_NOT_FAST when it has none kept, or when
+ * anything calls for the general path (see above); else what the general
+ * path would have returned, with the same stack, stats and state.
+ */
+TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
+				 const struct tb_category *cat,
+				 const void *key, const struct tb_arg *args,
+				 uint32_t nargs, const struct tb_arg *val)
+{
+	struct tb__ev_site *st = tb__ev_site_of(ew, key, type);
+	bool dbl = val && val->type == TB_ARG_T_DOUBLE;
+	struct tb_writer *w = ew->w;
+	uint32_t te = st->te, size;
+	uint8_t vlen[TB__EV_SITE_ARGS];
+	struct tb_span s;
+	uint64_t ts;
+	uint8_t *p;
+	int ret;
+
+	if (st->key != key || st->shape != tb__ev_shape(type, dbl, nargs) ||
+	    st->cat != cat || st->epoch != ew->epoch ||
+	    (ew->fresh | ew->nends) || ew->config != TB__EV_CONFIG ||
+	    tb_ring_generation(w->ring) != ew->gen)
+		return TB__EV_NOT_FAST;
+	if (val)		/* its tag is kept: the value's bytes */
+		te += dbl ? 8u : tb_pb_varint_len((uint64_t)val->v.i);
+	if (nargs && (te = tb__ev_site_args(st, args, nargs, te, vlen)) >=
+		     0x80u)
+		return TB__EV_NOT_FAST;
+	if (type == TB_EV_SLICE_END && !tb__ev_pop(st->slot)) {
+		ew->stats.ends_skipped++;
+		return TB_OK;		/* its BEGIN is not in the trace */
+	}
+	ts = tb_ev_now(ew);
+	size = 1u + tb_pb_varint_len(ts) + st->hlen + 1u + te;
+	p = tb_writer_begin_packet(w, size);
+	ret = p ? TB_OK : tb_writer_open(w, size, 0, &s);
+	if (!ret) {
+		struct tb__ev_out o;
+
+		p = p ? p : s.begin;
+		*p = (uint8_t)tb__pb_key(TB__TP_TIMESTAMP, TB_PB_VARINT);
+		p = tb__pb_varint_at(p + 1, ts);
+		tb__copy(p, st->tmpl, st->clen);
+		p[st->hlen] = (uint8_t)te;
+		o.p = p + st->clen;
+		if (val)
+			o.p = dbl ? tb__pb_fixed64_bits(o.p,
+							tb__ev_dbits(val->v.d)) :
+			      tb__pb_varint_at(o.p, (uint64_t)val->v.i);
+		if (nargs)
+			tb__ev_site_args_put(o.p, st, args, nargs, vlen);
+		ret = tb_writer_end_packet(w, size);
+	} else {
+		tb_writer_record_loss(w);
+	}
+	if (ret) {
+		tb__ev_lost(ew, ret);
+		ew->stats.not_written++;
+		if (type == TB_EV_SLICE_END)
+			tb__ev_owe_end(ew, st->slot->t, ts);
+	} else {
+		ew->stats.events++;
+		ew->owed = 0;
+	}
+	if (type == TB_EV_SLICE_BEGIN)
+		tb__ev_push(st->slot, ret == TB_OK);
+	return ret;
+}
+
+/*
+ * The key of @ev's call site (on @t) if it is one of the macros' that the
+ * fast path takes (tb__ev_macro()), else NULL: no track
+ * item, a literal name (by address) for a slice or an instant.
+ */
+static inline const void *tb__ev_fill_key(const struct tb_ev_writer *ew,
+					  const struct tb_ev_event *ev,
+					  const struct tb_track *t)
+{
+	if (ev->type == TB_EV_COUNTER)
+		return ev->track == t ? t : NULL;
+	if (ev->track || t != ew->track ||
+	    (ev->type != TB_EV_SLICE_END &&
+	     !(ev->flags & TB_EV_STATIC_NAME)))
+		return NULL;
+	return tb__ev_site_key(ev->type, ev->name, t, ev->args, ev->nargs);
+}
+
 /*
  * Writes @ev, category unchecked, after the ENDs owed.  An END whose
  * BEGIN was not written is skipped; one that cannot be written is owed;
@@ -2466,6 +2846,8 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;
 	if (!ret)
 		ret = tb__ev_write(ew, ev, t, &pl, &slot);
+	if (!ret)
+		tb__ev_site_fill(ew, ev, &pl, slot, tb__ev_fill_key(ew, ev, t));
 	if (ev->nargs && tb__ev_has_flows(ev))
 		tb__ev_flows_after(ew, ev, ret == TB_OK);
 	if (ret) {
@@ -2602,20 +2984,62 @@ static inline int tb__ev_event(struct tb_ev_writer *ew, unsigned type,
 	return tb__ev_emit(ew, &ev);
 }
 
-static inline int tb__ev_counter(struct tb_ev_writer *ew,
-				 const struct tb_category *cat,
-				 const struct tb_track *track, bool dbl,
-				 int64_t i, double d)
+/* tb__ev_macro() when the fast path did not take the event. */
+TB__EV_SLOW int tb__ev_macro_slow(struct tb_ev_writer *ew, unsigned type,
+				  const struct tb_category *cat,
+				  const void *obj, const struct tb_arg *args,
+				  uint32_t nargs)
 {
 	struct tb_ev_event ev;
 
-	tb__ev_fill(&ev, TB_EV_COUNTER, cat, NULL, track, NULL, 0);
-	ev.flags = dbl ? TB_EV_DOUBLE : 0;
-	if (dbl)
-		ev.value.d = d;
-	else
-		ev.value.i = i;
+	if (type != TB_EV_COUNTER)
+		return tb__ev_event(ew, type, TB_EV_STATIC_NAME, cat,
+				    (const char *)obj, args, nargs);
+	tb__ev_fill(&ev, TB_EV_COUNTER, cat, NULL,
+		    (const struct tb_track *)obj, NULL, 0);
+	if (args->type == TB_ARG_T_DOUBLE) {
+		ev.flags = TB_EV_DOUBLE;
+		ev.value.d = args->v.d;
+	} else {
+		ev.value.i = args->v.i;
+	}
 	return tb__ev_emit(ew, &ev);
+}
+
+/*
+ * What the macros call, and the counter functions: an event of @type in
+ * @cat, @obj its literal name (NULL for an END) or a counter's track;
+ * @args its items, or a counter's value (one INT or DOUBLE item).  The
+ * fast path (tb__ev_site_write()) when it has the event kept, else the
+ * general one.  One function (out of line where the build optimises for
+ * size) holds the fast path for every call site.
+ */
+TB__EV_FASTFN int tb__ev_macro(struct tb_ev_writer *ew, unsigned type,
+			       const struct tb_category *cat, const void *obj,
+			       const struct tb_arg *args, uint32_t nargs)
+{
+	const void *key = obj;
+	int ret;
+
+	if (type == TB_EV_COUNTER)
+		ret = tb__ev_site_write(ew, type, cat, key, NULL, 0, args);
+	else if ((key = tb__ev_site_key(type, (const char *)obj, ew->track,
+					 args, nargs)) != NULL)
+		ret = tb__ev_site_write(ew, type, cat, key, args, nargs, NULL);
+	else
+		ret = TB__EV_NOT_FAST;
+	return ret != TB__EV_NOT_FAST ? ret :
+	       tb__ev_macro_slow(ew, type, cat, obj, args, nargs);
+}
+
+TB__HOT int tb__ev_counter(struct tb_ev_writer *ew,
+			   const struct tb_category *cat,
+			   const struct tb_track *track, bool dbl, int64_t i,
+			   double d)
+{
+	struct tb_arg v = dbl ? tb_arg_double(NULL, d) : tb_arg_int(NULL, i);
+
+	return tb__ev_macro(ew, TB_EV_COUNTER, cat, track, &v, 1);
 }
 
 /*
@@ -2857,6 +3281,8 @@ static inline void tb_ev_set_current(struct tb_ev_writer *ew)
 #define TB__EV_CAT(a, b)	TB__EV_CAT2(a, b)
 #define TB__EV_UNIQ(p)		TB__EV_CAT(p, __LINE__)
 #define TB__EV_NARGS(a)	((uint32_t)(sizeof(a) / sizeof((a)[0])) - 1u)
+/* The items, or NULL when there are none: then the array is not built. */
+#define TB__EV_ARGS(a)	(TB__EV_NARGS(a) ? (a) : NULL)
 
 #define TB__TRACE(ew, type, cat, name, ...)				\
 	do {								\
@@ -2866,9 +3292,8 @@ static inline void tb_ev_set_current(struct tb_ev_writer *ew)
 			if (tb__w) {					\
 				const struct tb_arg tb__a[] = {		\
 					__VA_ARGS__ };			\
-				tb__ev_event(tb__w, (type),		\
-					     TB_EV_STATIC_NAME, tb__c,	\
-					     (name), tb__a,		\
+				tb__ev_macro(tb__w, (type), tb__c,	\
+					     (name), TB__EV_ARGS(tb__a), \
 					     TB__EV_NARGS(tb__a));	\
 			}						\
 		}							\

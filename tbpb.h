@@ -38,12 +38,13 @@ enum {
 #define TB_PB_FIELD_MAX		0x1fffffffu	/* the largest field number */
 
 /* Bytes the shortest encoding of @v takes (folds for a constant @v). */
-static inline unsigned tb_pb_varint_len(uint64_t v)
+TB__HOT unsigned tb_pb_varint_len(uint64_t v)
 {
 	if (v < 0x80u)
 		return 1;	/* types, flags, iids, most lengths */
 #if defined(__GNUC__)
-	return 1 + (unsigned)(63 - __builtin_clzll(v)) / 7;
+	/* ceil(bits / 7), with no division: (9 * bits + 64) / 64 */
+	return ((64 - (unsigned)__builtin_clzll(v)) * 9 + 64) >> 6;
 #else
 	{
 		unsigned n = 1;
@@ -64,13 +65,25 @@ static inline unsigned tb_pb_varint_len(uint64_t v)
  */
 
 /* Writes the shortest encoding of @v at @p; returns its end. */
-static inline uint8_t *tb__pb_varint_at(uint8_t *p, uint64_t v)
+TB__HOT uint8_t *tb__pb_varint_at(uint8_t *p, uint64_t v)
 {
+#if UINTPTR_MAX <= 0xffffffffu
+	uint32_t x;
+
+	while (v >> 32) {	/* a 32-bit core: 64-bit steps only as needed */
+		*p++ = (uint8_t)(v | 0x80u);
+		v >>= 7;
+	}
+	for (x = (uint32_t)v; x >= 0x80u; x >>= 7)
+		*p++ = (uint8_t)(x | 0x80u);
+	*p++ = (uint8_t)x;
+#else
 	while (v >= 0x80u) {
 		*p++ = (uint8_t)(v | 0x80u);
 		v >>= 7;
 	}
 	*p++ = (uint8_t)v;
+#endif
 	return p;
 }
 
@@ -137,8 +150,8 @@ static inline unsigned tb__pb_tag_len(uint32_t field)
  * Writes the key of @field, @type at @p; returns its end.  A constant
  * field below 2048 folds to one or two byte stores.
  */
-static inline uint8_t *tb__pb_tag_at(uint8_t *p, uint32_t field,
-				     unsigned type)
+TB__HOT uint8_t *tb__pb_tag_at(uint8_t *p, uint32_t field,
+			       unsigned type)
 {
 	uint64_t k = tb__pb_key(field, type);
 
@@ -157,29 +170,35 @@ static inline uint8_t *tb__pb_tag_at(uint8_t *p, uint32_t field,
 /* ---- Writing fields ------------------------------------------------------ */
 
 /* A varint field: key and value. */
-static inline uint8_t *tb__pb_uint_at(uint8_t *p, uint32_t field,
-				      uint64_t v)
+TB__HOT uint8_t *tb__pb_uint_at(uint8_t *p, uint32_t field,
+				uint64_t v)
 {
 	return tb__pb_varint_at(tb__pb_tag_at(p, field, TB_PB_VARINT), v);
 }
 
 /* The header of a length-delimited field of @len bytes. */
-static inline uint8_t *tb__pb_len_at(uint8_t *p, uint32_t field,
-				     uint64_t len)
+TB__HOT uint8_t *tb__pb_len_at(uint8_t *p, uint32_t field,
+			       uint64_t len)
 {
 	return tb__pb_varint_at(tb__pb_tag_at(p, field, TB_PB_LEN), len);
 }
 
-/* A fixed64 field (a double's bits, for one): little-endian. */
-static inline uint8_t *tb__pb_fixed64_at(uint8_t *p, uint32_t field,
-					 uint64_t v)
+/* A fixed64's eight bytes, little-endian, at @p; returns their end. */
+static inline uint8_t *tb__pb_fixed64_bits(uint8_t *p, uint64_t v)
 {
 	unsigned i;
 
-	p = tb__pb_tag_at(p, field, TB_PB_FIXED64);
 	for (i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 	return p + 8;
+}
+
+/* A fixed64 field (a double's bits, for one): little-endian. */
+TB__HOT uint8_t *tb__pb_fixed64_at(uint8_t *p, uint32_t field,
+				   uint64_t v)
+{
+	return tb__pb_fixed64_bits(tb__pb_tag_at(p, field, TB_PB_FIXED64),
+				   v);
 }
 
 /* The same, each returning the bytes it wrote at @p. */

@@ -298,7 +298,9 @@ static void copy_emit(struct tb_ev_writer *ew, unsigned type,
 		tb__ev_lost(ew, TB_FULL);
 }
 
-static inline void run_op(struct bench *b, enum op op, uint32_t i)
+static inline __attribute__((always_inline)) void run_op(struct bench *b,
+							 enum op op,
+							 uint32_t i)
 {
 	struct tb_ev_writer *ew = &b->ew;
 
@@ -429,8 +431,17 @@ static __attribute__((noinline)) void count_layer(struct bench *b,
 {
 	uint32_t i;
 
-	for (i = 0; i < n; i++)
-		run_op(b, op, i);
+	/* a loop per operation, as a call site has it: no dispatch */
+#define COUNT(o) case o: for (i = 0; i < n; i++) run_op(b, o, i); break
+	switch (op) {
+	COUNT(OP_SLICE); COUNT(OP_SLICE_ARGS); COUNT(OP_SLICE_ARGS_DYN);
+	COUNT(OP_INSTANT); COUNT(OP_INSTANT_DYN); COUNT(OP_COUNTER);
+	COUNT(OP_COUNTER_DOUBLE); COUNT(OP_SLICE_FAST); COUNT(OP_COUNTER_FAST);
+	COUNT(OP_SLICE_OWN_CLOCK); COUNT(OP_SLICE_DEFAULTS);
+	COUNT(OP_SLICE_COPY); COUNT(OP_SLICE_OFF); COUNT(OP_COUNTER_OFF);
+	COUNT(OP_CLOCK); COUNT(OP_CLOCK_FAST);
+	}
+#undef COUNT
 }
 
 static __attribute__((noinline)) int count_raw(struct bench *b, uint32_t n)

@@ -2416,6 +2416,143 @@ START_TEST(test_ring_full_mid_event_then_an_empty_string)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------
+ * Events kept encoded (the fast path of the macros): the bytes, stats and
+ * state of the general path, exactly.
+ */
+static uint64_t kept_ns[2];
+
+static uint64_t kept_now(void *ctx)
+{
+	return *(uint64_t *)ctx += 977;		/* odd steps: any varint */
+}
+
+static uint64_t kept_ref(void *ctx)
+{
+	return *(uint64_t *)ctx + 5000000;
+}
+
+/* One macro event, forced down the general path when @general. */
+#define KEPT(e, general, ev)						\
+	do {								\
+		if (general)						\
+			memset((e)->ew.sites, 0, sizeof((e)->ew.sites)); \
+		ev;							\
+	} while (0)
+
+/*
+ * The script: every kind of event the fast path takes, with values of
+ * every size, a generation bump, a ring left full (lost BEGINs, ENDs
+ * skipped and owed), a track forgotten; the same on both writers.
+ */
+static void kept_script(struct tenv *e, struct tb_track *ctr, bool g)
+{
+	static int obj;
+	struct tb_ev_writer *w = &e->ew;
+	uint32_t lost;
+	int64_t v;
+	unsigned r, i;
+
+	for (r = 0; r < 12; r++) {
+		v = r % 3 ? (int64_t)r * 1000003 : -(int64_t)r;
+		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_a, "Work",
+					    TB_ARG_UINT("seq", r << (r * 5)),
+					    TB_ARG_STR("s", "abc" + r % 4)));
+		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_a, "Mark"));
+		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_b, "Mark"));
+		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_a, "Every",
+					      TB_ARG_INT("i", v),
+					      TB_ARG_DOUBLE("d", r * 0.25),
+					      TB_ARG_BOOL("b", r & 1),
+					      TB_ARG_PTR("p", &obj)));
+		KEPT(e, g, TB_TRACE_COUNTER_W(w, &cat_a, ctr, v));
+		KEPT(e, g, TB_TRACE_COUNTER_DOUBLE_W(w, &cat_a, ctr, r * 1.5));
+		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_b, "Inner"));
+		KEPT(e, g, TB_TRACE_END_W(w, &cat_b));
+		KEPT(e, g, TB_TRACE_END_W(w, &cat_a, TB_ARG_UINT("end", r)));
+		if (r == 4)
+			tb_ring_bump_generation(&e->t.r);
+		if (r == 7)
+			tb_ev_reset(w);
+		if (r < 8) {
+			env_drain(e);
+			continue;
+		}
+		/*
+		 * No drain: a slice begun, the ring filled until a write
+		 * fails, its END owed, a BEGIN lost; after a drain that
+		 * END skipped, the owed one written late.
+		 */
+		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_a, "Held"));
+		lost = w->stats.lost;
+		for (i = 0; i < 1000 && w->stats.lost == lost; i++) {
+			KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_b, "Fill",
+						    TB_ARG_UINT("i", i)));
+			KEPT(e, g, TB_TRACE_END_W(w, &cat_b));
+		}
+		KEPT(e, g, TB_TRACE_END_W(w, &cat_a));
+		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_a, "Lost"));
+		env_drain(e);
+		KEPT(e, g, TB_TRACE_END_W(w, &cat_a));
+		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_a, "Mark"));
+	}
+	tb_ev_forget_track(w, ctr);
+	KEPT(e, g, TB_TRACE_COUNTER_W(w, &cat_a, ctr, 1));
+	tb_ev_writer_finish(w);
+	env_flush(e);
+}
+
+/*
+ * The same script through two writers with the same clock, the second's
+ * kept events dropped before each one (so it writes every event the
+ * general way): the same packets, byte for byte, and the same stats.
+ * _i: flags 0, TB_EV_DEFAULTS, TB_EV_NO_INTERN; with BOOTTIME or a
+ * sequence-scoped clock (id 70, snapshotted).
+ */
+START_TEST(test_kept_events_are_the_general_paths_bytes)
+{
+	static const unsigned flags[] = { 0, TB_EV_DEFAULTS, TB_EV_NO_INTERN };
+	struct tb_ev_clock clk[2] = {
+		{ kept_now, &kept_ns[0], TB_CLOCK_BOOTTIME, 0, NULL },
+		{ kept_now, &kept_ns[1], TB_CLOCK_BOOTTIME, 0, NULL },
+	};
+	struct tb_track ctr[2];
+	struct tenv *e[2];
+	unsigned k, i, kept = 0;
+
+	for (k = 0; k < 2; k++) {
+		if (_i >= 3) {
+			clk[k].id = 70;
+			clk[k].ref_id = TB_CLOCK_BOOTTIME;
+			clk[k].ref_now = kept_ref;
+		}
+		kept_ns[k] = 1000000000000ull;
+		e[k] = env_new_clock(512, 8, &clk[k], flags[_i % 3]);
+		tb_track_counter(&ctr[k], 0x3000u, &e[k]->proc, "ctr",
+				 TB_UNIT_COUNT);
+		kept_script(e[k], &ctr[k], k == 1);
+	}
+	for (i = 0; i < TB_EV_SITES; i++)
+		kept += e[0]->ew.sites[i].epoch != 0;
+	ck_assert_uint_gt(kept, _i % 3 == 2 ? 0 : 4);
+	ck_assert_uint_eq(e[0]->n, e[1]->n);
+	for (i = 0; i < e[0]->n; i++) {
+		ck_assert_uint_eq(e[0]->p[i].len, e[1]->p[i].len);
+		ck_assert_msg(!memcmp(e[0]->p[i].data, e[1]->p[i].data,
+				      e[0]->p[i].len),
+			      "packet %u differs", i);
+		ck_assert_uint_eq(e[0]->p[i].flags, e[1]->p[i].flags);
+	}
+	ck_assert(!memcmp(&e[0]->ew.stats, &e[1]->ew.stats,
+			  sizeof(e[0]->ew.stats)));
+	ck_assert_uint_gt(e[0]->ew.stats.lost, 0);
+	ck_assert_uint_gt(e[0]->ew.stats.ends_skipped, 0);
+	ck_assert_uint_gt(e[0]->ew.stats.ends_late, 0);
+	env_free(e[0]);
+	env_free(e[1]);
+}
+END_TEST
+
 static Suite *event_suite(void)
 {
 	Suite *s = suite_create("tbevent");
@@ -2436,6 +2573,8 @@ static Suite *event_suite(void)
 	tcase_add_test(enc, test_builtin_clock_with_a_reference_is_snapshotted);
 	tcase_add_test(enc, test_copied_names_and_the_global_track);
 	tcase_add_test(enc, test_defaults_name_the_writers_track_and_clock);
+	tcase_add_loop_test(enc, test_kept_events_are_the_general_paths_bytes,
+			    0, 6);
 	tcase_add_test(st, test_failed_write_starts_a_fresh_state);
 	tcase_add_test(st, test_failed_descriptor_drops_the_event_and_retries);
 	tcase_add_test(st, test_finish_writes_the_state_a_loss_left_owed);

@@ -16,7 +16,7 @@ function phase(fn) {
 		return "clock"
 	if (fn ~ /^tb__ev_(intern|mix|hit|room|new_iid|hash|str_plan)/)
 		return "interning"
-	if (fn ~ /^(tb__pb_|tb_pb_|tb__ev_(p[uhbfr]$|put|plan|body|head|vsize|lsize|value|str_put|entry|out_fits|dbits|fast$|seq|take_clear|tmpl|site_put|enc))/)
+	if (fn ~ /^(tb__pb_|tb_pb_|tb__ev_(p[uhbfr]$|put|plan|body|head|vsize|lsize|value|str_put|entry|out_fits|dbits|fast$|seq|take_clear|site_put|site_size|fixed_put|enc))/)
 		return "encoding"
 	if (fn ~ /^(tb_writer_|tb__writer_|tb__w_|tb_frag_|tb__frag_|tb_atomic_|tb__fence|tb__ring_|tb_ring_|ck_pr_|tb__ev_out_|tb__copy)/)
 		return "ring"
