@@ -115,6 +115,22 @@
  *   defaults are set.  Off by default: a reader that ignores defaults
  *   would put those events on the trace-global track.
  *
+ * TB_EV_DELTA_TIME (an option of tb_ev_writer_init())
+ *   Each timestamp goes out as the distance from the one before it on
+ *   the sequence, on an incremental clock (ClockSnapshot.Clock
+ *   is_incremental; scoped to the sequence: the writer's own clock id if
+ *   it is one of 64..127, else 64): two or three bytes where BOOTTIME in
+ *   nanoseconds takes six or more.  Every fresh state snapshots that
+ *   clock with BOOTTIME, and the state's first timestamp counts from
+ *   the snapshot.  Perfetto's importer adds each delta, in file order,
+ *   to the clock's last time (as a signed number: an END owed and
+ *   written late goes back), so the events land on the same nanosecond
+ *   as with absolute timestamps (test_tbevent proves it on one run
+ *   written both ways).  Every packet after the state's first says
+ *   SEQ_NEEDS_INCREMENTAL_STATE: after a loss the importer skips them
+ *   until the next state, whose snapshot gives the deltas their base
+ *   again.  Off by default: a reader must know incremental clocks.
+ *
  * Slices under loss
  *   For tracks in its table the writer keeps a stack of the slices it
  *   began (64 deep): when a BEGIN could not be written, its END is not
@@ -391,6 +407,7 @@ enum {
 	TB__CS_CLOCKS = 1,
 	TB__CK_CLOCK_ID = 1,
 	TB__CK_TIMESTAMP = 2,
+	TB__CK_INCREMENTAL = 3,
 };
 
 /* TracePacket.SequenceFlags */
@@ -832,6 +849,7 @@ struct tb_ev_event {
 #define TB_EV_NO_INTERN		1u	/* names inline, no iids */
 #define TB_EV_DEFAULTS		2u	/* TracePacketDefaults (top) */
 #define TB_EV_FAST_CLOCK	4u	/* BOOTTIME from the CPU's counter */
+#define TB_EV_DELTA_TIME	8u	/* timestamps as deltas (top) */
 
 struct tb_ev_stats {
 	uint32_t events;	/* event packets written (+ ends_late) */
@@ -950,6 +968,7 @@ struct tb_ev_writer {
 	uint32_t nflows;	/* open flows in flows[], oldest first */
 	uint64_t forgot;	/* hash bits of written flows forgotten */
 	uint64_t stamp;		/* descriptors' timestamp; 0: now */
+	uint64_t last;		/* the last timestamp written (DELTA) */
 	struct tb_ev_stats stats;
 	struct tb__ev_fast fast;	/* TB_EV_FAST_CLOCK */
 	struct tb__ev_end ends[TB_EV_OWED_ENDS];
@@ -1121,11 +1140,32 @@ static inline uint64_t tb_ev_now(struct tb_ev_writer *ew)
 #endif
 }
 
-/* The writer's clock id, 0 for BOOTTIME (the default: none needed). */
+/*
+ * The clock id the writer's timestamps are on, 0 for BOOTTIME (the
+ * default: none needed).  With TB_EV_DELTA_TIME an incremental clock,
+ * which must be scoped to the sequence: the writer's own id if it is
+ * one, else the first such id (64).
+ */
 static inline uint32_t tb__ev_own_clock_id(const struct tb_ev_writer *ew)
 {
-	return ew->clock && ew->clock->id != TB_CLOCK_BOOTTIME ?
-	       ew->clock->id : 0;
+	uint32_t id = ew->clock ? ew->clock->id : TB_CLOCK_BOOTTIME;
+
+	if (ew->flags & TB_EV_DELTA_TIME)
+		return id >= TB_CLOCK_USER ? id : TB_CLOCK_USER;
+	return id != TB_CLOCK_BOOTTIME ? id : 0;
+}
+
+/*
+ * What a packet's timestamp field carries for time @ts: @ts, or with
+ * TB_EV_DELTA_TIME its distance from the last timestamp written on the
+ * sequence (the state's clock snapshot for the first), modulo 2^64: the
+ * importer adds it as a signed number (an owed END written after the
+ * snapshot of a fresh state goes back).
+ */
+static inline uint64_t tb__ev_tval(const struct tb_ev_writer *ew,
+				   uint64_t ts)
+{
+	return ew->flags & TB_EV_DELTA_TIME ? ts - ew->last : ts;
 }
 
 /*
@@ -1662,7 +1702,8 @@ static inline uint32_t tb__ev_seq(struct tb_ev_writer *ew, bool uses)
 {
 	uint32_t seq = tb__ev_take_clear(ew);
 
-	if (uses || (!seq && (ew->flags & TB_EV_DEFAULTS)))
+	if (uses ||
+	    (!seq && (ew->flags & (TB_EV_DEFAULTS | TB_EV_DELTA_TIME))))
 		seq |= TB_SEQ_NEEDS_INCREMENTAL_STATE;
 	return seq;
 }
@@ -1719,6 +1760,7 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 	bool named = t->name && (t->kind == TB_TRACK_CUSTOM ||
 				 t->kind == TB_TRACK_COUNTER);
 	uint64_t ts = ew->stamp ? ew->stamp : tb_ev_now(ew);
+	uint64_t tv = tb__ev_tval(ew, ts);
 	struct tb__ev_out o;
 	int ret;
 
@@ -1728,11 +1770,11 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 	     (named ? tb__ev_lsize(TB__TD_NAME, nlen) : 0) +
 	     (field ? tb__ev_lsize(field, inner) : 0);
 	seq = tb__ev_seq(ew, false);
-	size = tb__ev_head_size(ew, true, ts, seq) +
+	size = tb__ev_head_size(ew, true, tv, seq) +
 	       tb__ev_lsize(TB__TP_TRACK_DESCRIPTOR, td);
 	if (tb__ev_out_open(&o, ew->w, size, 0))
 		return tb__ev_lost(ew, o.ret);
-	tb__ev_head_put(&o, ew, true, ts, seq);
+	tb__ev_head_put(&o, ew, true, tv, seq);
 	tb__ev_put_hdr(&o, TB__TP_TRACK_DESCRIPTOR, td);
 	tb__ev_put_uint(&o, TB__TD_UUID, t->uuid);
 	if (t->parent)
@@ -1759,6 +1801,7 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 	if (ret)
 		return tb__ev_lost(ew, ret);
 	ew->owed = 0;
+	ew->last = ts;
 	ew->stats.descriptors++;
 	return TB_OK;
 }
@@ -1808,8 +1851,9 @@ static inline bool tb__ev_wants_snapshot(const struct tb_ev_writer *ew)
 {
 	const struct tb_ev_clock *c = ew->clock;
 
-	return c && c->id != TB_CLOCK_BOOTTIME && c->ref_id &&
-	       c->ref_id != c->id;
+	return (ew->flags & TB_EV_DELTA_TIME) ||
+	       (c && c->id != TB_CLOCK_BOOTTIME && c->ref_id &&
+		c->ref_id != c->id);
 }
 
 static inline uint64_t tb__ev_ref_now(const struct tb_ev_clock *c)
@@ -1823,28 +1867,42 @@ static inline uint64_t tb__ev_ref_now(const struct tb_ev_clock *c)
 #endif
 }
 
-static inline uint32_t tb__ev_clock_size(uint32_t id, uint64_t ts)
+/* A ClockSnapshot.Clock: id, timestamp, and is_incremental when @inc. */
+static inline uint32_t tb__ev_clock_size(uint32_t id, uint64_t ts, bool inc)
 {
 	return tb__ev_vsize(TB__CK_CLOCK_ID, id) +
-	       tb__ev_vsize(TB__CK_TIMESTAMP, ts);
+	       tb__ev_vsize(TB__CK_TIMESTAMP, ts) +
+	       (inc ? tb__ev_vsize(TB__CK_INCREMENTAL, 1) : 0);
 }
 
 static inline void tb__ev_clock_put(struct tb__ev_out *o, uint32_t id,
-				    uint64_t ts)
+				    uint64_t ts, bool inc)
 {
-	tb__ev_put_hdr(o, TB__CS_CLOCKS, tb__ev_clock_size(id, ts));
+	tb__ev_put_hdr(o, TB__CS_CLOCKS, tb__ev_clock_size(id, ts, inc));
 	tb__ev_put_uint(o, TB__CK_CLOCK_ID, id);
 	tb__ev_put_uint(o, TB__CK_TIMESTAMP, ts);
+	if (inc)
+		tb__ev_put_uint(o, TB__CK_INCREMENTAL, 1);
 }
 
+/*
+ * The writer's clock read together with BOOTTIME: its own reading, and
+ * the reference's (or the same one, for a clock on BOOTTIME).  With
+ * TB_EV_DELTA_TIME the state's timestamps count from it.
+ */
 TB__EV_SLOW int tb__ev_snapshot(struct tb_ev_writer *ew)
 {
 	const struct tb_ev_clock *c = ew->clock;
-	uint64_t mine = c->now(c->ctx), ref = tb__ev_ref_now(c);
+	bool inc = (ew->flags & TB_EV_DELTA_TIME) != 0;
+	uint32_t id = tb__ev_own_clock_id(ew);
+	uint64_t mine = tb_ev_now(ew);
+	uint64_t ref = !c || c->id == TB_CLOCK_BOOTTIME ? mine :
+		       tb__ev_ref_now(c);
 	uint32_t cs = tb__ev_lsize(TB__CS_CLOCKS,
-				   tb__ev_clock_size(c->id, mine)) +
+				   tb__ev_clock_size(id, mine, inc)) +
 		      tb__ev_lsize(TB__CS_CLOCKS,
-				   tb__ev_clock_size(c->ref_id, ref));
+				   tb__ev_clock_size(TB_CLOCK_BOOTTIME, ref,
+						     false));
 	uint32_t seq = tb__ev_seq(ew, false);
 	uint32_t size = tb__ev_head_size(ew, false, 0, seq) +
 			tb__ev_lsize(TB__TP_CLOCK_SNAPSHOT, cs);
@@ -1855,12 +1913,13 @@ TB__EV_SLOW int tb__ev_snapshot(struct tb_ev_writer *ew)
 		return tb__ev_lost(ew, o.ret);
 	tb__ev_head_put(&o, ew, false, 0, seq);
 	tb__ev_put_hdr(&o, TB__TP_CLOCK_SNAPSHOT, cs);
-	tb__ev_clock_put(&o, c->id, mine);
-	tb__ev_clock_put(&o, c->ref_id, ref);
+	tb__ev_clock_put(&o, id, mine, inc);
+	tb__ev_clock_put(&o, TB_CLOCK_BOOTTIME, ref, false);
 	ret = tb__ev_out_close(&o);
 	if (ret)
 		return tb__ev_lost(ew, ret);
 	ew->owed = 0;
+	ew->last = mine;
 	ew->stats.snapshots++;
 	return TB_OK;
 }
@@ -2145,6 +2204,7 @@ static inline bool tb__ev_has_flows(const struct tb_ev_event *ev)
  */
 struct tb__ev_plan {
 	uint64_t ts;
+	uint64_t tv;		/* what its timestamp field carries */
 	const uint8_t *ufield;	/* the track_uuid field, encoded */
 	uint32_t ulen;		/* its bytes; 0: none (uuid 0) */
 	uint8_t ubuf[TB__EV_UFIELD];	/* where it is encoded if not cached */
@@ -2335,7 +2395,7 @@ TB__EV_HOT void tb__ev_plan(struct tb_ev_writer *ew,
 	pl->te = te;
 	pl->id = id;
 	pl->seq = tb__ev_seq(ew, iids);
-	pl->size = tb__ev_head_size(ew, true, pl->ts, pl->seq) +
+	pl->size = tb__ev_head_size(ew, true, pl->tv, pl->seq) +
 		   (id ? tb__ev_lsize(TB__TP_INTERNED_DATA, id) : 0) +
 		   tb__ev_lsize(TB__TP_TRACK_EVENT, te);
 }
@@ -2362,7 +2422,7 @@ TB__EV_HOT void tb__ev_body_put_m(struct tb__ev_out *o, bool m,
 {
 	uint32_t i;
 
-	tb__ev_head_put_m(o, m, ew, true, pl->ts, pl->seq);
+	tb__ev_head_put_m(o, m, ew, true, pl->tv, pl->seq);
 	if (pl->id) {
 		tb__ev_ph(o, m, TB__TP_INTERNED_DATA, pl->id);
 		if (pl->has_cat)
@@ -2471,12 +2531,15 @@ TB__EV_HOT int tb__ev_write(struct tb_ev_writer *ew,
 	tb__ev_plan_track(ew, pl, t, *slot);
 	if (!pl->ts)
 		pl->ts = tb_ev_now(ew);
+	pl->tv = tb__ev_tval(ew, pl->ts);
 	tb__ev_plan(ew, ev, pl);
 	if (!tb__ev_out_open(&o, ew->w, pl->size, 0))
 		tb__ev_body_put(&o, ew, ev, pl);
 	ret = tb__ev_out_close(&o);
 	if (ret)
 		tb__ev_lost(ew, ret);
+	else
+		ew->last = pl->ts;
 	return ret;
 }
 
@@ -2744,7 +2807,7 @@ TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
 	uint32_t te = st->te, size;
 	uint8_t vlen[TB__EV_SITE_ARGS];
 	struct tb_span s;
-	uint64_t ts;
+	uint64_t ts, tv;
 	uint8_t *p;
 	int ret;
 
@@ -2763,7 +2826,8 @@ TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
 		return TB_OK;		/* its BEGIN is not in the trace */
 	}
 	ts = tb_ev_now(ew);
-	size = 1u + tb_pb_varint_len(ts) + st->hlen + 1u + te;
+	tv = tb__ev_tval(ew, ts);
+	size = 1u + tb_pb_varint_len(tv) + st->hlen + 1u + te;
 	p = tb_writer_begin_packet(w, size);
 	ret = p ? TB_OK : tb_writer_open(w, size, 0, &s);
 	if (!ret) {
@@ -2771,7 +2835,7 @@ TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
 
 		p = p ? p : s.begin;
 		*p = (uint8_t)tb__pb_key(TB__TP_TIMESTAMP, TB_PB_VARINT);
-		p = tb__pb_varint_at(p + 1, ts);
+		p = tb__pb_varint_at(p + 1, tv);
 		tb__copy(p, st->tmpl, st->clen);
 		p[st->hlen] = (uint8_t)te;
 		o.p = p + st->clen;
@@ -2793,6 +2857,7 @@ TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
 	} else {
 		ew->stats.events++;
 		ew->owed = 0;
+		ew->last = ts;
 	}
 	if (type == TB_EV_SLICE_BEGIN)
 		tb__ev_push(st->slot, ret == TB_OK);
@@ -2909,7 +2974,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	int ret;
 
 	if (!ew || !w || (flags & ~(TB_EV_NO_INTERN | TB_EV_DEFAULTS |
-				     TB_EV_FAST_CLOCK)))
+				     TB_EV_FAST_CLOCK | TB_EV_DELTA_TIME)))
 		return TB_EINVAL;
 	ret = tb__ev_clock_check(clock);
 	if (ret)

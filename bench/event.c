@@ -22,6 +22,8 @@
  *   slice-args: BEGIN with two annotations (uint, string), END with one
  *   slice-own-clock: the caller's clock (a counter): the encoder alone
  *   slice-defaults: TB_EV_DEFAULTS (no track_uuid on the writer's track)
+ *   slice-delta, instant-delta, counter-delta: TB_EV_DELTA_TIME
+ *       (timestamps as deltas on an incremental clock)
  *   instant / instant-dynamic: one INSTANT named by a literal (the
  *       macro: interned by address) and by a buffer (tb_ev_instant():
  *       interned by content, hashed and compared on every event); the
@@ -94,6 +96,9 @@ enum op {
 	OP_COUNTER_FAST,
 	OP_SLICE_OWN_CLOCK,
 	OP_SLICE_DEFAULTS,
+	OP_SLICE_DELTA,
+	OP_INSTANT_DELTA,
+	OP_COUNTER_DELTA,
 	OP_SLICE_COPY,
 	OP_SLICE_OFF,
 	OP_COUNTER_OFF,
@@ -122,6 +127,9 @@ static const struct row rows[] = {
 	{ "counter-fast", OP_COUNTER_FAST, 1, "int64 value, fast clock" },
 	{ "slice-own-clock", OP_SLICE_OWN_CLOCK, 1, "BEGIN + END, no clock" },
 	{ "slice-defaults", OP_SLICE_DEFAULTS, 1, "BEGIN + END, defaults" },
+	{ "slice-delta", OP_SLICE_DELTA, 1, "BEGIN + END, delta times" },
+	{ "instant-delta", OP_INSTANT_DELTA, 1, "INSTANT, delta times" },
+	{ "counter-delta", OP_COUNTER_DELTA, 1, "int64 value, delta times" },
 	{ "slice-copy", OP_SLICE_COPY, 1, "encode to buffer + write" },
 	{ "slice-off", OP_SLICE_OFF, 0, "BEGIN + END, disabled" },
 	{ "counter-off", OP_COUNTER_OFF, 0, "counter, disabled" },
@@ -256,6 +264,8 @@ static void setup_row(struct bench *b, const struct row *rw)
 {
 	setup(b, rw->op == OP_SLICE_OWN_CLOCK ? &own : NULL,
 	      rw->op == OP_SLICE_DEFAULTS ? TB_EV_DEFAULTS :
+	      rw->op == OP_SLICE_DELTA || rw->op == OP_INSTANT_DELTA ||
+	      rw->op == OP_COUNTER_DELTA ? TB_EV_DELTA_TIME :
 	      rw->op == OP_SLICE_FAST || rw->op == OP_COUNTER_FAST ||
 	      rw->op == OP_CLOCK_FAST ? TB_EV_FAST_CLOCK : 0);
 }
@@ -287,6 +297,7 @@ static void copy_emit(struct tb_ev_writer *ew, unsigned type,
 		return;
 	tb__ev_plan_track(ew, &pl, ew->track, slot);
 	pl.ts = tb_ev_now(ew);
+	pl.tv = pl.ts;
 	tb__ev_plan(ew, &ev, &pl);
 	o.w = NULL;
 	o.p = o.frag = buf;
@@ -309,6 +320,7 @@ static inline __attribute__((always_inline)) void run_op(struct bench *b,
 	case OP_SLICE_FAST:
 	case OP_SLICE_OWN_CLOCK:
 	case OP_SLICE_DEFAULTS:
+	case OP_SLICE_DELTA:
 		TB_TRACE_BEGIN_W(ew, &cat_on, "HandleRequest");
 		TB_TRACE_END_W(ew, &cat_on);
 		break;
@@ -329,6 +341,7 @@ static inline __attribute__((always_inline)) void run_op(struct bench *b,
 		break;
 	}
 	case OP_INSTANT:
+	case OP_INSTANT_DELTA:
 		TB_TRACE_INSTANT_W(ew, &cat_on, "QueryDatabase");
 		break;
 	case OP_INSTANT_DYN:
@@ -336,6 +349,7 @@ static inline __attribute__((always_inline)) void run_op(struct bench *b,
 		break;
 	case OP_COUNTER:
 	case OP_COUNTER_FAST:
+	case OP_COUNTER_DELTA:
 		TB_TRACE_COUNTER_W(ew, &cat_on, &b->ctr, i & 1023);
 		break;
 	case OP_COUNTER_DOUBLE:
@@ -438,6 +452,7 @@ static __attribute__((noinline)) void count_layer(struct bench *b,
 	COUNT(OP_INSTANT); COUNT(OP_INSTANT_DYN); COUNT(OP_COUNTER);
 	COUNT(OP_COUNTER_DOUBLE); COUNT(OP_SLICE_FAST); COUNT(OP_COUNTER_FAST);
 	COUNT(OP_SLICE_OWN_CLOCK); COUNT(OP_SLICE_DEFAULTS);
+	COUNT(OP_SLICE_DELTA); COUNT(OP_INSTANT_DELTA); COUNT(OP_COUNTER_DELTA);
 	COUNT(OP_SLICE_COPY); COUNT(OP_SLICE_OFF); COUNT(OP_COUNTER_OFF);
 	COUNT(OP_CLOCK); COUNT(OP_CLOCK_FAST);
 	}
