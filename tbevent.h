@@ -2681,6 +2681,8 @@ TB__EV_SLOW void tb__ev_site_fill(struct tb_ev_writer *ew,
 				  const struct tb__ev_plan *pl,
 				  struct tb__ev_track *slot, const void *key)
 {
+	uint8_t buf[TB__EV_TMPL + TB__EV_FAST];
+	const bool m = !TB__EV_DIRECT;	/* -Os: the general path's puts */
 	struct tb__ev_site *st;
 	struct tb__ev_out o;
 	uint32_t i;
@@ -2697,25 +2699,28 @@ TB__EV_SLOW void tb__ev_site_fill(struct tb_ev_writer *ew,
 		    !pl->an[i].iid)
 			return;
 	st = tb__ev_site_for(ew, key, ev->type);
-	o.p = st->tmpl;
-	tb__ev_head_rest_m(&o, false, ew, true, pl->seq);
+	o.p = o.frag = buf;		/* puts that never reach its end */
+	o.end = buf + sizeof(buf);
+	o.w = NULL;
+	o.ret = TB_OK;
+	tb__ev_head_rest_m(&o, m, ew, true, pl->seq);
 	o.p = tb__pb_tag_at(o.p, TB__TP_TRACK_EVENT, TB_PB_LEN);
-	st->hlen = (uint8_t)(o.p - st->tmpl);
+	st->hlen = (uint8_t)(o.p - buf);
 	o.p++;				/* the TrackEvent's length */
-	tb__ev_fixed_put_m(&o, false, ev, pl);
+	tb__ev_fixed_put_m(&o, m, ev, pl);
 	if (ev->type == TB_EV_COUNTER)	/* the value's tag */
 		o.p = (ev->flags & TB_EV_DOUBLE) ?
 		      tb__pb_tag_at(o.p, TB__TE_DOUBLE_COUNTER_VALUE,
 				    TB_PB_FIXED64) :
 		      tb__pb_tag_at(o.p, TB__TE_COUNTER_VALUE, TB_PB_VARINT);
-	st->clen = (uint8_t)(o.p - st->tmpl);
+	st->clen = (uint8_t)(o.p - buf);
 	st->te = (uint8_t)(st->clen - st->hlen - 1u);
 	for (i = 0; i < ev->nargs; i++) {
 		uint8_t *a = o.p;
 
 		o.p = tb__pb_tag_at(o.p, TB__TE_DEBUG_ANNOTATIONS, TB_PB_LEN);
 		o.p++;			/* the annotation's length */
-		tb__ev_str_put(&o, false, &pl->an[i], TB__DA_NAME_IID,
+		tb__ev_str_put(&o, m, &pl->an[i], TB__DA_NAME_IID,
 			       TB__DA_NAME);
 		o.p = tb__pb_tag_at(o.p, tb__ev_value_field(&ev->args[i]),
 				    tb__ev_value_wire(&ev->args[i]));
@@ -2723,7 +2728,8 @@ TB__EV_SLOW void tb__ev_site_fill(struct tb_ev_writer *ew,
 		st->aname[i] = ev->args[i].name;
 		st->atype[i] = (uint8_t)ev->args[i].type;
 	}
-	TB_BUG_ON(o.p > st->tmpl + TB__EV_TMPL);
+	TB_BUG_ON(o.p > buf + TB__EV_TMPL);
+	TB_MEMCPY(st->tmpl, buf, (size_t)(o.p - buf));
 	st->key = key;
 	st->cat = ev->cat;
 	st->slot = slot;

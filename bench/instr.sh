@@ -19,9 +19,9 @@
 #
 # The breakdown: one more run of the instant row, count_layer() only,
 # each instruction given to the innermost function its source line is
-# in (tools/fnlen.sh -l), and that function to a phase (tools/phases.awk);
-# a call into code outside the tree (libc) counts in the phase of the
-# line that calls it.
+# in (tools/fnlen.sh -l), and that function to a phase (tools/phases.awk,
+# copies counted as encoding); a call into code outside the tree (libc)
+# counts in the phase of the line that calls it.
 #
 # N: TB_INSTR_N (default 2000).  Per row in OUTDIR (build/instr): the
 # callgrind file (ROW.cg) and valgrind's log.
@@ -144,12 +144,13 @@ function rel(s) {
 	}
 	g = cur == "ck_pr" ? "ck_pr_" : cur == "@" ? fn : \
 	    (cur ":" l) in fnof ? fnof[cur ":" l] : fn
-	ph[phase(g)] += $2
+	g = phase(g)
+	ph[g == "copy" ? "encoding" : g] += $2	/* an event's bytes */
 	tot += $2
 }
 END {
-	split("clock interning encoding ring copies event", order, " ")
-	for (i = 1; i <= 6; i++)
+	split("clock interning encoding ring event", order, " ")
+	for (i = 1; i <= 5; i++)
 		if (ph[order[i]])
 			printf "  %-10s %7.1f\n", order[i], ph[order[i]] / n
 	printf "  %-10s %7.1f\n", "total", tot / n

@@ -6,7 +6,9 @@
 # the time), interning (finding a name's iid), encoding (protobuf bytes:
 # sizes, varints, copies of the encoded fields), ring (the ring writer:
 # open, close, publication, its atomics and fragment cursor), event (the
-# rest of the event layer: checks, state, slices, the call itself).
+# rest of the event layer: checks, state, slices, the call itself), and
+# copy (tb__copy(), memcpy and kin), which the profiles count as encoding
+# in an event (the event's bytes) and as ring in a raw packet write.
 # Functions are the innermost ones a source line or an address belongs
 # to, so inlined helpers count where they belong.
 function phase(fn) {
@@ -18,9 +20,9 @@ function phase(fn) {
 		return "interning"
 	if (fn ~ /^(tb__pb_|tb_pb_|tb__ev_(p[uhbfr]$|put|plan|body|head|vsize|lsize|value|str_put|entry|out_fits|dbits|fast$|seq|take_clear|site_put|site_size|fixed_put|enc))/)
 		return "encoding"
-	if (fn ~ /^(tb_writer_|tb__writer_|tb__w_|tb_frag_|tb__frag_|tb_atomic_|tb__fence|tb__ring_|tb_ring_|ck_pr_|tb__ev_out_|tb__copy)/)
+	if (fn ~ /^(tb_writer_|tb__writer_|tb__w_|tb_frag_|tb__frag_|tb_atomic_|tb__fence|tb__ring_|tb_ring_|tb__state_|tb_state_|tb__pos_|tb__wstat|tb_bell_|ck_pr_|tb__ev_out_)/)
 		return "ring"
-	if (fn ~ /^(memcpy|memmove|memset|__mem)/)
-		return "copies"
+	if (fn ~ /^(tb__copy|memcpy|memmove|memset|__mem)/)
+		return "copy"
 	return "event"
 }
