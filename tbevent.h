@@ -93,7 +93,12 @@
  *   the first of those packets carries SEQ_INCREMENTAL_STATE_CLEARED.
  *   Each event packet then carries the interned data it needs that this
  *   state has not seen, and SEQ_NEEDS_INCREMENTAL_STATE when it refers
- *   to any iid.  If any of those writes fails, the event is not written
+ *   to any iid, and on every counter value: Perfetto's importer
+ *   resolves a counter value as it reads the file, against the
+ *   descriptors read so far, so one read before its track's descriptor
+ *   (a capture that starts mid-stream, after a loss) would be dropped as
+ *   an error; flagged, it is skipped like every packet that needs a state
+ *   the reader does not have, until the next clear.  If any of those writes fails, the event is not written
  *   (it would refer to state the trace may not have) and the next event
  *   tries again.  A track the table has no room for is described again
  *   before every event on it: a packet more per event, but nothing goes
@@ -2394,7 +2399,8 @@ TB__EV_HOT void tb__ev_plan(struct tb_ev_writer *ew,
 	}
 	pl->te = te;
 	pl->id = id;
-	pl->seq = tb__ev_seq(ew, iids);
+	/* a counter value needs its track's descriptor, this state's */
+	pl->seq = tb__ev_seq(ew, iids || ev->type == TB_EV_COUNTER);
 	pl->size = tb__ev_head_size(ew, true, pl->tv, pl->seq) +
 		   (id ? tb__ev_lsize(TB__TP_INTERNED_DATA, id) : 0) +
 		   tb__ev_lsize(TB__TP_TRACK_EVENT, te);

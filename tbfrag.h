@@ -45,9 +45,16 @@ static inline unsigned tb_frag_width(uint32_t chunk_size)
 	return chunk_size == TB_CHUNK_MIN ? 1u : 2u;
 }
 
-/* Largest single fragment a chunk can hold (one entry, nothing else). */
+/*
+ * Largest single fragment a chunk of @chunk_size bytes can hold (one
+ * entry, nothing else): chunk_size - 6 - the entry's width for the sizes
+ * a ring may have, [TB_CHUNK_MIN, TB_CHUNK_MAX]; 0 for any other size
+ * (below 8 bytes the difference would wrap to nearly 2^32).
+ */
 static inline uint32_t tb_frag_max_size(uint32_t chunk_size)
 {
+	if (chunk_size < TB_CHUNK_MIN || chunk_size > TB_CHUNK_MAX)
+		return 0;
 	return chunk_size - TB_FRAG_PAYLOAD_OFF - tb_frag_width(chunk_size);
 }
 

@@ -19,8 +19,10 @@
  *   target   tb_link_tx_init(&tx, put, ctx), tb_link_tx_hello() once the
  *            link is up (and again whenever a host may have attached),
  *            tb_reader_drain(&rd, max, mode, tb_link_chunk_fn, &tx, NULL)
- *            when idle, tb_link_tx_stats() now and then, tb_link_tx_end()
- *            when the stream is over
+ *            when idle, then tb_link_tx_restate() (a fresh incremental
+ *            state every so many frames: what a lossy link loses of it
+ *            comes back), tb_link_tx_stats() now and then,
+ *            tb_link_tx_end() when the stream is over
  *   host     tb_link_rx_init(), tb_link_rx_feed() with the bytes as they
  *            come (a callback gets each good frame), tb_link_rx_finish()
  *            at the end of the stream; rx->stat says what was lost
@@ -168,6 +170,7 @@ struct tb_link_tx {
 	tb_link_put_fn put;
 	void *ctx;
 	uint32_t seq;		/* the next frame's */
+	uint32_t restated;	/* seq at the last tb_link_tx_restate() */
 	uint32_t boot;		/* HELLO's boot id: tb_link_tx_set_boot() */
 	uint32_t crc;		/* of the frame being sent */
 	uint32_t n;		/* bytes in run[] */
@@ -300,6 +303,30 @@ static inline void tb_link_tx_stats(struct tb_link_tx *tx,
 		tb__link_put(tx, w, sizeof(w));
 	}
 	tb__link_finish(tx);
+}
+
+/*
+ * A streaming target's restate, after each drain: once @frames frames went
+ * out since the last one, the ring's generation moves
+ * (tb_ring_bump_generation()), so each of its event writers starts a
+ * fresh incremental state (tbevent.h).  The link may lose frames and the
+ * target never knows: a host that lost the frames holding a writer's
+ * state (a host that attached late, or the frames a state was
+ * interned in) decodes that writer again from the next fresh state, at
+ * most @frames frames later; the frames between cost only themselves
+ * when the host saw the state before the loss (tbtrace stream restates
+ * it).  Returns true when it moved the generation.  The ring is shared:
+ * call it from the context that drains.
+ */
+static inline bool tb_link_tx_restate(struct tb_link_tx *tx,
+				      const struct tb_ring *r,
+				      uint32_t frames)
+{
+	if (tx->seq - tx->restated < frames)
+		return false;
+	tx->restated = tx->seq;
+	tb_ring_bump_generation(r);
+	return true;
 }
 
 static inline void tb_link_tx_end(struct tb_link_tx *tx)

@@ -61,11 +61,11 @@
  *   from          to              by      step                orders
  *   Free(lap p)   Acquired(w, 0)  writer  claim               acq / rlx
  *   Free(lap p)   Free(lap p+n)   reader  advance (a hole)    rel / acq
- *   Acquired(n)   Complete(n+k)   writer  publish             rel / acq
- *   Acquired(n)   Acquired(n+k)   writer  publish, still open rel / acq
+ *   Acquired(n)   Complete(n+k)   writer  publish             rel / rlx
+ *   Acquired(n)   Acquired(n+k)   writer  publish, still open rel / rlx
  *   Complete(n)   Acquired(n)     writer  reuse               rlx / rlx
  *   Complete(n)   Free(lap p+n)   reader  reclaim (consume)   rel / acq
- *   Acquired(n)   Rewrite(n)      reader  mark (scrape)       rel / acq
+ *   Acquired(n)   Rewrite(n)      reader  mark (scrape)       rlx / acq
  *   Rewrite(n)    Acknowledged    writer  acknowledge         rel / rlx
  *   Acknowledged  Free(lap p+n)   reader  reclaim             acq_rel / rlx
  *
@@ -74,8 +74,13 @@
  * p with a relaxed CAS of write_pos after an acquire load of read_pos
  * (pairs with the reader's release store of read_pos, made right after
  * each position's transition); the reader loads write_pos relaxed and
- * each state word acquire.  Only the doorbell and the stalled writers'
- * wake-up use seq_cst fences (two store->load handshakes).
+ * each state word acquire.  A failed publish, the scrape and the writer's
+ * look at its own word (tb_writer_sync()) are relaxed where the design
+ * asks for acquire, release and acquire: after a scrape the writer reads
+ * only its own unpublished suffix and never writes the chunk again, so
+ * they would order nothing (docs/protocol.md 6.2).  Only the doorbell and
+ * the stalled writers' wake-up use seq_cst fences (two store->load
+ * handshakes).
  *
  * The protocol steps are not part of the default API: a caller breaks
  * the protocol from its own side by calling them out of turn.  Tests and
@@ -88,8 +93,9 @@
  *
  * Limits
  *   - chunk_size: a power of two in [256, 32768]; num_chunks: a power of
- *     two in [2, 2^30]; tb_ring_size() fails (0) if the mapping would not
- *     fit in a size_t.
+ *     two in [2, 2^30] (the design's: below 2^31, so a position's lap
+ *     keeps at least two bits); tb_ring_size() fails (0) if the mapping
+ *     would not fit in a size_t.
  *   - FIFO identity.  A writer suspended between reserve and claim can be
  *     fooled once (chunk index, lap) repeats.  The design puts that at
  *     min(num_chunks * 2^29, 2^32) reservations; the bound is one ring
@@ -123,22 +129,34 @@
  *     policy: under TB_STALL it waits like any other claim.
  *   - read_pos is stored (release) right after each position's
  *     transition, and every public reader call returns with it
- *     published; stalled writers are woken once per call.  A reader
- *     restart (a new struct tb_reader on the same ring, e.g. a restarted
- *     service attaching again) starts at the published read_pos and
- *     continues, whether the old reader returned or died anywhere but in
- *     one window: between the transition of a position and the store of
- *     read_pos after it.  A reader that dies there after freeing the
- *     chunk (consumed, unclaimed or acknowledged) leaves it stamped for
- *     its next traversal behind read_pos; the next reader meets a free
- *     tag that does not match read_pos (the design's "unsupported reader
- *     restart") and stops the ring with TB_EPROTO, changing nothing.  If
- *     that transition was a scrape, the next reader finds the chunk
- *     RewriteRequested or Acknowledged, resolves the position as a hole
- *     (not a pinned one: RewriteRequested at a new reader's first
- *     position may be this lap's scrape) and goes on; only the scraped
- *     prefix is lost.  Chunks the old
- *     reader had copied but not yet handed to its caller are lost with it.
+ *     published; stalled writers are woken once per call.
+ *   - A reader restart (a new struct tb_reader on the same ring, say a
+ *     restarted service attaching again) starts at the published
+ *     read_pos and carries on, whether the old reader returned or died.
+ *     One window differs: the old reader died between a position's
+ *     transition and its store of read_pos.
+ *       . If that transition freed the chunk (consumed, unclaimed or
+ *         acknowledged), the chunk is stamped for its next lap while
+ *         read_pos still names it.  The new reader meets a free tag that
+ *         does not match read_pos (the design's "unsupported reader
+ *         restart") and stops the ring with TB_EPROTO, changing nothing.
+ *       . If it was a scrape, the new reader finds the chunk
+ *         RewriteRequested or Acknowledged, resolves the position as a
+ *         hole and goes on: only the scraped prefix is lost.  It is not
+ *         a pinned hole: RewriteRequested at a new reader's first
+ *         position may be this lap's scrape.
+ *     Chunks the old reader had copied but not yet handed to its caller
+ *     are lost with it.
+ *   - A writer never reserves behind its own last position while that
+ *     may be unresolved, even after a stray store put write_pos back:
+ *     it keeps one past its last reservation as a floor and reserves
+ *     there instead when write_pos is behind it by less than a ring, or
+ *     when the floor is less than a ring ahead of read_pos.  Anywhere
+ *     else a write_pos behind the floor is an honest ring 2^31 or more
+ *     positions on, and the writer reserves at write_pos: an idle writer
+ *     is never locked out.  Within a ring short of a multiple of 2^32
+ *     positions the two look alike; the writer takes its floor then,
+ *     skipping at most num_chunks - 1 positions (holes).
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
  *     resolves as a hole.
@@ -152,24 +170,23 @@
  *   - The lazy reader (TB_READ_LAZY) stops before a chunk a writer still
  *     holds, and scrapes only once half the ring waits behind it; a
  *     flush (TB_READ_SCRAPE) takes the published prefix at once.
- *   - At most 2^30 chunks (the design allows up to 2^31): a position's
- *     lap then keeps at least two bits.
- *   - "Notify the reader" (the transport is left open) is not done after
- *     every publication: waking a sleeping reader per packet costs a
- *     system call each and makes it reclaim the very chunk the writer was
- *     about to reuse.  A writer wakes it when it burns a position,
- *     stalls, gives up on a full ring (TB_FULL: a ring whose chunks
- *     writers keep for reuse hands nothing over), abandons or releases
- *     a chunk, and when it hands a chunk over (published and not kept
- *     for reuse, or forgotten) once three quarters of the ring wait
- *     (TB_DROP; at least one chunk is left) or the whole ring
- *     (TB_STALL: its stall rings anyway).  Anything else - a chunk an
- *     idle writer keeps, a lone finished chunk - is taken at the
- *     reader's next pass, at the latest when tb_reader_wait() times
- *     out.  Before either side
- *     sleeps it spins for a while (an adaptive number of polls,
- *     tbsync.h): a stalled writer until read_pos moves, a waiting reader
- *     until write_pos does.
+ *   - "Notify the reader" (the design leaves the transport open) is not
+ *     done after every publication: a wake per packet costs a system
+ *     call, and the woken reader reclaims the very chunk the writer was
+ *     about to reuse.  A writer wakes a sleeping reader when it
+ *       . burns a position, stalls, or abandons or releases a chunk;
+ *       . gives up on a full ring (TB_FULL: a ring whose chunks writers
+ *         keep for reuse hands nothing over);
+ *       . hands a chunk over (published and not kept for reuse, or
+ *         forgotten) once three quarters of the ring wait under TB_DROP
+ *         (at least one chunk is left), or the whole ring under TB_STALL
+ *         (its stall rings anyway).
+ *     Anything else (a chunk an idle writer keeps, a lone finished
+ *     chunk) is taken at the reader's next pass, at the latest when
+ *     tb_reader_wait() times out.
+ *   - Before either side sleeps it spins for a while (an adaptive number
+ *     of polls, tbsync.h): a stalled writer until read_pos moves, a
+ *     waiting reader until write_pos does.
  *   - The writers' waiter hint (for stalls) is only a hint: a writer
  *     killed while stalled leaves it raised, and nothing decides on it.
  *     A writer going to sleep sets the wake request, which only the
@@ -642,8 +659,13 @@ static inline void tb_ring_set_bell(struct tb_ring *r, struct tb_bell *bell)
  * protocol leaves that chunk to it for good (only its writer may leave
  * RewriteRequested), so every later lap of it is a hole (rstat
  * TB_RS_PINNED).  @stopped is the rule the reader stopped the ring on
- * (TB_PROTO_*), 0 while it runs.
+ * (TB_PROTO_*), 0 while it runs.  @holders names the writers of the
+ * chunks held (Acquired or RewriteRequested), the first TB_RING_HOLDERS
+ * distinct ones; @nholders counts them all: a trace says whose packets a
+ * held chunk left open (tools/tbcheck.h explains per writer).
  */
+#define TB_RING_HOLDERS	8
+
 struct tb_ring_stats {
 	uint32_t write_pos;
 	uint32_t read_pos;
@@ -652,7 +674,26 @@ struct tb_ring_stats {
 	uint32_t states[8];
 	uint32_t wstat[TB_WS_MAX];
 	uint32_t rstat[TB_RS_MAX];
+	uint16_t holders[TB_RING_HOLDERS];
+	uint32_t nholders;
 };
+
+/* Counts chunk word @word in @s: its state, and its writer if it holds it. */
+static inline void tb__ring_stats_word(struct tb_ring_stats *s, uint32_t word)
+{
+	uint16_t w = tb_state_writer(word);
+	unsigned st = tb_state_of(word), i;
+
+	s->states[st]++;
+	if (st != TB_ACQUIRED && st != TB_REWRITE)
+		return;
+	for (i = 0; i < s->nholders && i < TB_RING_HOLDERS; i++)
+		if (s->holders[i] == w)
+			return;
+	if (s->nholders < TB_RING_HOLDERS)
+		s->holders[s->nholders] = w;
+	s->nholders++;	/* past TB_RING_HOLDERS: may count one twice */
+}
 
 static inline void tb_ring_stats(const struct tb_ring *r,
 				 struct tb_ring_stats *s)
@@ -669,9 +710,10 @@ static inline void tb_ring_stats(const struct tb_ring *r,
 	s->stopped = tb_atomic_load(&r->hdr->stopped, TB_RLX);
 	for (i = 0; i < 8; i++)
 		s->states[i] = 0;
+	s->nholders = 0;
 	for (i = 0; i < r->num_chunks; i++)	/* relaxed: statistics */
-		s->states[tb_state_of(tb_atomic_load(tb__ring_word(r, i),
-						     TB_RLX))]++;
+		tb__ring_stats_word(s, tb_atomic_load(tb__ring_word(r, i),
+						      TB_RLX));
 	s->pinned = s->states[TB_REWRITE];
 }
 
@@ -704,12 +746,41 @@ static inline void tb_ring_bump_generation(const struct tb_ring *r)
  */
 
 /*
+ * Where a writer whose last reservation was @floor - 1 reserves, with
+ * write_pos @wr and read_pos @rd (docs/protocol.md, section 8).
+ *
+ * Honest writers only move write_pos forward, so @wr behind the floor
+ * (their distance has the top bit) is a stray store that put it back,
+ * or an honest ring 2^31 or more positions past a writer that sat idle.
+ * The floor matters only while the writer's last position may be
+ * unresolved: a claim succeeds only within a ring ahead of the reader,
+ * so a position the reader could hand on before that one is less than a
+ * ring behind the floor.  The writer takes the floor when @wr is that
+ * close behind it (whatever read_pos says: a stray store can put it back
+ * too), or when the floor is less than a ring ahead of @rd (which mends
+ * a write_pos put back behind read_pos).  Anywhere else the floor is
+ * long resolved and says nothing: taking it would be TB_FULL on an empty
+ * ring, every time.  A floor taken is less than a ring ahead of
+ * read_pos, or of a write_pos the reader catches up with, so a drained
+ * ring has room for it.
+ */
+static inline uint32_t tb__pos_floor(uint32_t wr, uint32_t rd, uint32_t floor,
+				     uint32_t num_chunks)
+{
+	if (!(tb__pos_distance(wr, floor) & 0x80000000u))
+		return wr;	/* at or past the floor: the honest case */
+	return tb__pos_distance(floor, wr) < num_chunks ||
+	       tb__pos_distance(floor, rd) < num_chunks ? floor : wr;
+}
+
+/*
  * Reserve a logical position: TB_OK with *@pos, or TB_FULL with the
  * sampled read_pos in *@read_sample (write_pos untouched).  A lost
  * write_pos CAS reserves nothing and is retried at no cost.  @floor, when
- * not NULL, is the least position the caller may get (see
- * tb__writer_claim()): a write_pos behind it, which only a stray store
- * can make, is taken as *@floor, and the CAS moves it past.
+ * not NULL, is one past the caller's last reservation (see
+ * tb__writer_claim()): where tb__pos_floor() says it holds, a write_pos
+ * behind it, which only a stray store can make, is taken as *@floor, and
+ * the CAS moves it past.
  */
 static inline int tb__w_reserve_from(const struct tb_ring *r,
 				       const uint32_t *floor, uint32_t *pos,
@@ -731,9 +802,7 @@ static inline int tb__w_reserve_from(const struct tb_ring *r,
 		rd = tb_atomic_load(&h->read_pos, TB_ACQ);
 		/* relaxed: a stale write_pos only makes the CAS below fail */
 		wr = tb_atomic_load(&h->write_pos, TB_RLX);
-		/* behind the floor: the distance to it has the sign bit */
-		at = floor && tb__pos_distance(wr, *floor) & 0x80000000u ?
-		     *floor : wr;
+		at = floor ? tb__pos_floor(wr, rd, *floor, r->num_chunks) : wr;
 		if (tb__pos_distance(at, rd) >= r->num_chunks) {
 			*read_sample = rd;
 			return TB_FULL;
@@ -782,10 +851,15 @@ TB__ALWAYS bool tb__w_publish_word(uint32_t *word, uint32_t *seen,
 	/*
 	 * release: pairs with the reader's acquire load of the state; the
 	 * payload, size entries and BufferID are visible before the count.
-	 * acquire on failure: pairs with the reader's release in
-	 * mark_rewrite, so its copy is over before we relocate.
+	 * relaxed on failure: the word found is only compared.  A scrape
+	 * (the one failure a writer acts on) leaves the writer nothing to
+	 * order: it reads only its own unpublished suffix, which the
+	 * reader's copy never touches, writes nothing more into this chunk
+	 * and writes the suffix into a fresh one (the claim's acquire).  The
+	 * reader's copy is over before the chunk's next claim through the
+	 * reader's own reclaim (docs/protocol.md, section 6.2).
 	 */
-	return tb_atomic_cas(word, seen, want, TB_REL, TB_ACQ);
+	return tb_atomic_cas(word, seen, want, TB_REL, TB_RLX);
 }
 
 static inline bool tb__w_publish(const struct tb_ring *r, uint32_t pos,
@@ -820,12 +894,15 @@ static inline bool tb__r_mark_rewrite(const struct tb_ring *r, uint32_t pos,
 	if (tb_state_of(*seen) != TB_ACQUIRED)
 		return false;
 	/*
-	 * release: pairs with the writer's acquire on its failed publish;
-	 * our copy of the prefix is over before it relocates.  acquire on
-	 * failure: pairs with the writer's release of a new publication.
+	 * relaxed on success: nothing of ours needs ordering before the
+	 * writer's relocation, which reads only its unpublished suffix and
+	 * never writes this chunk again; our copy is over before the next
+	 * claim through our own reclaim of the Acknowledged word, a release
+	 * later in this thread.  acquire on failure: pairs with the writer's
+	 * release of a new publication, whose fragments we copy next.
 	 */
 	return tb_atomic_cas(tb__ring_word(r, pos), seen,
-			tb__state_with(*seen, TB_REWRITE), TB_REL, TB_ACQ);
+			tb__state_with(*seen, TB_REWRITE), TB_RLX, TB_ACQ);
 }
 
 /* Writer: RewriteRequested -> Acknowledged, after copying its suffix. */
@@ -1042,14 +1119,14 @@ struct tb_writer {
 	uint16_t id;
 	uint16_t bid;		/* target BufferID, format 00 */
 	uint8_t policy;
-	uint8_t own;		/* TB_OWN_* */
+	uint8_t own;		/* TB__OWN_* */
 	uint8_t loss_owed;	/* next claimed chunk carries data loss */
 	uint8_t cont_next;	/* last closed fragment continues */
 	uint8_t relocated;	/* held chunk is a replacement: no reuse */
 	uint32_t stall_ms;
 	uint32_t spin;		/* polls of read_pos before a sleep, adaptive */
 	uint32_t pos;		/* position of the held chunk */
-	uint32_t next_pos;	/* the least position it may reserve next */
+	uint32_t next_pos;	/* one past its last reservation: a floor */
 	uint32_t word;		/* its state word as we last set it */
 	uint32_t pub_off;	/* payload end of the published prefix */
 	struct tb_frag_cursor cur;
@@ -1057,6 +1134,18 @@ struct tb_writer {
 	uint32_t holes;
 	uint32_t relocations;
 	uint32_t dropped_frags;
+#ifdef TB_TEST_HOOKS
+	/*
+	 * test seam: tb_writer_write_packet() runs it on each fragment it
+	 * opens past its fast path, before it copies the @n bytes of @p
+	 * into @span: it may write part of them, stall, tb_writer_sync()
+	 * (which may move @span) or let go of the fragment, returning
+	 * nonzero, which ends the write with that result.
+	 */
+	int (*fill)(void *ctx, struct tb_writer *w, struct tb_span *span,
+		    const uint8_t *p, uint32_t n);
+	void *fill_ctx;
+#endif
 };
 
 static inline int tb_writer_init(struct tb_writer *w, const struct tb_ring *r,
@@ -1221,10 +1310,13 @@ static inline void tb__writer_full(struct tb_writer *w)
  * loss).  Lost claims burn positions: they ring the doorbell and spend the
  * budget.  Once anything burned, a full ring is TB_NO_CHUNK, never a wait.
  *
- * Each reservation comes after this writer's previous one, even if a
- * stray store put write_pos back: the reader hands chunks on in position
- * order, so a position behind one already taken, whose chunk is free for
- * this lap, would put this writer's next packet before its last.
+ * Each reservation comes after this writer's previous one while that one
+ * may be unresolved, even if a stray store put write_pos back: the
+ * reader hands chunks on in position order, so a position behind one
+ * already taken, whose chunk is free for this lap, would put this
+ * writer's next packet before its last.  Once the reader is past it, the
+ * floor holds nothing back (tb__pos_floor()): a writer idle for 2^31
+ * positions and more reserves where the others do.
  */
 static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 {
@@ -1607,22 +1699,29 @@ static inline int tb_writer_sync(struct tb_writer *w, uint32_t used,
 				 struct tb_span *span)
 {
 	uint32_t seen;
-	int ret = TB_OK;
+	int ret;
 
 	if (w->own != TB__OWN_ACQUIRED || !w->cur.open)
 		return TB_ENOTOPEN;
 	if (used > w->cur.dir - w->cur.width - w->cur.payload)
 		return TB_ESIZE;
-	/* acquire: pairs with the reader's release in mark_rewrite */
-	seen = tb_atomic_load(tb__ring_word(w->ring, w->pos), TB_ACQ);
+	/*
+	 * relaxed: only compared.  After a scrape the writer reads nothing
+	 * the reader wrote and writes nothing the reader reads (see
+	 * tb__w_publish_word()'s failure order).
+	 */
+	seen = tb_atomic_load(tb__ring_word(w->ring, w->pos), TB_RLX);
 	if (seen != w->word) {
+		/*
+		 * Scraped.  Every close publishes (or relocates until it has
+		 * published), so the open fragment is all the chunk holds
+		 * unpublished: relocation moves just it into a fresh
+		 * replacement, Acquired and still open, or loses it.
+		 */
 		ret = tb__writer_relocate(w, seen, used);
-		if (!ret && w->cur.nfrags)
-			ret = tb__writer_publish(w, used);
-		if (!ret && w->own == TB__OWN_NONE)
-			ret = TB_DROPPED;	/* cannot happen: kept open */
 		if (ret)
 			return ret;
+		TB_BUG_ON(w->own != TB__OWN_ACQUIRED || !w->cur.open);
 	}
 	span->begin = w->cur.chunk + w->cur.payload;
 	span->end = w->cur.chunk + w->cur.dir - w->cur.width;
@@ -1673,6 +1772,10 @@ TB__COLD int tb__writer_write_split(struct tb_writer *w, const uint8_t *p,
 		}
 		n = len < (size_t)(s.end - s.begin) ? (uint32_t)len :
 						      (uint32_t)(s.end - s.begin);
+#ifdef TB_TEST_HOOKS
+		if (w->fill && (ret = w->fill(w->fill_ctx, w, &s, p, n)))
+			return ret;
+#endif
 		if (n)
 			TB_MEMCPY(s.begin, p, n);
 		ret = tb_writer_close(w, n, n < len ? TB_CLOSE_CONT_NEXT : 0);
@@ -1778,11 +1881,11 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	return TB_OK;
 }
 
-/* What a copy found, in the order of tb__reader_done()'s table. */
+/* What a copy found (tb__reader_done() counts each by name). */
 enum {
 	TB__COPY_UNKNOWN,	/* unknown format: nothing was read */
 	TB__COPY_MALFORMED,	/* the directory failed validation */
-	TB__COPY_EMPTY,	/* no fragment published */
+	TB__COPY_EMPTY,		/* no fragment published */
 	TB__COPY_OK,		/* usable, the view is filled */
 };
 
@@ -1862,16 +1965,26 @@ static inline int tb__reader_stop(struct tb_reader *rd,
  */
 static inline int tb__reader_done(struct tb_reader *rd, int copied)
 {
-	static const uint8_t stat[] = { TB_RS_UNKNOWN_FORMAT, TB_RS_MALFORMED,
-					TB_RS_HOLES, TB_RS_EMITTED };
-
 	rd->pos++;
 	rd->pinned_run = 0;
 	rd->fresh = 0;
-	rd->stat[stat[copied]]++;
-	if (copied < TB__COPY_EMPTY)
+	switch (copied) {
+	case TB__COPY_OK:
+		rd->stat[TB_RS_EMITTED]++;
+		return TB_EMITTED;
+	case TB__COPY_EMPTY:
 		rd->stat[TB_RS_HOLES]++;
-	return copied == TB__COPY_EMPTY ? TB_SKIPPED : TB_EMITTED;
+		return TB_SKIPPED;
+	case TB__COPY_MALFORMED:
+		rd->stat[TB_RS_MALFORMED]++;
+		break;
+	default:
+		TB_BUG_ON(copied != TB__COPY_UNKNOWN);
+		rd->stat[TB_RS_UNKNOWN_FORMAT]++;
+		break;
+	}
+	rd->stat[TB_RS_HOLES]++;	/* a lost view: a hole that says so */
+	return TB_EMITTED;
 }
 
 /*

@@ -327,12 +327,8 @@ static inline void tb__service_loss_sample(struct tb_service *s, unsigned h,
 
 	if (s->cfg.lost[h] == lost + 1)
 		return;
-	if (!s->cfg.lost[h])
-		tb_trace_loss_track(s->cfg.out, s->cfg.ident, br->producer_id,
-				    br->ident.pid);
-	tb_trace_loss_count(s->cfg.out, s->cfg.ident, ts, br->producer_id,
-			    lost);
-	s->cfg.lost[h] = lost + 1;
+	tb_trace_loss_sample(s->cfg.out, s->cfg.ident, ts, br->producer_id,
+			     br->ident.pid, lost, &s->cfg.lost[h]);
 	s->stats.loss_samples++;
 }
 
@@ -353,8 +349,9 @@ static inline void tb__service_loss(struct tb_service *s)
 /*
  * Writes into the trace what the ring of bridge @br counted and how its
  * producer ended (@end; @held: chunks its writers still held, as the
- * caller counted them): an instant on the service's track
- * (tb_trace_ring_record()).  Call it when a producer left, after
+ * caller counted them, and then which writers held them, from the
+ * ring's chunk words unless its reader stopped on an error): an instant
+ * on the service's track (tb_trace_ring_record()).  Call it when a producer left, after
  * tb_service_remove() took what it published; the end of the trace
  * writes one (TB_TRACE_END_LIVE) for each ring still served.  Nothing
  * without a clock.
@@ -364,7 +361,9 @@ static inline void tb_service_record_ring(struct tb_service *s,
 					  enum tb_trace_end end, uint32_t held)
 {
 	struct tb_trace_ring_record r;
+	struct tb_ring_stats st;
 	const uint32_t *w, *rs;
+	unsigned i;
 
 	if (!br || !tb__service_timed(s))
 		return;
@@ -379,6 +378,12 @@ static inline void tb_service_record_ring(struct tb_service *s,
 	r.pid = br->ident.pid;
 	r.end = end;
 	r.held = held;
+	if (held && !br->error) {	/* whose packets the chunks left open */
+		tb_ring_stats(br->reader.ring, &st);
+		r.holders = st.nholders;
+		for (i = 0; i < TB_RING_HOLDERS && i < TB_TRACE_HELD_BY; i++)
+			r.held_by[i] = st.holders[i];
+	}
 	/* relaxed: statistics, read untrusted */
 	r.full = tb_atomic_load(&w[TB_WS_FULL], TB_RLX);
 	r.no_chunk = tb_atomic_load(&w[TB_WS_NO_CHUNK], TB_RLX);
@@ -558,7 +563,7 @@ static inline void tb_service_write_buffers(struct tb_service *s)
 
 	for (i = 0; s->cfg.out && i < s->cfg.nbufs; i++)
 		if (s->cfg.bufs[i]) {
-			tb_trace_write(s->cfg.out, s->cfg.bufs[i]);
+			tb_trace_write_buffer(s->cfg.out, s->cfg.bufs[i], i);
 			s->stats.writes++;
 		}
 	s->written = tb__service_sums(s, &ow, &min);

@@ -85,6 +85,31 @@ typedef long (*tb_trace_writev_fn)(void *ctx, const struct tb_trace_iov *iov,
 #error "TB_TRACE_COPY_MIN must be at most half of TB_TRACE_STAGE"
 #endif
 
+/*
+ * The sequences a trace holds, for its TraceStats (tb_trace_write_stats()):
+ * Perfetto's importer counts a sequence's loss as data loss only when
+ * TraceStats.writer_stats lists it.  The table lists up to three
+ * quarters of TB_TRACE_SEQS (a power of two) sequences; the loss of any
+ * sequence past that is still counted, per buffer (see
+ * tb_trace_write_stats()).  Loss and invalid packets are counted apart
+ * for the first TB_TRACE_BUFS buffer indices, the last one taking every
+ * index above it.
+ */
+#ifndef TB_TRACE_SEQS
+#define TB_TRACE_SEQS		1024u
+#endif
+#if (TB_TRACE_SEQS & (TB_TRACE_SEQS - 1)) || TB_TRACE_SEQS < 4
+#error "TB_TRACE_SEQS must be a power of two, at least 4"
+#endif
+#define TB_TRACE_SEQS_LISTED	(TB_TRACE_SEQS / 4 * 3)
+#define TB_TRACE_BUFS		16u
+
+/* A sequence the trace holds: its id and the buffer it came from. */
+struct tb_trace_seq {
+	uint32_t seq_id;		/* 0: a free slot */
+	uint32_t buffer;
+};
+
 struct tb_trace_out {
 	tb_trace_write_fn write;	/* 0, or nonzero: it failed */
 	void *ctx;
@@ -106,6 +131,21 @@ struct tb_trace_out {
 	int32_t tail_pid;
 	uint8_t tail_len;
 	uint8_t tail[3 * (2 + TB_PB_VARINT_MAX)];
+	/*
+	 * What the TraceStats packet says of the packets written: the
+	 * buffer index they come from (tb_trace_write_buffer()), the
+	 * sequences they were on, and per buffer index the losses the
+	 * importer would not count from the packets themselves and the
+	 * packets replaced as invalid.
+	 */
+	unsigned buffer;		/* index of the buffer being written */
+	uint8_t tail_first;		/* the tail's sequence: no packet yet */
+	uint8_t tail_listed;		/* ... is in seqs[] */
+	uint32_t nseqs;			/* sequences in seqs[] */
+	uint64_t unlisted_seqs;		/* sequences seqs[] had no room for */
+	uint64_t uncounted_loss[TB_TRACE_BUFS];
+	uint64_t invalid[TB_TRACE_BUFS];
+	struct tb_trace_seq seqs[TB_TRACE_SEQS];
 };
 
 /*
@@ -493,6 +533,57 @@ static inline bool tb_trace_packet_valid(const struct tb_buf_packet *pkt)
 	return true;			/* ended between two fields */
 }
 
+/* The buffer index the packets being written are counted under. */
+static inline unsigned tb__trace_bix(const struct tb_trace_out *o)
+{
+	return o->buffer < TB_TRACE_BUFS ? o->buffer : TB_TRACE_BUFS - 1;
+}
+
+/*
+ * Sequence @seq, about to get a packet: o->tail_first says whether the
+ * trace holds none of it yet, o->tail_listed whether writer_stats lists
+ * it (it is added, with the buffer being written, while there is room).
+ */
+static inline void tb__trace_seq_note(struct tb_trace_out *o, uint32_t seq)
+{
+	uint32_t h = (seq ^ seq >> 16) * 0x9e3779b1u, i;
+
+	h ^= h >> 15;
+	for (i = h & (TB_TRACE_SEQS - 1); o->seqs[i].seq_id;
+	     i = (i + 1) & (TB_TRACE_SEQS - 1)) {
+		if (o->seqs[i].seq_id == seq) {
+			o->tail_first = 0;
+			o->tail_listed = 1;
+			return;
+		}
+	}
+	/* new: an unlisted one is new each time (its loss counts anyway) */
+	o->tail_first = 1;
+	o->tail_listed = o->nseqs < TB_TRACE_SEQS_LISTED;
+	if (!o->tail_listed) {
+		o->unlisted_seqs++;
+		return;
+	}
+	o->seqs[i].seq_id = seq;
+	o->seqs[i].buffer = o->buffer;
+	o->nseqs++;
+}
+
+/*
+ * A packet of the tail's sequence goes out with loss bits @loss.  The
+ * importer counts a loss flag as data loss (traced_buf_sequence_packet_
+ * loss) only on a sequence writer_stats lists, and never on the
+ * sequence's first packet in the trace (proto_trace_reader.cc, ParsePacket
+ * and ParseTraceStats): those are counted here, for the buffer's
+ * trace_writer_packet_loss.
+ */
+static inline void tb__trace_seq_packet(struct tb_trace_out *o, uint32_t loss)
+{
+	if (loss && (o->tail_first || !o->tail_listed))
+		o->uncounted_loss[tb__trace_bix(o)]++;
+	o->tail_first = 0;
+}
+
 /*
  * The trusted fields of @pkt's sequence, encoded at @o->tail: kept from
  * the last packet while the sequence and identity stay the same.
@@ -509,6 +600,7 @@ static inline size_t tb__trace_tail(struct tb_trace_out *o,
 	    o->tail_len)
 		return o->tail_len;
 	seq = tb_trace_seq_id(pkt->producer_id, pkt->writer_id);
+	tb__trace_seq_note(o, seq);
 	nt += tb_pb_uint(o->tail + nt, TB_PB_TRUSTED_UID, pkt->ident.uid);
 	nt += tb_pb_uint(o->tail + nt, TB_PB_TRUSTED_SEQ_ID, seq);
 	nt += tb_pb_int(o->tail + nt, TB_PB_TRUSTED_PID, pkt->ident.pid);
@@ -631,6 +723,7 @@ static inline unsigned tb__trace_stage_run(struct tb_trace_out *o,
 	if (d != start) {
 		size_t len = (size_t)(d - start);
 
+		tb__trace_seq_packet(o, 0);
 		o->packets += i;
 		o->bytes += len;
 		o->nstage += len;
@@ -659,9 +752,11 @@ static inline void tb__trace_packet(struct tb_trace_out *o,
 
 	if (!valid) {
 		o->invalid_packets++;
+		o->invalid[tb__trace_bix(o)]++;
 		loss |= TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_CHUNK_CORRUPTED;
 	}
 	nt = tb__trace_tail(o, pkt);
+	tb__trace_seq_packet(o, loss);
 	if (loss) {
 		nl = tb_pb_uint(lb, TB_PB_PREVIOUS_DROPPED, loss);
 		o->lossy_packets++;
@@ -692,7 +787,8 @@ static inline void tb__trace_packet(struct tb_trace_out *o,
  * failed.  A packet that is not a valid TracePacket is counted in
  * invalid_packets and replaced by one that holds only the trusted fields
  * and previous_packet_dropped (its loss bits plus CHUNK_CORRUPTED), so
- * the loss stays visible on that sequence.
+ * the loss stays visible on that sequence.  It counts as a packet of
+ * buffer index o->buffer (0 unless tb_trace_write_buffer() set it).
  */
 static inline int tb_trace_write_packet(struct tb_trace_out *o,
 					const struct tb_buf_packet *pkt)
@@ -701,19 +797,11 @@ static inline int tb_trace_write_packet(struct tb_trace_out *o,
 	return tb__trace_done(o);
 }
 
-/*
- * Reads everything a central buffer can give now (destructively) into the
- * trace.  Returns the packets written, or TB_EIO once a write failed.  With
- * @writev the whole read is handed out in as few calls as the vector
- * allows; the buffer's slices stay valid meanwhile (nothing writes to it).
- * The buffer is read TB__TRACE_BATCH packets at a time
- * (tb_buf_read_packets()): a write that fails loses the rest of its batch
- * with it (nothing is written after a failure anyway).
- */
+/* tb_trace_write_buffer() of the buffer index set in o->buffer. */
 #ifndef TB__TRACE_BATCH
 #define TB__TRACE_BATCH	32u
 #endif
-static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
+static inline long tb__trace_write(struct tb_trace_out *o, struct tb_buf *b)
 {
 	struct tb_buf_packet pkt[TB__TRACE_BATCH];
 	struct tb_buf_slice sl[TB__TRACE_BATCH];
@@ -735,6 +823,33 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
 	return tb__trace_done(o) ? o->error : n;
 }
 
+/*
+ * Reads everything central buffer @b can give now (destructively) into
+ * the trace.  Returns the packets written, or TB_EIO once a write
+ * failed.  With @writev the whole read is handed out in as few calls as
+ * the vector allows; the buffer's slices stay valid meanwhile (nothing
+ * writes to it).  The buffer is read TB__TRACE_BATCH packets at a time
+ * (tb_buf_read_packets()): a write that fails loses the rest of its batch
+ * with it (nothing is written after a failure anyway).
+ *
+ * @index is the buffer's place in the @stats of tb_trace_write_stats(),
+ * which ends the trace: the sequences of its packets are listed there
+ * under that buffer, as Perfetto's service lists each writer under its
+ * target buffer.  A trace of several buffers writes each through this.
+ */
+static inline long tb_trace_write_buffer(struct tb_trace_out *o,
+					 struct tb_buf *b, unsigned index)
+{
+	o->buffer = index;
+	return tb__trace_write(o, b);
+}
+
+/* tb_trace_write_buffer() for a trace of one central buffer (index 0). */
+static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
+{
+	return tb_trace_write_buffer(o, b, 0);
+}
+
 /* ------------------------------------------------------------------------
  * The service's own packets: loss made visible.
  *
@@ -751,14 +866,18 @@ static inline long tb_trace_write(struct tb_trace_out *o, struct tb_buf *b)
  *    producer's ring is let go, or at the end for a ring still served:
  *    "producer N died" / "ended" / "at the end", whose debug annotations
  *    carry what the ring counted (TB_TRACE_ARG_*: the producer id, how it
- *    ended, the chunks its writers still held, the writes refused by
- *    cause, the reader's holes, scrapes and malformed chunks).  Perfetto
+ *    ended, the chunks its writers still held and which writers held
+ *    them, the writes refused by cause, the reader's holes, scrapes and
+ *    malformed chunks).  Perfetto
  *    has no field for a ring's counters: they are the instant's
  *    arguments, shown in the UI, and read by tools/tbcheck.h;
  *  - last of all, a TraceStats packet (trace_stats, Perfetto's field
- *    numbers): one BufferStats per central buffer, the chunks refused
- *    before any buffer (TraceStats.chunks_discarded), the invalid packets
- *    replaced, the producers connected and seen.
+ *    numbers): one BufferStats per central buffer, a WriterStats per
+ *    sequence, the chunks refused before any buffer
+ *    (TraceStats.chunks_discarded), the invalid packets replaced, the
+ *    producers connected and seen; every loss the trace holds is in a
+ *    statistic Perfetto's UI shows as data loss
+ *    (tb_trace_write_stats()).
  *
  * Timestamps are the caller's, on the trace clock (CLOCK_BOOTTIME, as the
  * event layer's default).  Each writer returns 0, or TB_EIO once a write
@@ -776,11 +895,17 @@ enum tb_trace_end {
 };
 
 /* What a service says about one ring. */
+#define TB_TRACE_HELD_BY	8	/* writers of held chunks named */
+
 struct tb_trace_ring_record {
 	uint16_t producer;
 	int32_t pid;
 	enum tb_trace_end end;
 	uint32_t held;			/* chunks its writers held */
+	uint32_t holders;		/* writers that held them (0: not
+					   known), the first TB_TRACE_HELD_BY
+					   named in @held_by */
+	uint16_t held_by[TB_TRACE_HELD_BY];
 	uint32_t full, no_chunk;	/* writes refused, by cause */
 	uint32_t dropped_frags;
 	uint32_t holes, scrapes, malformed;	/* the reader's */
@@ -928,6 +1053,25 @@ static inline int tb_trace_loss_count(struct tb_trace_out *o,
 	return tb__trace_service_put(o, ident, pkt, k);
 }
 
+/*
+ * Ring @producer's "events lost" value @lost at @ts, written when it
+ * changed: *@last keeps the last value written plus one (0: none yet,
+ * and the track's descriptor, named with @pid, goes first).  How a
+ * service, convert and stream sample a ring.  0, or TB_EIO.
+ */
+static inline int tb_trace_loss_sample(struct tb_trace_out *o,
+				       struct tb_buf_ident ident, uint64_t ts,
+				       uint16_t producer, int32_t pid,
+				       uint64_t lost, uint64_t *last)
+{
+	if (*last == lost + 1)
+		return o->error;
+	if (!*last)
+		tb_trace_loss_track(o, ident, producer, pid);
+	*last = lost + 1;
+	return tb_trace_loss_count(o, ident, ts, producer, lost);
+}
+
 /* A debug annotation {@name: @v} (uint), or {@name: @s} when @s. */
 static inline size_t tb__trace_arg(uint8_t *p, const char *name, uint64_t v,
 				   const char *s)
@@ -960,9 +1104,10 @@ static inline int tb_trace_ring_record(struct tb_trace_out *o,
 	static const char *const what[3] = {
 		" at the end", " ended", " died",
 	};
-	uint8_t te[640], pkt[700];
+	uint8_t te[896], pkt[960];
 	char name[48];
 	size_t n = 0, k = 0, m;
+	uint32_t i;
 
 	m = tb__trace_cat(name, "producer ");
 	m += tb__trace_dec(name + m, r->producer);
@@ -978,6 +1123,10 @@ static inline int tb_trace_ring_record(struct tb_trace_out *o,
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_END, 0,
 			   tb_trace_end_name(r->end));
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_HELD, r->held, NULL);
+	n += tb__trace_arg(te + n, TB_TRACE_ARG_HOLDERS, r->holders, NULL);
+	for (i = 0; i < r->holders && i < TB_TRACE_HELD_BY; i++)
+		n += tb__trace_arg(te + n, TB_TRACE_ARG_HELD_BY,
+				   r->held_by[i], NULL);
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_FULL, r->full, NULL);
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_NO_CHUNK, r->no_chunk, NULL);
 	n += tb__trace_arg(te + n, TB_TRACE_ARG_DROPPED, r->dropped_frags,
@@ -991,9 +1140,14 @@ static inline int tb_trace_ring_record(struct tb_trace_out *o,
 	return tb__trace_service_put(o, ident, pkt, k);
 }
 
-/* One BufferStats (TraceStats.BufferStats' field numbers); its size. */
+/*
+ * One BufferStats (TraceStats.BufferStats' field numbers) of buffer @s,
+ * with what the trace writer counted for its index (@invalid packets
+ * replaced, @uncounted losses): its size.
+ */
 static inline size_t tb__trace_buffer_stats(uint8_t *p,
-					    const struct tb_buf_stats *s)
+					    const struct tb_buf_stats *s,
+					    uint64_t invalid, uint64_t uncounted)
 {
 	size_t n = 0;
 
@@ -1014,18 +1168,112 @@ static inline size_t tb__trace_buffer_stats(uint8_t *p,
 	n += tb_pb_uint(p + n, 6, s->patches_failed);
 	n += tb_pb_uint(p + n, 7, s->readaheads_succeeded);
 	n += tb_pb_uint(p + n, 8, s->readaheads_failed);
-	n += tb_pb_uint(p + n, 9, s->abi_violations);
-	n += tb_pb_uint(p + n, 19, s->trace_writer_packet_loss);
+	n += tb_pb_uint(p + n, 9, s->abi_violations + invalid);
+	n += tb_pb_uint(p + n, 19, s->trace_writer_packet_loss + uncounted +
+			s->chunks_discarded);
 	return n;
 }
 
 #define TB__TRACE_BS_MAX	(19 * (2 + TB_PB_VARINT_MAX))
 
 /*
+ * BufferStats @i of the @n entries of @stats (a NULL one, or one past
+ * @n, empty) into @bs, framed as TraceStats field 1 at @fh (*@nfh bytes):
+ * the size of both.
+ */
+static inline size_t tb__trace_bs_at(const struct tb_trace_out *o,
+				     const struct tb_buf_stats *const *stats,
+				     unsigned n, unsigned i, uint8_t *bs,
+				     uint8_t *fh, size_t *nfh)
+{
+	struct tb_buf_stats none;
+	const struct tb_buf_stats *s = i < n ? stats[i] : NULL;
+	size_t k;
+
+	TB_MEMSET(&none, 0, sizeof(none));
+	k = i < TB_TRACE_BUFS ?
+	    tb__trace_buffer_stats(bs, s ? s : &none, o->invalid[i],
+				   o->uncounted_loss[i]) :
+	    tb__trace_buffer_stats(bs, s ? s : &none, 0, 0);
+	*nfh = tb_pb_len(fh, 1, k);
+	return *nfh + k;
+}
+
+/* One WriterStats (TraceStats field 18) of @e at @p: its size. */
+static inline size_t tb__trace_writer_stats(uint8_t *p,
+					    const struct tb_trace_seq *e)
+{
+	uint8_t w[2 * (2 + TB_PB_VARINT_MAX)];
+	size_t k = 0;
+
+	k += tb_pb_uint(w + k, 1, e->seq_id);		/* sequence_id */
+	k += tb_pb_uint(w + k, 4, e->buffer);		/* buffer */
+	return tb__trace_sub(p, 18, w, k);
+}
+
+/*
+ * How many BufferStats the TraceStats packet holds: @n, or more when the
+ * trace writer counted loss or invalid packets for a buffer index past
+ * them (an empty BufferStats carries that count).
+ */
+static inline unsigned tb__trace_nbs(const struct tb_trace_out *o, unsigned n)
+{
+	unsigned i;
+
+	for (i = TB_TRACE_BUFS; i > n; i--)
+		if (o->invalid[i - 1] || o->uncounted_loss[i - 1])
+			return i;
+	return n;
+}
+
+/*
+ * The TraceStats fields after the buffers': @x's, and the packets this
+ * output replaced as invalid (Perfetto's field; its importer reads it
+ * not, so each buffer's abi_violations counts them too).
+ */
+static inline size_t tb__trace_stats_tail(uint8_t *tail,
+					  const struct tb_trace_out *o,
+					  const struct tb_trace_stats_extra *x)
+{
+	size_t nt = 0;
+
+	nt += tb_pb_uint(tail + nt, 8, x ? x->chunks_discarded : 0);
+	nt += tb_pb_uint(tail + nt, 10, o->invalid_packets);
+	nt += tb_pb_uint(tail + nt, 2, x ? x->producers_connected : 0);
+	nt += tb_pb_uint(tail + nt, 3, x ? x->producers_seen : 0);
+	nt += tb_pb_uint(tail + nt, 12, x ? x->flushes : 0);
+	nt += tb_pb_uint(tail + nt, 13, x ? x->flushes : 0);
+	return nt;
+}
+
+/*
  * The TraceStats packet that ends a trace: one BufferStats per entry of
  * @stats (@n of them; a NULL entry is an empty BufferStats, keeping the
- * index of the buffers after it), then @x's fields and the packets this
- * output replaced as invalid.
+ * index of the buffers after it), a WriterStats per sequence the trace
+ * holds, then @x's fields and the packets this output replaced as
+ * invalid.
+ *
+ * What it says of loss is what Perfetto's importer reads as data loss
+ * (proto_trace_reader.cc, ParseTraceStats; severities in
+ * storage/stats.h), so that the UI's data-loss notice shows every loss
+ * the trace holds:
+ *  - writer_stats lists each sequence under the buffer index its packets
+ *    came from (tb_trace_write_buffer()), as Perfetto's service does
+ *    (tracing_service_impl.cc, GetTraceStats; without the chunk payload
+ *    histograms, which the importer does not read and tbuffer.h does not
+ *    keep): the importer then counts each sequence's packets that carry
+ *    previous_packet_dropped as traced_buf_sequence_packet_loss;
+ *  - a loss on a sequence's first packet in the trace, which the importer
+ *    does not count, any loss of a sequence the table had no room for,
+ *    and the chunks a buffer discarded (full in DISCARD mode: nothing
+ *    after them carries a flag) are added to the buffer's
+ *    trace_writer_packet_loss (also data loss: in storage/stats.h it
+ *    "counts packet loss that happened before the RING_BUFFER start or
+ *    after the DISCARD buffer end");
+ *  - the packets replaced as invalid are added to their buffer's
+ *    abi_violations (data loss; TraceStats.invalid_packets, which keeps
+ *    the count too, is not read by the importer).
+ * Counts for a buffer index at or past @n add BufferStats up to it.
  */
 static inline int tb_trace_write_stats(struct tb_trace_out *o,
 				       struct tb_buf_ident ident, uint64_t ts,
@@ -1033,25 +1281,20 @@ static inline int tb_trace_write_stats(struct tb_trace_out *o,
 				       unsigned n,
 				       const struct tb_trace_stats_extra *x)
 {
-	struct tb_buf_stats none;
 	uint8_t bs[TB__TRACE_BS_MAX], tail[6 * (2 + TB_PB_VARINT_MAX)];
 	uint8_t head[3 * (2 + TB_PB_VARINT_MAX)], fh[2 * TB_PB_VARINT_MAX];
 	uint8_t ph[2 * TB_PB_VARINT_MAX], tr[TB__TRACE_TRUSTED_MAX];
+	uint8_t ws[4 * (2 + TB_PB_VARINT_MAX)];
 	uint64_t size = 0;
-	size_t nt = 0, nh = 0, k, ntr = tb__trace_service_trusted(tr, ident);
-	unsigned i;
+	size_t nt, nh = 0, nfh, ntr = tb__trace_service_trusted(tr, ident);
+	unsigned i, nbs = tb__trace_nbs(o, n);
 
-	TB_MEMSET(&none, 0, sizeof(none));
-	for (i = 0; i < n; i++) {
-		k = tb__trace_buffer_stats(bs, stats[i] ? stats[i] : &none);
-		size += tb_pb_len(fh, 1, k) + k;
-	}
-	nt += tb_pb_uint(tail + nt, 8, x ? x->chunks_discarded : 0);
-	nt += tb_pb_uint(tail + nt, 10, o->invalid_packets);
-	nt += tb_pb_uint(tail + nt, 2, x ? x->producers_connected : 0);
-	nt += tb_pb_uint(tail + nt, 3, x ? x->producers_seen : 0);
-	nt += tb_pb_uint(tail + nt, 12, x ? x->flushes : 0);
-	nt += tb_pb_uint(tail + nt, 13, x ? x->flushes : 0);
+	for (i = 0; i < nbs; i++)
+		size += tb__trace_bs_at(o, stats, n, i, bs, fh, &nfh);
+	for (i = 0; i < TB_TRACE_SEQS; i++)
+		if (o->seqs[i].seq_id)
+			size += tb__trace_writer_stats(ws, &o->seqs[i]);
+	nt = tb__trace_stats_tail(tail, o, x);
 	size += nt;
 	if (ts)						/* 0: none */
 		nh += tb_pb_uint(head + nh, 8, ts);	/* timestamp */
@@ -1060,11 +1303,16 @@ static inline int tb_trace_write_stats(struct tb_trace_out *o,
 	tb__trace_put(o, ph, tb_pb_len(ph, TB_PB_TRACE_PACKET,
 				       nh + size + ntr));
 	tb__trace_put(o, head, nh);
-	for (i = 0; i < n; i++) {
-		k = tb__trace_buffer_stats(bs, stats[i] ? stats[i] : &none);
-		tb__trace_put(o, fh, tb_pb_len(fh, 1, k));
-		tb__trace_put(o, bs, k);
+	for (i = 0; i < nbs; i++) {
+		size_t k = tb__trace_bs_at(o, stats, n, i, bs, fh, &nfh);
+
+		tb__trace_put(o, fh, nfh);
+		tb__trace_put(o, bs, k - nfh);
 	}
+	for (i = 0; i < TB_TRACE_SEQS; i++)
+		if (o->seqs[i].seq_id)
+			tb__trace_put(o, ws, tb__trace_writer_stats(
+						     ws, &o->seqs[i]));
 	tb__trace_put(o, tail, nt);
 	tb__trace_put(o, tr, ntr);
 	o->packets++;

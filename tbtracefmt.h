@@ -41,6 +41,8 @@ extern "C" {
 #define TB_TRACE_ARG_HOLES	"tb.holes"
 #define TB_TRACE_ARG_SCRAPES	"tb.scrapes"
 #define TB_TRACE_ARG_MALFORMED	"tb.malformed"
+#define TB_TRACE_ARG_HELD_BY	"tb.held_by"	/* one per writer named */
+#define TB_TRACE_ARG_HOLDERS	"tb.holders"	/* writers holding chunks */
 
 /* ------------------------------------------------------------------------
  * Reading a trace back: the Trace.packet records of a trace image and the

@@ -17,11 +17,15 @@
  *              the sizes it names into a ring of 4 x 256 B (refusals
  *              included), its reader drains into a tblink stream, and
  *              then the stream is damaged as it says (bytes deleted,
- *              flipped, inserted, the start or the end cut).  Checked:
- *              every packet of the trace is one a writer wrote, whole,
- *              with nothing glued to it, in the order written, at most
- *              once; a packet after missing ones carries
- *              previous_packet_dropped.
+ *              flipped, inserted, the start or the end cut).  Some
+ *              packets clear an incremental state, intern names and
+ *              name them, so the stream restates states after a loss
+ *              and drops what names a lost one.  Checked: every packet
+ *              of the trace is one a writer wrote, whole, with nothing
+ *              glued to it, in the order written, at most once, or a
+ *              restate of the stream's; a packet after missing ones
+ *              carries previous_packet_dropped, or a restate before it
+ *              does.
  *   Nothing leaks, nothing reads out of bounds (ASan, LSan, UBSan).
  *
  * FUZZ_MKSEEDS=DIR writes the seed corpus (fuzz/corpus_link) and exits.
@@ -225,13 +229,42 @@ static void hostile(const uint8_t *p, size_t n, size_t piece)
 
 /* ---- mode 1: a real target, a damaged stream -------------------------- */
 
-/* Writer @w's packet @i of @len payload bytes: a valid TracePacket. */
-static size_t mk_packet(uint8_t *b, unsigned w, unsigned i, unsigned len)
+/*
+ * Writer @w's packet @i of @len payload bytes, of @kind: 0 an opaque
+ * track event; 1 a clear that interns an event name (iid i % 4 + 1); 2
+ * an event that names one and needs the state, which the stream may
+ * restate after a loss (tbt_stream.c) or drop; 3 the same, interning its
+ * name itself, under an iid it may have given another name before (a
+ * writer started over).  A valid TracePacket, its timestamp unique.
+ */
+static size_t mk_packet(uint8_t *b, unsigned w, unsigned i, unsigned len,
+			unsigned kind)
 {
-	size_t n = 0;
+	uint8_t e[16], in[24];
+	size_t n = 0, k, m;
 	unsigned j;
 
 	n += tb_pb_uint(b + n, 8, (uint64_t)w << 20 | i);	/* timestamp */
+	if (kind) {
+		n += tb_pb_uint(b + n, 13, kind == 1 ? 1 : 2);
+		k = tb_pb_uint(e, 1, i % 4 + 1);	/* iid, name */
+		e[k++] = 0x12;
+		e[k++] = 1;
+		e[k++] = (uint8_t)('a' + i % 3);
+		m = tb_pb_len(in, 2, k);		/* event_names */
+		memcpy(in + m, e, k);
+		if (kind != 2) {
+			n += tb_pb_len(b + n, 12, m + k);
+			memcpy(b + n, in, m + k);
+			n += m + k;
+		}
+		if (kind == 1)
+			return n;
+		k = tb_pb_uint(e, 10, i % 4 + 1);	/* name_iid */
+		n += tb_pb_len(b + n, 11, k);
+		memcpy(b + n, e, k);
+		return n + k;
+	}
 	n += tb_pb_len(b + n, 11, len);
 	for (j = 0; j < len; j++)
 		b[n++] = (uint8_t)(w * 41 + i * 7 + j);
@@ -241,6 +274,7 @@ static size_t mk_packet(uint8_t *b, unsigned w, unsigned i, unsigned len)
 struct target {
 	bool ok[NW][NPKT];
 	unsigned len[NW][NPKT];
+	unsigned kind[NW][NPKT];
 	unsigned n[NW];
 	struct bytes out;
 };
@@ -289,7 +323,9 @@ static void run_target(struct in *in, struct target *g)
 			continue;
 		g->len[k][g->n[k]] = (op >> 1) % 8 == 7 ? 200 + get(in) * 2 :
 				     get(in) % 40;
-		n = mk_packet(pkt, k + 1, g->n[k], g->len[k][g->n[k]]);
+		g->kind[k][g->n[k]] = op >> 4 & 3;
+		n = mk_packet(pkt, k + 1, g->n[k], g->len[k][g->n[k]],
+			      g->kind[k][g->n[k]]);
 		g->ok[k][g->n[k]] = tb_writer_write_packet(&w[k], pkt,
 							   (uint32_t)n) ==
 				    TB_OK;
@@ -339,12 +375,25 @@ static void damage(struct in *in, struct bytes *b)
 	}
 }
 
+/*
+ * A restate the stream wrote (tbt_stream.c): no timestamp, the clear
+ * flag; its loss bits stand for the packets before the next one.
+ */
+static bool is_restate(const struct tb_trace_packet *tp)
+{
+	uint64_t v;
+
+	return !tb__ck_uint(tp->data, tp->size, 8, &v) &&
+	       tb__ck_uint(tp->data, tp->size, 13, &v) && v == 1;
+}
+
 static void verify(const struct target *g, const struct tbt_mem *m)
 {
 	struct tb_pb_reader r, rest;
 	struct tb_trace_packet tp;
 	struct tb_pb_field f;
 	unsigned next[NW] = { 0, 0 }, w, k;
+	bool flagged[NW] = { false, false };
 	static uint8_t pkt[1024];
 	size_t n = 0;
 	int ret;
@@ -357,8 +406,13 @@ static void verify(const struct target *g, const struct tbt_mem *m)
 		CHECK(tp.trusted_seq_id >> 16 == PRODUCER && w >= 1 &&
 		      w <= NW);
 		w--;
+		if (is_restate(&tp)) {
+			flagged[w] |= tp.dropped != 0;
+			continue;
+		}
 		for (k = next[w]; k < g->n[w]; k++) {
-			n = mk_packet(pkt, w + 1, k, g->len[w][k]);
+			n = mk_packet(pkt, w + 1, k, g->len[w][k],
+				      g->kind[w][k]);
 			if (tp.size >= n && !memcmp(tp.data, pkt, n))
 				break;
 		}
@@ -371,7 +425,9 @@ static void verify(const struct target *g, const struct tbt_mem *m)
 			      f.number == TB_PB_TRUSTED_PID ||
 			      f.number == TB_PB_PREVIOUS_DROPPED);
 		CHECK(ret == 0);
-		CHECK(k == next[w] || tp.dropped);	/* gaps flagged */
+		/* gaps flagged, on the packet or a restate before it */
+		CHECK(k == next[w] || tp.dropped || flagged[w]);
+		flagged[w] = false;
 		next[w] = k + 1;
 	}
 	CHECK(ret == 0);

@@ -25,7 +25,8 @@
  * (docs/protocol.md 3.4); with strict_loss (writers that never retry a seq) a
  * flag also means a gap.
  *
- * Everything is static: one copy per test program, no shared state.
+ * Everything is static (but the seam pointer tb_test_atomic, which
+ * TB_TEST_HOOKS needs): one copy per test program, no shared state.
  */
 #ifndef STRESS_HELPERS_H
 #define STRESS_HELPERS_H
@@ -38,7 +39,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef TB_TEST_HOOKS
+#error "stress_helpers.h: define TB_TEST_HOOKS before including tbring.h"
+#endif
 #include "tbring.h"
+
+/* the atomics seam of tbsync.h, unused here (TB_TEST_HOOKS needs it) */
+void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
+		       uint32_t v, int ok, int fail);
 
 #define SH_HDR		16u
 #define SH_MAGIC	0xa75bu
@@ -172,78 +180,80 @@ static void sh_pause(uint64_t *rng)
 }
 
 /*
- * tb_writer_write_packet() by hand, same results: each piece opened, a
- * random part written, a stall with the fragment open, maybe
- * tb_writer_sync() and a rebase of the write pointer (twice), the rest
- * written, then closed.  Checks that a sync keeps the bytes written.
- * Now and then it abandons the packet instead, with the fragment open
+ * The fill seam of tb_writer_write_packet() (TB_TEST_HOOKS) for each
+ * fragment it opens past its fast path: a random part written, a stall
+ * with the fragment open, maybe tb_writer_sync() and a rebase of the
+ * write pointer (twice), the rest written, maybe another stall; the
+ * library then copies the piece (again) and closes it.  Checks that a
+ * sync keeps the bytes written and leaves room for the piece.  Now and
+ * then it abandons the packet instead, with the fragment open
  * (tb_writer_release()): SH_ABANDONED, the packet is lost.
+ */
+struct sh_fill_ctx {
+	uint64_t *rng;
+	struct sh_stall *st;
+};
+
+static int sh_fill_stalling(void *ctx, struct tb_writer *w,
+			    struct tb_span *s, const uint8_t *p, uint32_t n)
+{
+	struct sh_fill_ctx *c = (struct sh_fill_ctx *)ctx;
+	uint32_t used = sh_range(c->rng, 0, n);
+	unsigned round;
+	int ret;
+
+	memcpy(s->begin, p, used);
+	if (!sh_range(c->rng, 0, 40)) {
+		ret = tb_writer_release(w);
+		if (ret != TB_OK && ret != TB_DROPPED)
+			c->st->bad = "release of an open fragment failed";
+		c->st->abandoned++;
+		return SH_ABANDONED;
+	}
+	for (round = 0; round < 2; round++) {
+		uint8_t *old = s->begin;
+
+		sh_pause(c->rng);
+		if (sh_range(c->rng, 0, 2))
+			continue;
+		c->st->syncs++;
+		ret = tb_writer_sync(w, used, s);
+		if (ret)
+			return ret;	/* the fragment is lost */
+		if (s->begin != old)
+			c->st->moved++;
+		if ((uint32_t)(s->end - s->begin) < n) {
+			c->st->bad = "sync: less room than the piece";
+			return TB_EINVAL;
+		}
+		if (memcmp(s->begin, p, used)) {
+			c->st->bad = "sync lost bytes of the fragment";
+			return TB_EINVAL;
+		}
+	}
+	memcpy(s->begin + used, p + used, n - used);
+	if (!sh_range(c->rng, 0, 3))
+		sh_pause(c->rng);
+	return 0;
+}
+
+/*
+ * tb_writer_write_packet() with a stall in every fragment it opens past
+ * its fast path (sh_fill_stalling()): its results, or SH_ABANDONED.
  */
 static int sh_write_stalling(struct tb_writer *w, const uint8_t *p,
 			     uint32_t len, uint64_t *rng, struct sh_stall *st)
 {
-	unsigned cont = 0;
+	struct sh_fill_ctx c;
+	int ret;
 
-	for (;;) {
-		struct tb_span s;
-		uint32_t min = len < TB_SPLIT_MIN ? len : TB_SPLIT_MIN;
-		uint32_t n, used, room;
-		unsigned round;
-		bool more;
-		int ret = tb_writer_open(w, min, cont, &s);
-
-		if (ret) {
-			tb_writer_record_loss(w);
-			return ret;
-		}
-		room = (uint32_t)(s.end - s.begin);
-		n = len < room ? len : room;
-		used = sh_range(rng, 0, n);
-		memcpy(s.begin, p, used);
-		if (!sh_range(rng, 0, 40)) {
-			ret = tb_writer_release(w);
-			if (ret != TB_OK && ret != TB_DROPPED)
-				st->bad = "release of an open fragment failed";
-			st->abandoned++;
-			return SH_ABANDONED;
-		}
-		for (round = 0; round < 2; round++) {
-			uint8_t *old = s.begin;
-
-			sh_pause(rng);
-			if (sh_range(rng, 0, 2))
-				continue;
-			st->syncs++;
-			ret = tb_writer_sync(w, used, &s);
-			if (ret)
-				return ret;	/* the fragment is lost */
-			if (s.begin != old)
-				st->moved++;
-			room = (uint32_t)(s.end - s.begin);
-			if (room < used) {
-				st->bad = "sync: less room than bytes used";
-				return TB_EINVAL;
-			}
-			if (n > room)
-				n = room;
-			if (memcmp(s.begin, p, used)) {
-				st->bad = "sync lost bytes of the fragment";
-				return TB_EINVAL;
-			}
-		}
-		memcpy(s.begin + used, p + used, n - used);
-		if (!sh_range(rng, 0, 3))
-			sh_pause(rng);
-		more = n < len;
-		ret = tb_writer_close(w, n, more ? TB_CLOSE_CONT_NEXT : 0);
-		if (ret)
-			return ret;
-		if (!more)
-			return TB_OK;
-		p += n;
-		len -= n;
-		cont = TB_OPEN_CONT_PREV;
-	}
+	c.rng = rng;
+	c.st = st;
+	w->fill = sh_fill_stalling;
+	w->fill_ctx = &c;
+	ret = tb_writer_write_packet(w, p, len);
+	w->fill = NULL;
+	return ret;
 }
 
 /* ------------------------------------------------------------------------

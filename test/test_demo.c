@@ -37,19 +37,21 @@ struct option_set {
 				   trace's TraceStats must say so */
 	bool flows_lost;	/* so many writes refused that flows lose
 				   their ends: the checker must see it */
+	bool lossy;		/* packets must carry loss flags */
 };
 
 /* The option sets of docs/demo.md, and the corners between them. */
 static const struct option_set sets[] = {
-	{ "default", "", false, false },
-	{ "stall", "-s", false, false },
-	{ "squeeze", "-c 256 -n 4 -b 256k -l 0", false, false },
-	{ "tiny_buffer", "-b 64k", false, false },
-	{ "large_buffer_once", "-b 64m -l 0", false, false },
-	{ "flat_out_8", "-r 0 -w 8", false, false },
-	{ "flat_out_8_stall", "-r 0 -w 8 -s", false, false },
-	{ "discard", "-p discard -b 256k", true, false },
-	{ "writers_outnumber_chunks", "-c 256 -n 2 -w 16 -r 0", false, true },
+	{ "default", "", false, false, false },
+	{ "stall", "-s", false, false, false },
+	{ "squeeze", "-c 256 -n 4 -b 256k -l 0", false, false, true },
+	{ "tiny_buffer", "-b 64k", false, false, false },
+	{ "large_buffer_once", "-b 64m -l 0", false, false, false },
+	{ "flat_out_8", "-r 0 -w 8", false, false, false },
+	{ "flat_out_8_stall", "-r 0 -w 8 -s", false, false, false },
+	{ "discard", "-p discard -b 256k", true, false, false },
+	{ "writers_outnumber_chunks", "-c 256 -n 2 -w 16 -r 0", false, true,
+	  true },
 };
 
 #define NSETS	(sizeof(sets) / sizeof(sets[0]))
@@ -227,6 +229,17 @@ START_TEST(test_demo_option_set)
 			      c.rule[resolve_rules[k]].explained);
 	ck_assert_uint_gt(c.stats.slice_begins, 0);
 	ck_assert_uint_gt(c.stats.counters, 0);
+	/*
+	 * Every trace that holds a loss shows it in Perfetto's UI: a stat of
+	 * severity data_loss above 0, as the importer computes them from
+	 * the TraceStats packet (the squeeze set: a loss flag on most
+	 * sequences' first packets, others later).
+	 */
+	ck_assert_msg(!c.stats.lossy_packets || tb_check_ui_loss(&c, NULL),
+		      "%llu packets flag a loss; the UI shows none",
+		      (unsigned long long)c.stats.lossy_packets);
+	ck_assert(!set->discard || tb_check_ui_loss(&c, NULL));
+	ck_assert(!set->lossy || c.stats.lossy_packets);
 	tb_check_destroy(&c);
 	unlink(out_path);
 	unlink(log_path);

@@ -884,18 +884,32 @@ START_TEST(test_descriptor_redefining_a_track_conflicts)
 }
 END_TEST
 
+/*
+ * The importer keeps an event on a uuid no descriptor names, on a nameless
+ * track at the root (TrackEventTracker::ResolveDescriptorTrackImpl()): a
+ * violation (it is misplaced), but the slices there still match.
+ */
 START_TEST(test_event_on_a_track_no_descriptor_names)
 {
 	struct trace t = { 0 };
+	uint32_t i;
 
 	t_start(&t, 5);
 	t_event(&t, 5, 20, INSTANT, 99, 0);
 	t_event(&t, 5, 30, INSTANT, 5, 0);
+	t_event(&t, 5, 40, BEGIN, 99, 0);
+	t_event(&t, 5, 50, END, 99, 0);
 	ck_assert_int_eq(run(&t), TB_OK);
-	expect_only(TB_CK_TRACK_UNKNOWN, 1, 0);
+	expect_only(TB_CK_TRACK_UNKNOWN, 3, 0);
 	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_UNKNOWN].first, 1);
 	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_UNKNOWN].first_detail, 99);
-	ck_assert_uint_eq(ck.stats.instants, 1);
+	ck_assert_uint_eq(ck.stats.instants, 2);
+	ck_assert_uint_eq(ck.stats.open_slices, 0);
+	for (i = 0; i < ck.ntracks && ck.tracks[i].uuid != 99; i++)
+		;
+	ck_assert_uint_lt(i, ck.ntracks);
+	ck_assert_uint_eq(ck.tracks[i].events, 3);
+	ck_assert_int_eq(ck.tracks[i].kind, TB_CHECK_TRACK_UNDEFINED);
 	done();
 	t_free(&t);
 }
@@ -948,14 +962,22 @@ START_TEST(test_default_track_from_track_event_defaults)
 	t_pkt(&t, 5, 30, CLEARED, NULL, NULL, NULL, 0);	/* defaults go */
 	t_event(&t, 5, 40, INSTANT, 0, 0);		/* global track */
 	ck_assert_int_eq(run(&t), TB_OK);
-	expect_only(TB_CK_TRACK_UNKNOWN, 1, 0);
+	expect(TB_CK_TRACK_UNKNOWN, 1, 0);
 	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_UNKNOWN].first_detail, 88);
 	ck_assert_uint_eq(ck.stats.global_track_events, 1);
+	/* the clear dropped the defaults the event relied on */
+	expect(TB_CK_DEFAULTS_LOST, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_DEFAULTS_LOST].first, 3);
 	done();
 	t_free(&t);
 }
 END_TEST
 
+/*
+ * IsTrackHierarchyValid() walks at most 100 uuids, the track's own
+ * first, and must reach uuid 0: 98 parent links above a track are the
+ * most it takes.
+ */
 START_TEST(test_parent_chain_that_loops_or_runs_too_deep)
 {
 	struct trace t = { 0 };
@@ -965,16 +987,17 @@ START_TEST(test_parent_chain_that_loops_or_runs_too_deep)
 	t_child(&t, 5, 101, 102);
 	t_child(&t, 5, 102, 101);
 	t_event(&t, 5, 20, INSTANT, 101, 0);		/* loops */
-	for (i = 200; i < 211; i++)			/* 10 links: fine */
-		t_child(&t, 5, i, i == 210 ? 0 : i + 1);
-	t_event(&t, 5, 30, INSTANT, 200, 0);
-	t_child(&t, 5, 199, 200);			/* 11 links */
-	t_event(&t, 5, 40, INSTANT, 199, 0);
-	t_child(&t, 5, 300, 1234);			/* unknown parent: ok */
-	t_event(&t, 5, 50, INSTANT, 300, 0);
+	t_child(&t, 5, 103, 103);
+	t_event(&t, 5, 25, INSTANT, 103, 0);		/* its own parent */
+	for (i = 1000; i < 1099; i++)			/* 98 links: fine */
+		t_child(&t, 5, i, i == 1098 ? 0 : i + 1);
+	t_event(&t, 5, 30, INSTANT, 1000, 0);
+	t_child(&t, 5, 999, 1000);			/* 99 links */
+	t_event(&t, 5, 40, INSTANT, 999, 0);
 	ck_assert_int_eq(run(&t), TB_OK);
-	expect_only(TB_CK_TRACK_LOOP, 2, 0);
-	ck_assert_uint_eq(ck.stats.instants, 2);
+	expect_only(TB_CK_TRACK_LOOP, 3, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_LOOP].first_detail, 101);
+	ck_assert_uint_eq(ck.stats.instants, 1);
 	done();
 	t_free(&t);
 }
@@ -1765,6 +1788,597 @@ START_TEST(test_service_packets_pass_every_rule)
 END_TEST
 
 /* ------------------------------------------------------------------------
+ * Counters: resolved in file order, at tokenization.
+ */
+#define CD_INCREMENTAL		5	/* CounterDescriptor.is_incremental */
+
+/* A counter track, incremental (delta values) if @inc. */
+static void t_counter_inc(struct trace *t, uint32_t seq, uint64_t uuid,
+			  uint32_t flags, int inc)
+{
+	struct msg td = { { 0 }, 0 }, cd = { { 0 }, 0 };
+
+	if (inc)
+		m_uint(&cd, CD_INCREMENTAL, 1);
+	m_uint(&td, TD_UUID, uuid);
+	m_msg(&td, TD_COUNTER, &cd);
+	t_pkt(t, seq, 10, flags, NULL, &td, NULL, 0);
+}
+
+/* A counter value @v on @track, with sequence flags @flags. */
+static void t_value(struct trace *t, uint32_t seq, uint64_t ts,
+		    uint64_t track, uint64_t v, uint32_t flags, uint32_t loss)
+{
+	struct msg ev;
+
+	ev_init(&ev, COUNTER, track);
+	m_uint(&ev, TE_COUNTER, v);
+	t_pkt(t, seq, ts, flags, &ev, NULL, NULL, loss);
+}
+
+/*
+ * A capture that starts mid-stream: the counter values of the state it
+ * caught the end of come before the descriptor the writer's next state
+ * writes.  The importer resolves counter values as it reads the file
+ * (TrackEventTokenizer, ConvertToAbsoluteCounterValue()) and drops them:
+ * an error in the UI.
+ */
+START_TEST(test_counter_before_its_descriptor_is_dropped)
+{
+	struct trace t = { 0 };
+
+	t_value(&t, 5, 20, 600, 1, 0, 0);		/* before: dropped */
+	t_counter_inc(&t, 5, 600, CLEARED, 0);
+	t_value(&t, 5, 30, 600, 2, 0, 0);		/* after: placed */
+	t_value(&t, 6, 15, 610, 3, 0, 0);		/* descriptor later, */
+	t_counter_inc(&t, 7, 610, CLEARED, 0);		/* on another seq */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_COUNTER_EARLY, 2, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_COUNTER_EARLY].first, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_COUNTER_EARLY].first_detail, 600);
+	ck_assert_uint_eq(ck.stats.counters, 1);
+	done();
+	t_free(&t);
+	/* the reader knew it started mid-stream: the first packet says so */
+	t_value(&t, 5, 20, 600, 1, 0, LOSS);
+	t_counter_inc(&t, 5, 600, CLEARED, 0);
+	t_value(&t, 5, 30, 600, 2, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_COUNTER_EARLY, 0, 1);
+	done();
+	t_free(&t);
+	/* what tbevent.h writes: the value needs its state, and is skipped
+	 * like any packet that does, until the state's clear */
+	t_value(&t, 5, 20, 600, 1, NEEDS, 0);
+	t_counter_inc(&t, 5, 600, CLEARED, 0);
+	t_value(&t, 5, 30, 600, 2, NEEDS, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_NEEDS_STATE, 1, 0);
+	ck_assert_uint_eq(ck.stats.counters, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/*
+ * Delta values of an incremental counter add up per sequence and are
+ * reset only at a clear (TrackEventSequenceState::
+ * IncrementAndGetCounterValue()): after a loss, or before the first
+ * clear, the running total misses what was lost.
+ */
+START_TEST(test_incremental_counter_on_an_invalid_state)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_counter_inc(&t, 5, 620, 0, 1);
+	t_counter_inc(&t, 5, 630, 0, 0);		/* absolute values */
+	t_value(&t, 5, 20, 620, 1, 0, 0);		/* fine */
+	t_bare(&t, 5, 30, LOSS);
+	t_value(&t, 5, 40, 620, 1, 0, 0);		/* total is wrong */
+	t_value(&t, 5, 45, 630, 1, 0, 0);		/* fine: absolute */
+	t_pkt(&t, 5, 50, CLEARED, NULL, NULL, NULL, 0);
+	t_value(&t, 5, 60, 620, 1, 0, 0);		/* fine: reset */
+	t_value(&t, 6, 70, 620, 1, 0, 0);		/* never cleared */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_COUNTER_INCREMENTAL, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_COUNTER_INCREMENTAL].first_seq, 6);
+	ck_assert_uint_eq(ck.stats.counters, 5);	/* placed all the same */
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* Nine extra counter values: the importer takes eight at most. */
+START_TEST(test_more_extra_counter_values_than_the_importer_takes)
+{
+	struct trace t = { 0 };
+	struct msg ev;
+	unsigned i;
+
+	t_start(&t, 5);
+	t_counter_inc(&t, 5, 600, 0, 0);
+	ev_init(&ev, INSTANT, 5);
+	m_str(&ev, TE_NAME, "x");
+	for (i = 0; i < 8; i++) {
+		m_uint(&ev, TE_XC_UUIDS, 600);
+		m_uint(&ev, TE_XC_VALUES, i);
+	}
+	t_pkt(&t, 5, 20, 0, &ev, NULL, NULL, 0);	/* eight: fine */
+	m_uint(&ev, TE_XC_UUIDS, 600);
+	m_uint(&ev, TE_XC_VALUES, 8);
+	t_pkt(&t, 5, 30, 0, &ev, NULL, NULL, 0);	/* nine */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_COUNTER_BAD, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_COUNTER_BAD].first, 3);
+	ck_assert_uint_eq(ck.stats.instants, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Defaults, tracks and threads.
+ */
+
+/* TracePacketDefaults naming track @track, in a packet of their own. */
+static void t_defaults(struct trace *t, uint32_t seq, uint64_t track,
+		       uint32_t flags)
+{
+	struct msg body = { { 0 }, 0 }, def = { { 0 }, 0 },
+		   ted = { { 0 }, 0 };
+
+	m_uint(&ted, TED_TRACK, track);
+	m_msg(&def, DEF_TRACK_EVENT, &ted);
+	if (flags)
+		m_uint(&body, TP_FLAGS, flags);
+	m_msg(&body, TP_DEFAULTS, &def);
+	t_raw(t, &body, HAS_ALL, seq, UID, PID, 0);
+}
+
+/*
+ * ParsePacket() handles a packet's clear before its defaults, and a clear
+ * starts an empty generation: defaults written in a packet before the
+ * clear are gone, and the events that relied on them land on the
+ * default track.
+ */
+START_TEST(test_defaults_before_the_clear_are_lost)
+{
+	struct trace t = { 0 };
+
+	t_defaults(&t, 5, 5, 0);		/* before the clear */
+	t_start(&t, 5);
+	t_event(&t, 5, 20, INSTANT, 0, 0);	/* meant for track 5 */
+	t_event(&t, 5, 30, INSTANT, 5, 0);	/* names it: fine */
+	t_defaults(&t, 6, 6, CLEARED);		/* in the clear: fine */
+	t_thread(&t, 6, 6, PID, 6, 0);
+	t_event(&t, 6, 40, INSTANT, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_DEFAULTS_LOST, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_DEFAULTS_LOST].first, 2);
+	ck_assert_uint_eq(ck.stats.global_track_events, 0);
+	done();
+	t_free(&t);
+	/* defaults again after the clear: fine from there on */
+	t_defaults(&t, 5, 5, 0);
+	t_start(&t, 5);
+	t_defaults(&t, 5, 5, 0);
+	t_event(&t, 5, 20, INSTANT, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/*
+ * IsTrackHierarchyValid() wants every uuid up the chain reserved: a
+ * parent no descriptor names drops the event
+ * (track_hierarchy_missing_uuid), unless an event earlier in the sorted
+ * order reserved that uuid (a nameless root track).
+ */
+START_TEST(test_track_whose_parent_has_no_descriptor)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_child(&t, 5, 300, 1234);
+	t_event(&t, 5, 50, INSTANT, 300, 0);		/* dropped */
+	t_event(&t, 5, 80, INSTANT, 300, LOSS);		/* explained */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_TRACK_PARENT_UNKNOWN, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_TRACK_PARENT_UNKNOWN].first_detail,
+			  300);
+	ck_assert_uint_eq(ck.stats.instants, 0);
+	done();
+	t_free(&t);
+	/* an event on 1234 earlier in time, later in the file, reserves it */
+	t_start(&t, 5);
+	t_child(&t, 5, 300, 1234);
+	t_event(&t, 5, 50, INSTANT, 300, 0);
+	t_event(&t, 5, 40, INSTANT, 1234, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_TRACK_PARENT_UNKNOWN, 0, 0);
+	expect(TB_CK_TRACK_UNKNOWN, 1, 0);
+	ck_assert_uint_eq(ck.stats.instants, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* A process track: uuid, process { pid }. */
+static void t_process(struct trace *t, uint32_t seq, uint64_t uuid,
+		      int32_t pid)
+{
+	struct msg td = { { 0 }, 0 }, pd = { { 0 }, 0 };
+
+	m_uint(&pd, PD_PID, (uint64_t)pid);
+	m_uint(&td, TD_UUID, uuid);
+	m_msg(&td, TD_PROCESS, &pd);
+	t_pkt(t, seq, 10, 0, NULL, &td, NULL, 0);
+}
+
+/*
+ * One thread described under two uuids: the importer takes the second for
+ * a new thread that reused the tid, and shows two threads (the same for
+ * a process and its pid).
+ */
+START_TEST(test_tid_or_pid_described_under_another_uuid)
+{
+	struct trace t = { 0 };
+
+	t_thread(&t, 5, 50, PID, 7, CLEARED);
+	t_thread(&t, 5, 50, PID, 7, 0);		/* the same track: fine */
+	t_thread(&t, 6, 51, PID, 8, CLEARED);	/* another thread: fine */
+	t_thread(&t, 6, 52, PID, 7, 0);		/* tid 7 again */
+	t_thread(&t, 7, 53, PID + 1, 7, CLEARED); /* another process */
+	t_process(&t, 5, 500, PID);
+	t_process(&t, 6, 500, PID);		/* the same: fine */
+	t_process(&t, 6, 501, PID);		/* pid again */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_TID_REUSED, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_TID_REUSED].first, 3);
+	ck_assert_uint_eq(ck.rule[TB_CK_TID_REUSED].first_detail, 52);
+	expect(TB_CK_PID_REUSED, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_PID_REUSED].first_detail, 501);
+	ck_assert_uint_eq(tb_check_total(&ck, false), 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Stage 2 runs in timestamp order, whatever the file's.
+ */
+
+/*
+ * Writer 1 begins flow 7 at t+2000, writer 2 ends it at t+3000, and
+ * writer 2's chunk comes first in the file: the importer matches flows
+ * after sorting by time, and draws the arrow.
+ */
+START_TEST(test_cross_thread_flow_out_of_file_order_draws_its_arrow)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 0x10001);
+	t_start(&t, 0x10002);
+	t_flow(&t, 0x10002, 3000, INSTANT, 0x10002, 0, 7, 0);
+	t_flow(&t, 0x10001, 2000, INSTANT, 0x10001, 7, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	ck_assert_uint_eq(ck.stats.flows_begun, 1);
+	ck_assert_uint_eq(ck.stats.flows_ended, 1);
+	ck_assert_uint_eq(ck.stats.flows_open, 0);
+	ck_assert_uint_eq(ck.stats.flows_shared, 1);	/* joined: noted */
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* Slices match in time order too: an END read before its BEGIN. */
+START_TEST(test_slices_match_in_time_order)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_start(&t, 6);
+	t_child(&t, 5, 700, 0);
+	t_event(&t, 6, 200, END, 700, 0);	/* first in the file */
+	t_event(&t, 5, 100, BEGIN, 700, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	ck_assert_uint_eq(ck.stats.open_slices, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/*
+ * An event looks its iids up in the generation it was tokenized in, when
+ * every packet has been read: an iid interned later in that generation
+ * resolves, one interned after TracePacketDefaults started another does
+ * not (PacketSequenceStateGeneration::OnNewTracePacketDefaults()).
+ */
+START_TEST(test_iid_interned_later_in_the_same_generation)
+{
+	struct trace t = { 0 };
+	struct msg id = { { 0 }, 0 }, id3 = { { 0 }, 0 };
+
+	intern(&id, ID_NAMES, 1, "a");
+	intern(&id3, ID_NAMES, 3, "c");
+	t_start(&t, 5);
+	t_named(&t, 30, 1, 0);			/* interned after it */
+	t_pkt(&t, 5, 40, 0, NULL, NULL, &id, 0);
+	t_named(&t, 50, 3, 0);
+	t_defaults(&t, 5, 5, 0);		/* a new generation */
+	t_pkt(&t, 5, 60, 0, NULL, NULL, &id3, 0);
+	t_named(&t, 70, 3, 0);			/* in the new one: fine */
+	t_named(&t, 80, 1, 0);			/* copied into it: fine */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_IID_NAME, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_IID_NAME].first, 3);
+	ck_assert_uint_eq(ck.rule[TB_CK_IID_NAME].first_detail, 3);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/*
+ * MaybeParseFlowEvents() runs on the slice an event begins, ends or is:
+ * a counter value makes none, nor does an END that ends nothing, so their
+ * flow ids are not read at all.
+ */
+START_TEST(test_flow_ids_where_no_slice_is_made_are_not_read)
+{
+	struct trace t = { 0 };
+	struct msg ev;
+
+	t_start(&t, 5);
+	t_counter_inc(&t, 5, 600, 0, 0);
+	ev_init(&ev, COUNTER, 600);
+	m_uint(&ev, TE_COUNTER, 1);
+	ck_assert_uint_lt(ev.n + 20, sizeof(ev.b));
+	ev.n += tb_pb_fixed64(ev.b + ev.n, TE_FLOW_IDS, 21);
+	t_pkt(&t, 5, 20, 0, &ev, NULL, NULL, 0);	/* would begin 21 */
+	t_flow(&t, 5, 30, END, 5, 0, 22, 0);		/* ends nothing */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_END_WITHOUT_BEGIN, 1, 0);
+	ck_assert_uint_eq(ck.stats.flows_begun, 0);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Slices ENDed by name, clock snapshots, annotations.
+ */
+
+/* An END naming the slice it closes (tbevent.h's ENDs name none). */
+static void t_end_named(struct trace *t, uint32_t seq, uint64_t ts,
+			uint64_t track, const char *name)
+{
+	struct msg ev;
+
+	ev_init(&ev, END, track);
+	m_str(&ev, TE_NAME, name);
+	t_pkt(t, seq, ts, 0, &ev, NULL, NULL, 0);
+}
+
+/*
+ * SliceTracker::End() closes the innermost open slice whose name the END
+ * matches: one under others ends in place, and the next event after its
+ * end cuts the inner ones there (misplaced_end_event, data loss).
+ */
+START_TEST(test_end_naming_an_outer_slice)
+{
+	struct trace t = { 0 };
+	struct msg ev;
+
+	t_start(&t, 5);
+	ev_init(&ev, BEGIN, 5);
+	m_str(&ev, TE_NAME, "outer");
+	t_pkt(&t, 5, 100, 0, &ev, NULL, NULL, 0);
+	ev_init(&ev, BEGIN, 5);
+	m_str(&ev, TE_NAME, "inner");
+	t_pkt(&t, 5, 110, 0, &ev, NULL, NULL, 0);
+	t_end_named(&t, 5, 120, 5, "inner");	/* the innermost: fine */
+	ev_init(&ev, BEGIN, 5);
+	m_str(&ev, TE_NAME, "inner");
+	t_pkt(&t, 5, 130, 0, &ev, NULL, NULL, 0);
+	t_end_named(&t, 5, 140, 5, "outer");	/* under "inner" */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_END_OUTER, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_END_OUTER].first, 5);
+	expect(TB_CK_SLICE_NOT_ENDED, 1, 0);	/* "inner": nothing cut it */
+	ck_assert_uint_eq(ck.rule[TB_CK_SLICE_NOT_ENDED].first, 4);
+	ck_assert_uint_eq(tb_check_total(&ck, false), 2);
+	ck_assert_uint_eq(ck.stats.open_slices, 1);
+	done();
+	/* the next event cuts "inner" at 140: its own END finds nothing */
+	t_event(&t, 5, 150, END, 5, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_END_OUTER, 1, 0);
+	expect(TB_CK_END_WITHOUT_BEGIN, 1, 0);
+	ck_assert_uint_eq(ck.stats.open_slices, 0);
+	ck_assert_uint_eq(tb_check_total(&ck, false), 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* A ClockSnapshot packet that also carries @te and @td. */
+static void t_snapshot_with(struct trace *t, uint32_t seq,
+			    const struct msg *te, const struct msg *td)
+{
+	struct msg body = { { 0 }, 0 }, cs = { { 0 }, 0 }, clk;
+
+	memset(&clk, 0, sizeof(clk));
+	m_uint(&clk, CLK_ID, 6);
+	m_uint(&clk, CLK_TS, 5000);
+	m_msg(&cs, CS_CLOCKS, &clk);
+	m_msg(&body, TP_CLOCK_SNAPSHOT, &cs);
+	m_uint(&body, TP_TIMESTAMP, 20);
+	if (te)
+		m_msg(&body, TP_TRACK_EVENT, te);
+	if (td)
+		m_msg(&body, TP_TRACK_DESC, td);
+	t_raw(t, &body, HAS_ALL, seq, UID, PID, 0);
+}
+
+/* ParsePacket() reads a ClockSnapshot and returns: nothing else counts. */
+START_TEST(test_clock_snapshot_packet_with_a_payload)
+{
+	struct trace t = { 0 };
+	struct msg ev, td = { { 0 }, 0 };
+
+	t_start(&t, 5);
+	m_uint(&td, TD_UUID, 700);
+	m_str(&td, TD_NAME, "child");
+	t_snapshot_with(&t, 5, NULL, &td);	/* descriptor ignored */
+	t_event(&t, 5, 30, INSTANT, 700, 0);	/* so no track 700 */
+	ev_init(&ev, INSTANT, 5);
+	m_str(&ev, TE_NAME, "x");
+	t_snapshot_with(&t, 5, &ev, NULL);	/* event ignored */
+	t_snapshot_with(&t, 5, NULL, NULL);	/* fine */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_SNAPSHOT_PAYLOAD, 2, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_SNAPSHOT_PAYLOAD].first, 1);
+	expect(TB_CK_TRACK_UNKNOWN, 1, 0);
+	ck_assert_uint_eq(tb_check_total(&ck, false), 3);
+	ck_assert_uint_eq(ck.stats.clock_snapshots, 3);
+	ck_assert_uint_eq(ck.stats.track_events, 1);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/*
+ * DebugAnnotationParser::ParseDebugAnnotationName(): a name_iid (nonzero),
+ * else a name, else an error that drops the annotation; in a dict, the
+ * rest of it too.  An END that ends nothing has its arguments unread.
+ */
+START_TEST(test_debug_annotation_without_a_name)
+{
+	struct trace t = { 0 };
+	struct msg ev, da, dict;
+
+	t_start(&t, 5);
+	ev_init(&ev, INSTANT, 5);
+	m_str(&ev, TE_NAME, "x");
+	memset(&da, 0, sizeof(da));
+	m_uint(&da, DA_UINT, 7);			/* no name */
+	m_msg(&ev, TE_ANNOTATIONS, &da);
+	memset(&da, 0, sizeof(da));
+	m_uint(&da, DA_NAME_IID, 0);			/* 0: not set, */
+	m_str(&da, 10, "named");			/* the name is */
+	memset(&dict, 0, sizeof(dict));
+	m_uint(&dict, DA_UINT, 1);			/* a nameless entry */
+	m_msg(&da, DA_DICT, &dict);
+	m_msg(&ev, TE_ANNOTATIONS, &da);
+	t_pkt(&t, 5, 20, 0, &ev, NULL, NULL, 0);
+	ev_init(&ev, END, 5);				/* ends nothing */
+	memset(&da, 0, sizeof(da));
+	m_uint(&da, DA_UINT, 7);
+	m_msg(&ev, TE_ANNOTATIONS, &da);
+	t_pkt(&t, 5, 30, 0, &ev, NULL, NULL, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect(TB_CK_ANNOTATION_NO_NAME, 2, 0);
+	expect(TB_CK_END_WITHOUT_BEGIN, 1, 0);
+	ck_assert_uint_eq(tb_check_total(&ck, false), 3);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * A ring's refusals name no writer.
+ */
+
+/*
+ * A ring record of producer @producer: ended @end, @full writes refused,
+ * @holes chunks the reader lost, writer @holder (0: none) holding a chunk.
+ */
+static void t_ring_record(struct trace *t, uint16_t producer,
+			  enum tb_trace_end end, uint32_t full,
+			  uint32_t holes, uint16_t holder)
+{
+	struct tb_buf_ident id = { UID, PID };
+	struct tb_trace_ring_record r;
+	struct tb_trace_out o;
+
+	t_service_out(t, &o);
+	ck_assert_int_eq(tb_trace_service_track(&o, id), 0);
+	memset(&r, 0, sizeof(r));
+	r.producer = producer;
+	r.pid = PID;
+	r.end = end;
+	r.full = full;
+	r.holes = holes;
+	if (holder) {
+		r.held = 1;
+		r.holders = 1;
+		r.held_by[0] = holder;
+	}
+	ck_assert_int_eq(tb_trace_ring_record(&o, id, 300, &r), 0);
+}
+
+/*
+ * A ring counts the writes its writers could not make, not whose: with
+ * two writers in the trace, one that stopped mid-slice (it died, the RAM
+ * image was taken) is not explained by refusals that may be the other's.
+ * A lone writer's are its own; a producer's death is every writer's; a
+ * chunk a writer held at the end is that writer's tail lost; chunks the
+ * reader lost name no writer, and may have held anyone's.
+ */
+START_TEST(test_ring_refusals_explain_only_a_lone_writer)
+{
+	struct trace t = { 0 };
+
+	t_open_slice(&t, 0x20001);
+	t_open_slice(&t, 0x20002);
+	t_ring_record(&t, 2, TB_TRACE_END_LIVE, 5, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 2, 0);
+	ck_assert_uint_eq(ck.stats.producers_lossy, 1);
+	done();
+	t_free(&t);
+	t_open_slice(&t, 0x30001);
+	t_ring_record(&t, 3, TB_TRACE_END_LIVE, 5, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 1);
+	done();
+	t_free(&t);
+	t_open_slice(&t, 0x20001);
+	t_open_slice(&t, 0x20002);
+	t_ring_record(&t, 2, TB_TRACE_END_DIED, 0, 0, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 2);
+	done();
+	t_free(&t);
+	/* writer 1 held a chunk (the interrupt faulted over it), writer 2's
+	 * interrupt had writes refused: only writer 1 is explained */
+	t_open_slice(&t, 0x20001);
+	t_open_slice(&t, 0x20002);
+	t_ring_record(&t, 2, TB_TRACE_END_LIVE, 8, 0, 1);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 1, 1);
+	ck_assert_uint_eq(ck.rule[TB_CK_SLICE_NOT_ENDED].first_seq, 0x20002);
+	ck_assert_uint_eq(ck.rule[TB_CK_SLICE_NOT_ENDED].first_explained_seq,
+			  0x20001);
+	done();
+	t_free(&t);
+	/* the reader lost chunks that named no writer: either's tail */
+	t_open_slice(&t, 0x20001);
+	t_open_slice(&t, 0x20002);
+	t_ring_record(&t, 2, TB_TRACE_END_LIVE, 0, 2, 0);
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_SLICE_NOT_ENDED, 0, 2);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
  * Suite
  */
 static Suite *check_suite(void)
@@ -1825,6 +2439,23 @@ static Suite *check_suite(void)
 		test_trace_stats_of_a_discarding_buffer_explain_open_slices);
 	tcase_add_test(t, test_producer_death_explains_its_open_slices_only);
 	tcase_add_test(t, test_service_packets_pass_every_rule);
+	tcase_add_test(t, test_counter_before_its_descriptor_is_dropped);
+	tcase_add_test(t, test_incremental_counter_on_an_invalid_state);
+	tcase_add_test(t,
+		test_more_extra_counter_values_than_the_importer_takes);
+	tcase_add_test(t, test_defaults_before_the_clear_are_lost);
+	tcase_add_test(t, test_track_whose_parent_has_no_descriptor);
+	tcase_add_test(t, test_tid_or_pid_described_under_another_uuid);
+	tcase_add_test(t,
+		test_cross_thread_flow_out_of_file_order_draws_its_arrow);
+	tcase_add_test(t, test_slices_match_in_time_order);
+	tcase_add_test(t, test_iid_interned_later_in_the_same_generation);
+	tcase_add_test(t,
+		test_flow_ids_where_no_slice_is_made_are_not_read);
+	tcase_add_test(t, test_end_naming_an_outer_slice);
+	tcase_add_test(t, test_clock_snapshot_packet_with_a_payload);
+	tcase_add_test(t, test_debug_annotation_without_a_name);
+	tcase_add_test(t, test_ring_refusals_explain_only_a_lone_writer);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -350,6 +350,31 @@ START_TEST(test_largest_fragment_fits_and_one_byte_more_does_not)
 }
 END_TEST
 
+/*
+ * A size no ring can have holds no fragment: 0, never the wrapped
+ * difference (chunk_size - 8 is nearly 2^32 below 8 bytes).
+ */
+START_TEST(test_max_size_of_a_chunk_size_no_ring_has_is_0)
+{
+	static const uint32_t bad[] = { 0, 1, 5, 6, 7, 8, 9, 100, 255,
+					32769, 65536, 0x80000000u,
+					0xffffffffu };
+	unsigned k;
+
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+		ck_assert_msg(tb_frag_max_size(bad[k]) == 0,
+			      "tb_frag_max_size(%u) = %u", bad[k],
+			      tb_frag_max_size(bad[k]));
+	/* the ring's own sizes, each one */
+	for (k = 0; k < NSIZES; k++) {
+		uint32_t cs = chunk_sizes[k];
+
+		ck_assert_uint_eq(tb_frag_max_size(cs),
+				  cs - 6 - spec_width(cs));
+	}
+}
+END_TEST
+
 START_TEST(test_close_too_big_fails_and_changes_nothing)
 {
 	uint8_t *c = new_chunk(256, 0x77);
@@ -640,6 +665,7 @@ static Suite *open_close_suite(void)
 	tcase_add_test(tc, test_directory_fills_first_in_small_chunks);
 	tcase_add_test(tc, test_open_fails_when_dir_minus_payload_below_width);
 	tcase_add_test(tc, test_largest_fragment_fits_and_one_byte_more_does_not);
+	tcase_add_test(tc, test_max_size_of_a_chunk_size_no_ring_has_is_0);
 	tcase_add_test(tc, test_close_too_big_fails_and_changes_nothing);
 	tcase_add_test(tc, test_append_too_long_fails_without_writing);
 	tcase_add_test(tc,

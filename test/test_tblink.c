@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 
 #include "../tools/tbtrace.c"
+#include "tbevent.h"
 #include "ring_helpers.h"
 #include "spawn_helpers.h"
 
@@ -611,6 +612,404 @@ START_TEST(test_stream_ended_early)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------
+ * Event writers over the link: incremental state, and what a lossy link
+ * costs of it (tbt_stream.c's restate, tb_link_tx_restate()).
+ */
+#define EV_N		600	/* slices each event writer writes */
+
+static uint64_t ev_time;
+
+static uint64_t ev_now(void *ctx)
+{
+	(void)ctx;
+	return ev_time += 1000;
+}
+
+static const struct tb_ev_clock ev_clock = {
+	ev_now, NULL, TB_CLOCK_BOOTTIME, TB_CLOCK_BOOTTIME, NULL
+};
+
+TB_CATEGORY_DEFINE(ev_cat, "link", 1);
+
+static const char *const ev_names[] = {
+	"read", "parse", "send", "wait", "flush", "idle",
+};
+
+/*
+ * A target of two event writers (interned names and annotation names;
+ * writer 2 with TracePacketDefaults) streaming its ring through tblink.h;
+ * with @restate, tb_link_tx_restate() every @restate frames.
+ */
+struct evtarget {
+	struct target g;	/* its ring, writers, reader, link */
+	struct tb_track proc, thr[NW];
+	struct tb_ev_writer ev[NW];
+};
+
+static void evtarget_run(struct evtarget *e, uint32_t restate)
+{
+	struct target *g = &e->g;
+	struct tb_arg a;
+	unsigned i, k;
+
+	memset(e, 0, sizeof(*e));
+	ev_time = 0;
+	tring_new(&g->t, 512, 8);
+	tb_track_process(&e->proc, tb_ev_uuid(7, 0), 7, "target");
+	for (k = 0; k < NW; k++) {
+		twriter_new(&g->w[k], &g->t, (uint16_t)(k + 1), 0, TB_DROP);
+		tb_track_thread(&e->thr[k], tb_ev_uuid(7, k + 1), &e->proc, 7,
+				(int32_t)k + 1, "worker");
+		ck_assert_int_eq(tb_ev_writer_init(&e->ev[k], &g->w[k].w,
+						   &e->thr[k], &ev_clock,
+						   k ? TB_EV_DEFAULTS : 0),
+				 TB_OK);
+	}
+	treader_new(&g->rd, &g->t);
+	ck_assert_int_eq(tb_link_tx_init(&g->tx, bytes_put, &g->out), TB_OK);
+	tb_link_tx_hello(&g->tx, &g->t.r);
+	for (i = 0; i < EV_N; i++) {
+		for (k = 0; k < NW; k++) {
+			a = tb_arg_uint("i", i);
+			ck_assert_int_eq(tb_ev_begin(&e->ev[k], &ev_cat,
+					 ev_names[(i + k) % 6], &a, 1), TB_OK);
+			ck_assert_int_eq(tb_ev_end(&e->ev[k], &ev_cat, NULL,
+						   0), TB_OK);
+		}
+		if (i % 4 == 3) {
+			drain(g, TB_READ_LAZY);
+			if (restate)
+				tb_link_tx_restate(&g->tx, &g->t.r, restate);
+		}
+	}
+	for (k = 0; k < NW; k++) {
+		tb_ev_writer_finish(&e->ev[k]);
+		tb_writer_release(&g->w[k].w);
+	}
+	drain(g, TB_READ_SCRAPE);
+	tb_link_tx_stats(&g->tx, &g->t.r);
+	tb_link_tx_end(&g->tx);
+}
+
+/* Where frame @k of @b starts (after the @k-th delimiter). */
+static size_t frame_at(const struct bytes *b, unsigned k)
+{
+	size_t i;
+
+	for (i = 0; i < b->n && k; i++)
+		k -= !b->p[i];
+	return i;
+}
+
+/*
+ * The packets of @m the importer cannot decode in full (tbcheck.h):
+ * skipped for want of incremental state, or interned data ignored, or
+ * naming an iid or a track nothing gave, explained by a loss or not.
+ */
+static uint64_t undecodable(const struct tbt_mem *m, struct tb_check *c)
+{
+	static const int rules[] = {
+		TB_CK_NEEDS_STATE, TB_CK_INTERNED_IGNORED, TB_CK_IID_NAME,
+		TB_CK_IID_CATEGORY, TB_CK_IID_ANNOTATION, TB_CK_TRACK_UNKNOWN,
+	};
+	uint64_t n = 0;
+	unsigned i;
+
+	ck_assert_int_eq(tb_check_init(c, NULL, NULL, 0), TB_OK);
+	c->tail_lost = true;
+	ck_assert_int_eq(tb_check_trace(c, m->p, m->len), TB_OK);
+	for (i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+		n += c->rule[rules[i]].count + c->rule[rules[i]].explained;
+	return n;
+}
+
+/* tbtrace stream over @p: the undecodable packets, the checker's view. */
+static uint64_t stream_ev(const uint8_t *p, size_t n, struct tb_check *c,
+			  uint64_t *begins)
+{
+	struct tbt_stream_result res;
+	struct tbt_mem m;
+	FILE *f = report_open();
+	uint64_t u;
+
+	stream(p, n, &m, &res, f);
+	fclose(f);
+	u = undecodable(&m, c);
+	*begins = c->stats.slice_begins;
+	ck_assert_msg(tb_check_clean(c), "%s", report);
+	free(m.p);
+	return u;
+}
+
+/*
+ * A burst of 19 frames lost in the middle of the stream costs the events
+ * in those frames, and nothing after: the host had seen both writers'
+ * states, and gives them back to the importer (a restate packet per
+ * sequence, carrying the loss flag) before their next packet; without
+ * that, every later packet that needs the state was skipped until the
+ * writer's next fresh state (here, none: the target does not restate).
+ */
+START_TEST(test_stream_restates_what_a_burst_lost)
+{
+	struct evtarget g;
+	struct tb_check c;
+	uint64_t clean, begins, lost_begins;
+	size_t a, b;
+	uint8_t *cut;
+
+	evtarget_run(&g, 0);
+	ck_assert_uint_eq(stream_ev(g.g.out.p, g.g.out.n, &c, &clean), 0);
+	ck_assert_uint_eq(clean, NW * EV_N);
+	ck_assert_report("restate   0 restates");
+	tb_check_destroy(&c);
+	/* frames 40 to 58 lost */
+	a = frame_at(&g.g.out, 40);
+	b = frame_at(&g.g.out, 59);
+	cut = (uint8_t *)malloc(g.g.out.n);
+	ck_assert_ptr_nonnull(cut);
+	memcpy(cut, g.g.out.p, a);
+	memcpy(cut + a, g.g.out.p + b, g.g.out.n - b);
+	ck_assert_uint_eq(stream_ev(cut, g.g.out.n - (b - a), &c, &begins), 0);
+	ck_assert_report("19 frames lost by sequence gap");
+	ck_assert_report("restate   2 restates of a sequence's state");
+	ck_assert_uint_ge(c.stats.lossy_packets, NW);
+	ck_assert_uint_gt(tb_check_ui_loss(&c, NULL), 0);
+	/* what is missing is what 19 frames of 512 B held: a BEGIN and
+	 * its END take 40 bytes at least */
+	lost_begins = clean - begins;
+	ck_assert_uint_gt(lost_begins, 0);
+	ck_assert_uint_le(lost_begins, 19 * 512 / 40);
+	tb_check_destroy(&c);
+	free(cut);
+	target_free(&g.g);
+}
+END_TEST
+
+/*
+ * A capture that starts after the writers' states went by: the host has
+ * nothing to restate, and the target's own restate (tb_link_tx_restate()
+ * every 16 frames) bounds what is lost: at most the packets of 16 frames
+ * after the start.  Without it, nothing of either writer decodes until
+ * its last state (tb_ev_writer_finish()).
+ */
+START_TEST(test_target_restate_bounds_a_late_start)
+{
+	struct evtarget g;
+	struct tb_check c;
+	uint64_t u, begins;
+	size_t at;
+	double per_frame;
+
+	evtarget_run(&g, 16);
+	ck_assert_uint_eq(stream_ev(g.g.out.p, g.g.out.n, &c, &begins), 0);
+	per_frame = (double)c.stats.packets / (double)g.g.tx.seq;
+	tb_check_destroy(&c);
+	at = frame_at(&g.g.out, 50) + 7;		/* inside frame 50 */
+	u = stream_ev(g.g.out.p + at, g.g.out.n - at, &c, &begins);
+	tb_check_destroy(&c);
+	ck_assert_msg((double)u <= 17 * per_frame, "%llu undecodable, %.1f "
+		      "packets a frame", (unsigned long long)u, per_frame);
+	target_free(&g.g);
+	evtarget_run(&g, 0);
+	at = frame_at(&g.g.out, 50) + 7;
+	u = stream_ev(g.g.out.p + at, g.g.out.n - at, &c, &begins);
+	tb_check_destroy(&c);
+	ck_assert_msg((double)u > 100 * per_frame, "%llu undecodable",
+		      (unsigned long long)u);
+	target_free(&g.g);
+}
+END_TEST
+
+/*
+ * The restate packet by packet (tbt_rs_packet()): a packet after a loss
+ * that names an iid the host never saw is dropped and its loss flagged on
+ * the next restate, or at the end; an entry that gives a recorded iid
+ * another value (a writer that started over under the same id, its clear
+ * lost) ends the restates, and the importer skips what follows, as
+ * without them: a name from the record is never given to the new one.
+ */
+struct rspkt {
+	uint32_t flags;
+	uint64_t interned_iid;		/* 0: none */
+	const char *interned_name;
+	uint64_t name_iid;		/* the event's */
+	uint32_t loss;
+};
+
+/* Packet @p of sequence {1, 1}, with @loss, through the restate. */
+static void rs_send(struct tbt_restate *rs, struct tb_trace_out *out,
+		    const struct pkt *p, uint32_t loss)
+{
+	struct tb_buf_slice sl;
+	struct tb_buf_packet bp;
+
+	sl.data = p->b;
+	sl.size = p->n;
+	memset(&bp, 0, sizeof(bp));
+	bp.slices = &sl;
+	bp.nslices = 1;
+	bp.size = p->n;
+	bp.producer_id = 1;
+	bp.writer_id = 1;
+	bp.loss = loss;
+	tbt_rs_packet(rs, out, &bp);
+}
+
+static void rs_feed(struct tbt_restate *rs, struct tb_trace_out *out,
+		    const struct rspkt *r)
+{
+	struct pkt p = { { 0 }, 0 }, ev = { { 0 }, 0 }, in = { { 0 }, 0 };
+	struct pkt e = { { 0 }, 0 };
+
+	p_uint(&p, TP_TIMESTAMP, 1000 + ev_time++);
+	if (r->flags)
+		p_uint(&p, TP_FLAGS, r->flags);
+	if (r->interned_iid) {
+		p_uint(&e, 1, r->interned_iid);
+		p_bytes(&e, 2, r->interned_name, strlen(r->interned_name));
+		p_bytes(&in, 2, e.b, e.n);		/* event_names */
+		p_bytes(&p, 12, in.b, in.n);
+	}
+	p_uint(&ev, 9, 3);				/* INSTANT */
+	p_uint(&ev, 11, 1001);				/* track */
+	p_uint(&ev, 10, r->name_iid);
+	p_bytes(&p, TP_TRACK_EVENT, ev.b, ev.n);
+	rs_send(rs, out, &p, r->loss);
+}
+
+/* Sequence {1, 1}'s thread track (uuid 1001) described, in a packet. */
+static void rs_describe(struct tbt_restate *rs, struct tb_trace_out *out)
+{
+	struct pkt p;
+
+	mk_packet(&p, 1, 0);
+	rs_send(rs, out, &p, 0);
+}
+
+/* The packets of @m on sequence {1, 1}: dropped bits, and restates. */
+static unsigned rs_read(const struct tbt_mem *m, uint64_t *dropped,
+			bool *restate, unsigned max)
+{
+	struct tb_pb_reader r;
+	struct tb_trace_packet tp;
+	unsigned n = 0;
+	uint64_t v;
+
+	tb_pb_reader_init(&r, m->p, m->len);
+	while (tb_trace_next(&r, &tp) > 0) {
+		if (tp.trusted_seq_id != tb_trace_seq_id(1, 1))
+			continue;
+		ck_assert_uint_lt(n, max);
+		dropped[n] = tp.dropped;
+		restate[n] = !tb__ck_uint(tp.data, tp.size, TP_TIMESTAMP, &v);
+		n++;
+	}
+	return n;
+}
+
+static void rs_out(struct tb_trace_out *out, struct tbt_mem *m)
+{
+	memset(m, 0, sizeof(*m));
+	memset(out, 0, sizeof(*out));
+	out->write = tbt_mem_write;
+	out->ctx = m;
+}
+
+/* Packets @p (@n) through a restate, after the track's descriptor. */
+static struct tbt_restate *rs_run(const struct rspkt *p, unsigned n,
+				  struct tb_trace_out *out, struct tbt_mem *m)
+{
+	struct tbt_restate *rs = calloc(1, sizeof(*rs));
+	unsigned i;
+
+	ck_assert_ptr_nonnull(rs);
+	rs_out(out, m);
+	rs_describe(rs, out);
+	for (i = 0; i < n; i++)
+		rs_feed(rs, out, &p[i]);
+	tbt_rs_finish(rs, out);
+	return rs;
+}
+
+static void rs_done(struct tbt_restate *rs, struct tbt_mem *m)
+{
+	tbt_rs_free(rs);
+	free(rs);
+	free(m->p);
+}
+
+START_TEST(test_restate_drops_what_it_cannot_name)
+{
+	static const struct rspkt p[] = {
+		{ 1, 1, "alpha", 1, 0 },		/* the state */
+		{ 2, 0, NULL, 1, TB_BUF_LOSS_PRESENT | TB_BUF_LOSS_READ_GAP },
+		{ 2, 0, NULL, 2, 0 },			/* lost with the link */
+		{ 2, 0, NULL, 1, 0 },
+		{ 2, 0, NULL, 3, 0 },			/* and at the end */
+	};
+	static struct tb_trace_out out;
+	struct tbt_restate *rs;
+	uint64_t dropped[16];
+	bool restate[16];
+	struct tb_check c;
+	struct tbt_mem m;
+
+	rs = rs_run(p, sizeof(p) / sizeof(p[0]), &out, &m);
+	ck_assert_uint_eq(rs->dropped, 2);
+	ck_assert_uint_eq(rs->restates, 3);
+	/* D, P0, R(gap), P1, R(dropped P2), P3, R(dropped P4) */
+	ck_assert_uint_eq(rs_read(&m, dropped, restate, 16), 7);
+	ck_assert(!restate[1] && !dropped[1]);
+	ck_assert(restate[2] && dropped[2] == (TB_BUF_LOSS_PRESENT |
+					       TB_BUF_LOSS_READ_GAP));
+	ck_assert(!restate[3] && !dropped[3]);
+	ck_assert(restate[4] && dropped[4] == TB_BUF_LOSS_PRESENT);
+	ck_assert(!restate[5] && !dropped[5]);
+	ck_assert(restate[6] && dropped[6] == TB_BUF_LOSS_PRESENT);
+	ck_assert_uint_eq(undecodable(&m, &c), 0);
+	ck_assert_uint_eq(c.stats.instants, 3);
+	tb_check_destroy(&c);
+	rs_done(rs, &m);
+}
+END_TEST
+
+START_TEST(test_restate_never_gives_an_old_name_to_a_new_writer)
+{
+	static const struct rspkt p[] = {
+		{ 1, 1, "alpha", 1, 0 },
+		{ 2, 0, NULL, 1, TB_BUF_LOSS_PRESENT },	/* restated */
+		{ 2, 1, "beta", 1, 0 },	/* writer 1 anew: its clear lost */
+		{ 2, 0, NULL, 1, 0 },
+		{ 2, 0, NULL, 1, TB_BUF_LOSS_PRESENT },
+	};
+	static struct tb_trace_out out;
+	struct tbt_restate *rs;
+	uint64_t dropped[16];
+	bool restate[16];
+	struct tb_check c;
+	struct tbt_mem m;
+	unsigned n;
+
+	rs = rs_run(p, sizeof(p) / sizeof(p[0]), &out, &m);
+	ck_assert_uint_eq(rs->restates, 1);
+	ck_assert_uint_eq(rs->dropped, 0);
+	/* D, P0, R, P1, P2 (flagged), P3, P4 */
+	n = rs_read(&m, dropped, restate, 16);
+	ck_assert_uint_eq(n, 7);
+	ck_assert(restate[2] && !restate[4]);
+	/* "beta" takes the state away again: it and what follows are
+	 * skipped until writer 1's next clear, never named "alpha" */
+	ck_assert_uint_eq(dropped[4], TB_BUF_LOSS_PRESENT);
+	ck_assert_uint_eq(undecodable(&m, &c), 4);
+	ck_assert_uint_eq(c.rule[TB_CK_NEEDS_STATE].explained, 3);
+	ck_assert_uint_eq(c.rule[TB_CK_INTERNED_IGNORED].explained, 1);
+	ck_assert_uint_eq(c.stats.instants, 2);
+	tb_check_destroy(&c);
+	rs_done(rs, &m);
+}
+END_TEST
+
 /* Where each frame of a stream ends (its delimiter's offset + 1). */
 static size_t frame_end[4096], feed_at;
 static unsigned nframe_end;
@@ -823,6 +1222,30 @@ static void verify_file(const char *path, struct verdict *v,
 	free(t);
 }
 
+/*
+ * The events of the trace at @path on ring @producer's "events lost"
+ * counter track, as a service writes it (tbtrace.h); -1: no such track.
+ */
+static long loss_track_events(const char *path, uint16_t producer)
+{
+	struct tb_check c;
+	size_t n;
+	char *t = spawn_slurp(path, &n);
+	long events = -1;
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(tb_check_init(&c, NULL, NULL, 0), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&c, t, n), TB_OK);
+	for (i = 0; i < c.ntracks; i++)
+		if (c.tracks[i].uuid == (TB_TRACE_LOSS_UUID | producer) &&
+		    c.tracks[i].kind == TB_CHECK_TRACK_COUNTER)
+			events = (long)c.tracks[i].events;
+	tb_check_destroy(&c);
+	free(t);
+	return events;
+}
+
 START_TEST(test_stream_command_line)
 {
 	char in[512], trace[512];
@@ -844,6 +1267,9 @@ START_TEST(test_stream_command_line)
 	ck_assert_int_eq(tbtrace(stat, NULL), 0);
 	ck_assert_out("stats     TraceStats: 1 buffers");
 	ck_assert_out("check     clean");
+	/* the ring's "events lost" track, sampled at each STATS frame where
+	 * it changed: at the first (0), never again */
+	ck_assert_int_eq(loss_track_events(trace, PRODUCER), 1);
 	/* from stdin, with a byte flipped: reported, exit 1 */
 	g.out.p[g.out.n / 2] ^= 0x01;
 	spit(in, g.out.p, g.out.n);
@@ -925,6 +1351,7 @@ START_TEST(test_convert_finds_the_ring_in_a_larger_dump)
 	verify_file(trace, &v, ok);
 	ck_assert_uint_eq(v.delivered[0], 41);
 	ck_assert_uint_eq(v.delivered[1], 41);
+	ck_assert_int_eq(loss_track_events(trace, 1), 1);
 	ck_assert_int_eq(tbtrace(at, NULL), 0);
 	ck_assert_out("at offset 8192 (-O)");
 	/* a second ring further on: the first is taken, the other named */
@@ -934,7 +1361,9 @@ START_TEST(test_convert_finds_the_ring_in_a_larger_dump)
 	spit(img, dump, len + t.len);
 	ck_assert_int_eq(tbtrace(args, NULL), 0);
 	ck_assert_out("found at offset 8192");
-	snprintf(msg, sizeof(msg), "another ring header at offset %zu", len);
+	snprintf(msg, sizeof(msg), "2 candidate rings in the image, at "
+		 "offsets 8192, %zu: converting the first, at 8192; -O %zu "
+		 "converts the next", len, len);
 	ck_assert_out(msg);
 	ck_assert_int_eq(tbtrace(wrong, NULL), 2);
 	ck_assert_out("TB_EMAGIC");
@@ -981,6 +1410,52 @@ START_TEST(test_convert_passes_over_a_too_large_header)
 	ck_assert_uint_eq(v.delivered[1], 41);
 	free(dump);
 	tring_free(&t);
+}
+END_TEST
+
+/*
+ * The scan takes what tb_ring_attach() takes: a ring whose header has a
+ * nonzero padding word (attach reads none of it) is the ring at offset 0,
+ * not other memory to pass over for the next ring; and an image with two
+ * rings says so, and which it converted.
+ */
+START_TEST(test_convert_scans_with_the_attach_rules)
+{
+	static bool ok[NW][NPKT], ok2[NW][NPKT];
+	char img[512], trace[512], msg[160];
+	const char *args[] = { "convert", img, trace, NULL };
+	const char *next[] = { "convert", "-O", msg, img, trace, NULL };
+	struct tring a, b;
+	struct verdict v;
+	uint8_t *dump;
+	size_t len;
+
+	ring_image(&a, ok, 41);
+	ring_image(&b, ok2, 7);
+	len = a.len + b.len;
+	dump = (uint8_t *)malloc(len);
+	ck_assert_ptr_nonnull(dump);
+	memcpy(dump, a.mem, a.len);
+	memcpy(dump + a.len, b.mem, b.len);
+	poke32(dump + 20, 0xdeadbeefu);		/* pad0[0] */
+	tmp_path(img, sizeof(img), "pad.bin");
+	tmp_path(trace, sizeof(trace), "pad.pftrace");
+	spit(img, dump, len);
+	ck_assert_int_eq(tbtrace(args, NULL), 0);
+	verify_file(trace, &v, NULL);
+	ck_assert_uint_eq(v.delivered[0], 41);
+	ck_assert_uint_eq(v.delivered[1], 41);
+	snprintf(msg, sizeof(msg), "2 candidate rings in the image, at "
+		 "offsets 0, %zu: converting the first, at 0", a.len);
+	ck_assert_out(msg);
+	/* the other one, as the report says */
+	snprintf(msg, sizeof(msg), "%zu", a.len);
+	ck_assert_int_eq(tbtrace(next, NULL), 0);
+	verify_file(trace, &v, ok2);
+	ck_assert_uint_eq(v.delivered[0], 7);
+	free(dump);
+	tring_free(&a);
+	tring_free(&b);
 }
 END_TEST
 
@@ -1057,11 +1532,17 @@ int main(void)
 	tcase_add_test(t, test_stream_losing_bytes);
 	tcase_add_test(t, test_stream_with_bytes_flipped);
 	tcase_add_test(t, test_stream_ended_early);
+	tcase_add_test(t, test_stream_restates_what_a_burst_lost);
+	tcase_add_test(t, test_target_restate_bounds_a_late_start);
+	tcase_add_test(t, test_restate_drops_what_it_cannot_name);
+	tcase_add_test(t,
+		test_restate_never_gives_an_old_name_to_a_new_writer);
 	tcase_add_test(t, test_stream_losing_the_middle_of_a_split_packet);
 	tcase_add_test(t, test_bridge_never_joins_across_a_lost_view);
 	tcase_add_test(t, test_stream_command_line);
 	tcase_add_test(t, test_convert_finds_the_ring_in_a_larger_dump);
 	tcase_add_test(t, test_convert_passes_over_a_too_large_header);
+	tcase_add_test(t, test_convert_scans_with_the_attach_rules);
 	tcase_add_test(t, test_convert_salvages_a_dump_cut_in_the_ring);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);

@@ -416,6 +416,58 @@ START_TEST(test_control_header_offsets_are_the_abi)
 }
 END_TEST
 
+/*
+ * The counters' slots are ABI as much as their lines: another process
+ * (tbtrace ring, a service of another build) reads line 4 word i as the
+ * i-th writer counter of docs/protocol.md's header listing, line 5 word i
+ * as the i-th reader counter.  Each name at its documented slot, and
+ * the header's words where a writer's TB_FULL and a reader's outcomes
+ * land, read at the documented byte offsets.
+ */
+START_TEST(test_counter_slots_are_the_abi)
+{
+	static const int wslot[] = {	/* line 4, from byte 256 */
+		TB_WS_FULL, TB_WS_NO_CHUNK, TB_WS_HOLES, TB_WS_RELOCATIONS,
+		TB_WS_DROPPED_FRAGS, TB_WS_STALLS, TB_WS_FUTEX_WAITS,
+		TB_WS_FUTEX_WAKES,
+	};
+	static const int rslot[] = {	/* line 5, from byte 320 */
+		TB_RS_EMITTED, TB_RS_HOLES, TB_RS_SCRAPES, TB_RS_MALFORMED,
+		TB_RS_UNKNOWN_FORMAT, TB_RS_RETRY_LATER, TB_RS_PINNED,
+		TB_RS_FUTEX_WAITS, TB_RS_FUTEX_WAKES,
+	};
+	struct tring t;
+	struct twriter a, b, c;
+	struct tb_span sp;
+	unsigned i;
+
+	for (i = 0; i < sizeof(wslot) / sizeof(wslot[0]); i++)
+		ck_assert_msg(wslot[i] == (int)i, "writer counter %u at "
+			      "slot %d", i, wslot[i]);
+	ck_assert_int_eq(TB_WS_MAX, 8);
+	for (i = 0; i < sizeof(rslot) / sizeof(rslot[0]); i++)
+		ck_assert_msg(rslot[i] == (int)i, "reader counter %u at "
+			      "slot %d", i, rslot[i]);
+	ck_assert_int_eq(TB_RS_MAX, 9);
+	/* two TB_FULL: word 0 of line 4, and nothing else there */
+	tring_new(&t, 256, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_DROP);
+	ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&b.w, 1, 0, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_open(&c.w, 1, 0, &sp), TB_FULL);
+	ck_assert_int_eq(tb_writer_open(&c.w, 1, 0, &sp), TB_FULL);
+	for (i = 0; i < 16; i++)
+		ck_assert_uint_eq(peek32((uint8_t *)t.r.hdr + 256 + 4 * i),
+				  i ? 0 : 2);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere)
 {
 	struct tring t;
@@ -430,6 +482,46 @@ START_TEST(test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere)
 	tb_ring_stats(&t.r, &st);
 	ck_assert_uint_eq(st.write_pos, 0);
 	ck_assert_uint_eq(st.read_pos, 0);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * tb_ring_stats() names the writers of the chunks held, so a trace can say
+ * whose packets they left open (tools/tbcheck.h explains per writer):
+ * the first TB_RING_HOLDERS, each once, and counts them all.
+ */
+START_TEST(test_stats_name_the_writers_holding_chunks)
+{
+	struct twriter tw[10];
+	struct tb_ring_stats st;
+	struct tb_span sp;
+	struct tring t;
+	unsigned w, i, j;
+
+	tring_new(&t, 256, 16);
+	for (w = 0; w < 10; w++)
+		twriter_new(&tw[w], &t, (uint16_t)(w + 5), 0, TB_DROP);
+	topen_with(&tw[0], "a", 1, 0, &sp);		/* holds, open */
+	topen_with(&tw[2], "c", 1, 0, &sp);		/* holds, open */
+	ck_assert_int_eq(twrite(&tw[1], "b", 0, 0), TB_OK); /* published */
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.states[TB_ACQUIRED], 2);
+	ck_assert_uint_eq(st.nholders, 2);
+	ck_assert((st.holders[0] == 5 && st.holders[1] == 7) ||
+		  (st.holders[0] == 7 && st.holders[1] == 5));
+	for (w = 3; w < 10; w++)
+		topen_with(&tw[w], "d", 1, 0, &sp);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.nholders, 9);
+	for (i = 0; i < TB_RING_HOLDERS; i++) {
+		ck_assert(st.holders[i] >= 5 && st.holders[i] < 15 &&
+			  st.holders[i] != 6);
+		for (j = 0; j < i; j++)
+			ck_assert_uint_ne(st.holders[i], st.holders[j]);
+	}
+	for (w = 0; w < 10; w++)
+		twriter_free(&tw[w]);
 	tring_free(&t);
 }
 END_TEST
@@ -1539,6 +1631,54 @@ static uint32_t hdr_rstat(const struct tring *t, enum tb_rstat s)
 	return peek32(&t->r.hdr->rstat[s]);
 }
 
+/*
+ * Each way a position resolves counts in its own reader counter, read
+ * where docs/protocol.md puts it (line 5 of the header, word i at byte
+ * 320 + 4i): two chunks consumed and one scraped (emitted 3, scrapes 1),
+ * two unclaimed positions and two chunks whose data is lost (holes 4:
+ * a lost view is a hole that says so), one of them malformed and one of
+ * another format (1 each), nothing else.
+ */
+START_TEST(test_reader_counts_each_outcome_in_its_slot)
+{
+	static const uint32_t want[16] = { 3, 4, 1, 1, 1 };
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_span sp;
+	uint8_t *c;
+	unsigned i;
+
+	tring_new(&t, 256, 8);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "e0", 0, 0), TB_OK);	/* 0 */
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_eq(twrite(&a, "e1", 0, 0), TB_OK);	/* 1 */
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(treserve(&t), 2);			/* unclaimed */
+	ck_assert_uint_eq(treserve(&t), 3);
+	tset_word(&t, 3, spec_word(SPEC_CMP, 1, 0, 1, WB));	/* format 01 */
+	ck_assert_uint_eq(treserve(&t), 4);
+	tset_word(&t, 4, spec_word(SPEC_CMP, 0, 0, 2, WB));	/* malformed */
+	c = tchunk(&t, 4);
+	c[255] = 200;
+	c[254] = 100;
+	ck_assert_int_eq(twrite(&a, "s0", 0, 0), TB_OK);	/* 5 */
+	topen_with(&a, "s1", 2, 0, &sp);		/* held: a scrape */
+	ck_assert_uint_eq(treserve(&t), 6);			/* unclaimed */
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL, NULL), 7);
+	for (i = 0; i < 16; i++)
+		ck_assert_msg(peek32((uint8_t *)t.r.hdr + 320 + 4 * i) ==
+			      want[i], "reader counter %u: %u, want %u", i,
+			      peek32((uint8_t *)t.r.hdr + 320 + 4 * i),
+			      want[i]);
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_reader_nodata_when_nothing_reserved)
 {
 	struct tring t;
@@ -2288,6 +2428,155 @@ START_TEST(test_writer_data_loss_on_next_claimed_chunk_only_once)
 }
 END_TEST
 
+/*
+ * A writer idle while others reserve any number of positions writes
+ * again where they do.  Its floor (one past its last position) is a
+ * lap of the 2^32 position space behind once 2^31 positions passed, which
+ * write_pos put back by a stray store also looks like; the floor only
+ * holds within a ring of read_pos or of write_pos (tb__pos_floor()).
+ * Each case: the writer writes once at @last (or, @fresh, is set up with
+ * write_pos at @last + 1 and never writes), then @idle positions are
+ * reserved and resolved by others (the ring laid out where they leave
+ * it, tb_ring_init_at()), then it must write, under either policy, at
+ * the position after them plus @skip.  @skip is nonzero only within a
+ * ring of a multiple of 2^32 positions, where the floor is just ahead of
+ * write_pos and the writer cannot tell a lap from a stray store: it
+ * takes its floor, and the positions it skips are holes.  Exactly a ring
+ * short of 2^32 it must not: its floor is a whole ring ahead of the
+ * drained ring's read_pos, TB_FULL for good for a lone writer.
+ */
+static const struct idle_case {
+	uint32_t last;
+	uint32_t idle;
+	uint32_t skip;
+	int fresh;
+} idle_cases[] = {
+	{ 0, 0, 0, 0 },
+	{ 0, 0x80000000u - 64, 0, 0 },
+	{ 0, 0x80000000u - 1, 0, 0 },
+	{ 0, 0x80000000u, 0, 0 },
+	{ 0, 0x80000000u + 16, 0, 0 },
+	{ 0, 0x80000000u + 16, 0, 1 },		/* never wrote */
+	{ 0x7ffffff0u, 0x80000000u + 16, 0, 0 },	/* across 2^32 */
+	{ 0xfffffff0u, 0x80000000u + 16, 0, 0 },	/* from below it */
+	{ 0xfffffff0u, 0x80000000u + 16, 0, 1 },
+	{ 0, 0u - 64, 0, 0 },
+	{ 0, 0u - 4, 0, 0 },			/* 2^32 - a ring */
+	{ 0, 0u - 3, 3, 0 },
+	{ 0, 0u - 1, 1, 0 },
+};
+#define NIDLE	(int)(sizeof(idle_cases) / sizeof(idle_cases[0]))
+
+START_TEST(test_idle_writer_writes_again_after_any_number_of_positions)
+{
+	const struct idle_case *c = &idle_cases[_i / 2];
+	enum tb_full_policy policy = _i & 1 ? TB_STALL : TB_DROP;
+	uint32_t start = c->last + 1 + c->idle, at = start + c->skip;
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct collect col;
+
+	memset(&col, 0, sizeof(col));
+	tring_new_at(&t, 256, 4, c->fresh ? c->last + 1 : c->last);
+	twriter_new(&a, &t, WA, BID, policy);
+	a.w.stall_ms = 1;	/* a lockout fails fast, as TB_FULL */
+	if (!c->fresh) {
+		treader_new(&tr, &t);
+		ck_assert_int_eq(twrite(&a, "once", 0, 0), TB_OK);
+		ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+		ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn,
+					&col), 1);
+		ck_assert_uint_eq(col.c[0].pos, c->last);
+		treader_free(&tr);
+	}
+	memset(t.mem, 0, t.len);	/* where the others leave the ring */
+	ck_assert_int_eq(tb_ring_init_at(&t.r, t.mem, t.len, 256, 4, start),
+			 TB_OK);
+	ck_assert_msg(twrite(&a, "again", 0, 0) == TB_OK,
+		      "case %d: idle for %#x positions after %#x: locked out",
+		      _i / 2, c->idle, c->last);
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&t), at + 1);
+	treader_new(&tr, &t);
+	col.count = 0;
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col),
+			 (int)c->skip + 1);
+	ck_assert_uint_eq(col.count, 1);
+	ck_assert_uint_eq(col.c[0].pos, at);
+	ck_assert_str_eq(col.c[0].frag[0], "again");
+	treader_free(&tr);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * The same under TB_STALL while others keep the ring busy: a stall that
+ * sees read_pos move retries, so a locked-out writer never returned.
+ * Here the others (a writer and the reader, on a thread of their own)
+ * keep going until the idle writer's write returns, or until it stalled
+ * 1000 times: then they stop, its stall runs out and it gets TB_FULL.
+ */
+struct busy_ring {
+	struct tring *t;
+	int done;
+};
+
+static void *keep_ring_busy(void *arg)
+{
+	struct busy_ring *b = (struct busy_ring *)arg;
+	struct twriter o;
+	struct treader tr;
+
+	twriter_new(&o, b->t, WB, BID, TB_DROP);
+	treader_new(&tr, b->t);
+	while (!__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&b->t->r.hdr->wstat[TB_WS_STALLS],
+			       __ATOMIC_RELAXED) < 1000) {
+		twrite(&o, "busy", 0, 0);
+		tb_writer_release(&o.w);
+		tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL, NULL);
+	}
+	treader_free(&tr);
+	twriter_free(&o);
+	return NULL;
+}
+
+START_TEST(test_idle_stalling_writer_returns_while_others_write)
+{
+	struct busy_ring b;
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	pthread_t th;
+	int ret;
+
+	tring_new(&t, 256, 4);
+	twriter_new(&a, &t, WA, BID, TB_STALL);
+	a.w.stall_ms = 50;
+	treader_new(&tr, &t);
+	ck_assert_int_eq(twrite(&a, "once", 0, 0), TB_OK);	/* at 0 */
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	ck_assert_int_eq(tdrain(&tr.rd, 8, TB_READ_SCRAPE, NULL, NULL), 1);
+	treader_free(&tr);
+	memset(t.mem, 0, t.len);
+	ck_assert_int_eq(tb_ring_init_at(&t.r, t.mem, t.len, 256, 4,
+					 0x80000000u + 17), TB_OK);
+	b.t = &t;
+	b.done = 0;
+	ck_assert_int_eq(pthread_create(&th, NULL, keep_ring_busy, &b), 0);
+	ret = twrite(&a, "again", 0, 0);
+	__atomic_store_n(&b.done, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_msg(ret == TB_OK, "the idle writer: %s after %u stalls",
+		      tb_strerror(ret), peek32(&t.r.hdr->wstat[TB_WS_STALLS]));
+	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
+	twriter_free(&a);
+	tring_free(&t);
+}
+END_TEST
+
 START_TEST(test_writer_full_under_drop_policy_keeps_write_pos)
 {
 	struct tring t;
@@ -2361,15 +2650,12 @@ START_TEST(test_writer_holes_take_precedence_over_full_even_under_stall)
 		struct twriter a;
 		struct tb_span sp;
 		struct tb_ring_stats st;
-		uint64_t t0;
 
 		tring_new(&t, 256, 2);
 		pin_all(&t);
 		twriter_new(&a, &t, WA, BID, pol[k]);
-		a.w.stall_ms = 3000;
-		t0 = now_ms();
+		a.w.stall_ms = 3000;	/* no stall: TB_WS_STALLS stays 0 */
 		ck_assert_int_eq(tb_writer_open(&a.w, 1, 0, &sp), TB_NO_CHUNK);
-		ck_assert_uint_lt(now_ms() - t0, 1000);
 		ck_assert_uint_eq(a.w.holes, 2);
 		ck_assert_uint_eq(twrite_pos(&t), 2);
 		ck_assert_uint_eq(peek32(&t.r.hdr->waiters), 0);
@@ -2823,7 +3109,6 @@ START_TEST(test_writer_stall_wakes_when_reader_drains)
 					 NULL), 1);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(arg.ret, TB_OK);
-	ck_assert_uint_lt(arg.ms, 5000);
 	tdecode(&t, 0, &d);
 	ck_assert_uint_eq(d.word, spec_word(SPEC_CMP, 0, 0, 1, WC));
 	ck_assert_frag(&d, 0, "c");
@@ -3262,8 +3547,9 @@ START_TEST(test_writer_stall_times_out_to_full_when_nobody_drains)
 	t0 = now_ms();
 	ck_assert_int_eq(tb_writer_open(&c.w, 1, 0, &sp), TB_FULL);
 	ms = now_ms() - t0;
+	/* at least its stall_ms: a lower bound no load can trip; a stall
+	 * that never ends is caught by the test case's timeout */
 	ck_assert_uint_ge(ms, 90);
-	ck_assert_uint_lt(ms, 3000);
 	ck_assert_uint_eq(twrite_pos(&t), 2);
 	ck_assert_uint_eq(c.w.holes, 0);
 	tb_ring_stats(&t.r, &st);
@@ -3626,7 +3912,6 @@ START_TEST(test_relocating_writer_under_stall_waits_for_capacity)
 					 NULL), 1);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(arg.ret, TB_OK);
-	ck_assert_uint_lt(arg.ms, 5000);
 	memset(&col, 0, sizeof(col));
 	ck_assert_int_ge(tdrain(&tr.rd, 8, TB_READ_SCRAPE,
 					 collect_fn, &col), 1);
@@ -4018,39 +4303,137 @@ END_TEST
  * broken process in the mapping) must not let a writer claim a position
  * before one it already took: the reader hands chunks on in position
  * order, so the writer's later packet would come out first.  Here the
- * writer's first chunk is at position 2 and write_pos is put back to 1,
- * whose chunk is free for this lap: the next claim must still come after
- * position 2.
+ * writer's first chunk is at position base + 2 and write_pos is put back
+ * to base + 1, whose chunk is free for this lap: the next claim must
+ * still come after base + 2.  The base pins the floor's compare where a
+ * wrong one breaks: from 0, across the 2^32 rollover (the floor is 0 and
+ * write_pos 0xffffffff: a plain "write_pos < floor" misses it), and
+ * across half the position space (a signed compare of the two values
+ * instead of their distance misses it).
  */
-START_TEST(test_writer_positions_only_grow_when_write_pos_goes_back)
-{
+static const uint32_t floor_bases[] = { 0, 0xfffffffeu, 0x7ffffffeu };
+
+/* A 4 x 256 B ring from @start, writer WA (TB_DROP), a reader. */
+struct floor_fx {
 	struct tring t;
 	struct twriter a;
 	struct treader tr;
 	struct collect col;
+};
 
-	memset(&col, 0, sizeof(col));
-	tring_new(&t, 256, 4);
-	twriter_new(&a, &t, WA, BID, TB_DROP);
-	treader_new(&tr, &t);
-	tset_write_pos(&t, 2);		/* positions 0 and 1: holes */
-	ck_assert_int_eq(twrite(&a, "one", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), 3);
-	tset_write_pos(&t, 1);		/* the stray store */
-	ck_assert_int_eq(twrite(&a, "two", 0, 0), TB_OK);
-	ck_assert_int_eq(tb_writer_release(&a.w), TB_OK);
-	ck_assert_uint_eq(twrite_pos(&t), 4);	/* and write_pos mended */
-	ck_assert_uint_eq(tword(&t, 1), spec_free(0));	/* untouched */
-	tdrain(&tr.rd, 8, TB_READ_SCRAPE, collect_fn, &col);
-	ck_assert_uint_eq(col.count, 2);
-	ck_assert_uint_eq(col.c[0].pos, 2);
-	ck_assert_str_eq(col.c[0].frag[0], "one");
-	ck_assert_uint_eq(col.c[1].pos, 3);
-	ck_assert_str_eq(col.c[1].frag[0], "two");
-	treader_free(&tr);
-	twriter_free(&a);
-	tring_free(&t);
+static void floor_fx_new(struct floor_fx *f, uint32_t start)
+{
+	memset(&f->col, 0, sizeof(f->col));
+	tring_new_at(&f->t, 256, 4, start);
+	twriter_new(&f->a, &f->t, WA, BID, TB_DROP);
+	treader_new(&f->tr, &f->t);
+}
+
+static void floor_fx_free(struct floor_fx *f)
+{
+	treader_free(&f->tr);
+	twriter_free(&f->a);
+	tring_free(&f->t);
+}
+
+/* The writer writes @s as one fragment and lets go of its chunk. */
+static int floor_write(struct floor_fx *f, const char *s)
+{
+	int ret = twrite(&f->a, s, 0, 0);
+
+	ck_assert_int_eq(tb_writer_release(&f->a.w), TB_OK);
+	return ret;
+}
+
+/* Positions the reader resolves, collecting what it emits. */
+static int floor_drain(struct floor_fx *f, unsigned max)
+{
+	return tdrain(&f->tr.rd, max, TB_READ_SCRAPE, collect_fn, &f->col);
+}
+
+START_TEST(test_writer_positions_only_grow_when_write_pos_goes_back)
+{
+	uint32_t base = floor_bases[_i];
+	struct floor_fx f;
+
+	floor_fx_new(&f, base);
+	tset_write_pos(&f.t, base + 2);	/* positions base, base + 1: holes */
+	ck_assert_int_eq(floor_write(&f, "one"), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&f.t), base + 3);
+	tset_write_pos(&f.t, base + 1);	/* the stray store */
+	ck_assert_int_eq(floor_write(&f, "two"), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&f.t), base + 4);	/* and mended */
+	ck_assert_uint_eq(tword(&f.t, (base + 1) & 3),	/* untouched */
+			  spec_free((base + 1) >> 2 & 0x1fffffff));
+	floor_drain(&f, 8);
+	ck_assert_uint_eq(f.col.count, 2);
+	ck_assert_uint_eq(f.col.c[0].pos, base + 2);
+	ck_assert_str_eq(f.col.c[0].frag[0], "one");
+	ck_assert_uint_eq(f.col.c[1].pos, base + 3);
+	ck_assert_str_eq(f.col.c[1].frag[0], "two");
+	floor_fx_free(&f);
+}
+END_TEST
+
+/*
+ * The floor must not trust read_pos either: a stray store puts read_pos
+ * back too, far enough that the writer's last position looks more than a
+ * ring ahead of it (as if the floor said nothing), while write_pos, put
+ * back between the reader's cursor and that position, is still within a
+ * ring of read_pos.  The writer's last chunk is at 2, unresolved; a
+ * claim at 1 would succeed (its chunk is free for this lap) and come out
+ * first.  Within a ring behind the floor, write_pos is never where the
+ * writer reserves: here the floor is a ring ahead of the forged
+ * read_pos, so the ring looks full.  Once the reader publishes its own
+ * cursor again the writer reserves after its last chunk.
+ */
+START_TEST(test_writer_floor_holds_when_read_pos_goes_back_too)
+{
+	struct floor_fx f;
+
+	floor_fx_new(&f, 0);
+	tset_write_pos(&f.t, 2);
+	ck_assert_int_eq(floor_write(&f, "one"), TB_OK);
+	tset_write_pos(&f.t, 1);			/* stray stores */
+	poke32(&f.t.r.hdr->read_pos, 0xffffffffu);
+	ck_assert_int_eq(floor_write(&f, "two"), TB_FULL);
+	ck_assert_uint_eq(twrite_pos(&f.t), 1);
+	ck_assert_uint_eq(tword(&f.t, 1), spec_free(0));	/* untouched */
+	ck_assert_int_eq(floor_drain(&f, 1), 1);	/* hole at 0 */
+	ck_assert_uint_eq(tread_pos(&f.t), 1);
+	ck_assert_int_eq(floor_write(&f, "two"), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&f.t), 4);
+	ck_assert_uint_eq(tword(&f.t, 1), spec_free(0));	/* untouched */
+	floor_drain(&f, 8);
+	ck_assert_uint_eq(f.col.count, 2);
+	ck_assert_str_eq(f.col.c[0].frag[0], "one");
+	ck_assert_uint_eq(f.col.c[1].pos, 3);
+	ck_assert_str_eq(f.col.c[1].frag[0], "two");
+	floor_fx_free(&f);
+}
+END_TEST
+
+/*
+ * write_pos put back further, behind read_pos: the floor, right at
+ * read_pos, is where the writer reserves, and its CAS mends write_pos
+ * (reserving at write_pos would be TB_FULL until the reader stops the
+ * ring for the forged cursor).
+ */
+START_TEST(test_writer_mends_write_pos_put_back_behind_read_pos)
+{
+	struct floor_fx f;
+
+	floor_fx_new(&f, 0);
+	ck_assert_int_eq(floor_write(&f, "one"), TB_OK);
+	ck_assert_int_eq(floor_drain(&f, 8), 1);
+	tset_write_pos(&f.t, 1u - 10);			/* the stray store */
+	ck_assert_int_eq(floor_write(&f, "two"), TB_OK);
+	ck_assert_uint_eq(twrite_pos(&f.t), 2);
+	ck_assert_int_eq(floor_drain(&f, 8), 1);
+	ck_assert_uint_eq(f.col.count, 2);
+	ck_assert_uint_eq(f.col.c[1].pos, 1);
+	ck_assert_str_eq(f.col.c[1].frag[0], "two");
+	floor_fx_free(&f);
 }
 END_TEST
 
@@ -4457,12 +4840,14 @@ struct arec {
 	int op;
 	uint32_t expect, v;
 	int ok, fail;
+	char actor;		/* rec.actor when it happened */
 };
 
 #define AREC_MAX	4096
 static struct {
 	struct tring *t;
 	unsigned n;
+	char actor;		/* 'w' while a writer call runs, else 0 */
 	struct arec r[AREC_MAX];
 } rec;
 
@@ -4477,6 +4862,7 @@ static void record_atomic(const uint32_t *p, int op, uint32_t e, uint32_t v,
 	a.v = v;
 	a.ok = ok;
 	a.fail = fail;
+	a.actor = rec.actor;
 	ck_assert_uint_lt(rec.n, AREC_MAX);
 	rec.r[rec.n++] = a;
 }
@@ -4501,10 +4887,10 @@ static const struct order_row {
 } order_table[] = {
 	{ "claim",		  SPEC_FREE, SPEC_ACQ,  TB_ACQ, TB_RLX },
 	{ "advance",		  SPEC_FREE, SPEC_FREE, TB_REL, TB_ACQ },
-	{ "publish",		  SPEC_ACQ,  SPEC_CMP,  TB_REL, TB_ACQ },
-	{ "publish, still open",  SPEC_ACQ,  SPEC_ACQ,  TB_REL, TB_ACQ },
+	{ "publish",		  SPEC_ACQ,  SPEC_CMP,  TB_REL, TB_RLX },
+	{ "publish, still open",  SPEC_ACQ,  SPEC_ACQ,  TB_REL, TB_RLX },
 	{ "reuse",		  SPEC_CMP,  SPEC_ACQ,  TB_RLX, TB_RLX },
-	{ "mark rewrite",	  SPEC_ACQ,  SPEC_RR,   TB_REL, TB_ACQ },
+	{ "mark rewrite",	  SPEC_ACQ,  SPEC_RR,   TB_RLX, TB_ACQ },
 	{ "acknowledge",	  SPEC_RR,   SPEC_ACK,  TB_REL, TB_RLX },
 	{ "reclaim complete",	  SPEC_CMP,  SPEC_FREE, TB_REL, TB_ACQ },
 	{ "reclaim acknowledged", SPEC_ACK,  SPEC_FREE, TB_ACQREL,  TB_RLX },
@@ -4537,9 +4923,13 @@ static unsigned check_orders(const struct tring *t)
 		}
 		if (chunk_of(t, a->p) < 0)
 			continue;
+		/* the reader's: acquire; a writer's look at its own: relaxed */
 		if (a->op == TB_TEST_LOAD)
-			ck_assert_msg(a->ok == TB_ACQ,
-				      "access %u: state load not acquire", i);
+			ck_assert_msg(a->ok == (a->actor == 'w' ? TB_RLX :
+						TB_ACQ),
+				      "access %u: state load by the %s not %s",
+				      i, a->actor == 'w' ? "writer" : "reader",
+				      a->actor == 'w' ? "relaxed" : "acquire");
 		ck_assert_msg(a->op != TB_TEST_STORE && a->op != TB_TEST_ADD,
 			      "access %u: a state word written without CAS",
 			      i);
@@ -4595,7 +4985,16 @@ START_TEST(test_every_atomic_access_follows_the_ordering_table)
 	ck_assert_uint_eq(pos, 5);
 	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
 					 NULL), 2);
+	/* an open fragment scraped, found by sync, moved to p7 */
+	topen_with(&a, "f3", 2, 0, &sp);			/* claim p6 */
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_SCRAPE, NULL,
+					 NULL), 1);	/* mark rewrite */
+	rec.actor = 'w';
+	ck_assert_int_eq(tb_writer_sync(&a.w, 2, &sp), TB_OK);
+	ck_assert_int_eq(tb_writer_close(&a.w, 2, 0), TB_OK);
+	rec.actor = 0;
 	tb_test_atomic = NULL;
+	ck_assert_uint_eq(a.w.pos, 7);
 	seen = check_orders(&t);
 	for (k = 0; k < NROWS; k++)
 		ck_assert_msg(seen & 1u << k || k == 3,
@@ -5333,8 +5732,10 @@ static Suite *geometry_suite(void)
 	tcase_add_test(tc, test_init_rejects_bad_memory_and_geometry);
 	tcase_add_test(tc, test_init_and_attach_refuse_memory_not_line_aligned);
 	tcase_add_test(tc, test_control_header_offsets_are_the_abi);
+	tcase_add_test(tc, test_counter_slots_are_the_abi);
 	tcase_add_test(tc,
 		test_fresh_zero_mapping_is_free_for_wrap_zero_everywhere);
+	tcase_add_test(tc, test_stats_name_the_writers_holding_chunks);
 	tcase_add_test(tc, test_init_makes_no_stamping_pass_over_chunks);
 	tcase_add_test(tc, test_chunk_state_words_are_naturally_aligned);
 	tcase_add_test(tc, test_attach_validates_header_as_untrusted);
@@ -5415,6 +5816,7 @@ static Suite *reader_suite(void)
 	TCase *tc = tcase_create("reader");
 
 	tcase_add_test(tc, test_reader_nodata_when_nothing_reserved);
+	tcase_add_test(tc, test_reader_counts_each_outcome_in_its_slot);
 	tcase_add_test(tc, test_reader_emits_complete_chunk_and_reclaims_it);
 	tcase_add_test(tc,
 		test_reader_skips_unclaimed_position_and_advances_free_tag);
@@ -5464,6 +5866,10 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_packet_split_sets_continuation_flags);
 	tcase_add_test(tc, test_writer_data_loss_on_next_claimed_chunk_only_once);
 	tcase_add_test(tc, test_writer_full_under_drop_policy_keeps_write_pos);
+	tcase_add_loop_test(tc,
+		test_idle_writer_writes_again_after_any_number_of_positions,
+		0, 2 * NIDLE);
+	tcase_add_test(tc, test_idle_stalling_writer_returns_while_others_write);
 	tcase_add_test(tc, test_writer_no_chunk_when_chunks_pinned);
 	tcase_add_test(tc,
 		test_writer_holes_take_precedence_over_full_even_under_stall);
@@ -5540,8 +5946,12 @@ static Suite *hostile_suite(void)
 	tcase_add_test(tc, test_hostile_state_words_and_cursors_reader_survives);
 	tcase_add_test(tc,
 		test_hostile_directory_rejected_as_malformed_without_oob);
+	tcase_add_loop_test(tc,
+		test_writer_positions_only_grow_when_write_pos_goes_back, 0,
+		(int)(sizeof(floor_bases) / sizeof(floor_bases[0])));
+	tcase_add_test(tc, test_writer_floor_holds_when_read_pos_goes_back_too);
 	tcase_add_test(tc,
-		test_writer_positions_only_grow_when_write_pos_goes_back);
+		test_writer_mends_write_pos_put_back_behind_read_pos);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

@@ -335,14 +335,16 @@ START_TEST(test_convert_clean_ring_keeps_every_packet)
 	ck_assert_uint_eq(b.lossy, 0);
 	/* stat reads it back: sequences with producer and writer */
 	ck_assert_int_eq(tbtrace(stat), 0);
-	/* and the tail convert writes: the ring's record, TraceStats */
-	ck_assert_uint_eq(b.service, 3);
+	/* and the tail convert writes, as a service's: the ring's "events
+	 * lost" track and value, its record, TraceStats */
+	ck_assert_uint_eq(b.service, 5);
 	ck_assert(b.stats_last);
 	ck_assert_out("sequences 4");
 	ck_assert_out("0x00070001     7      1     1234     1000");
-	ck_assert_out("tracks    4: 3 thread, 0 process, 0 counter, 1 child");
+	ck_assert_out("tracks    5: 3 thread, 0 process, 1 counter, 1 child");
 	ck_assert_out("stats     TraceStats: 1 buffers; chunks discarded 0");
 	ck_assert_out("36 slice begins, 36 ends");
+	ck_assert_out("ui        Perfetto's UI shows no data loss\n");
 	ck_assert_out("check     clean");
 	for (w = 0; w < 3; w++)
 		twriter_free(&tw[w]);
@@ -522,6 +524,11 @@ START_TEST(test_convert_unreadable_chunk_flags_its_writers_loss)
 	 * broken by whatever came next */
 	ck_assert_out("seq 0x00010001  0x0113 PRESENT READ_GAP REASSEMBLY_GAP "
 		      "SMB_FULL");
+	/* and what Perfetto's UI shows of it: the flag, on a sequence the
+	 * TraceStats packet lists, is a stat of severity data_loss */
+	ck_assert_out("ui        Perfetto's UI shows data loss: 1 stat, 1 in "
+		      "all");
+	ck_assert_out("  traced_buf_sequence_packet_loss[0]");
 	for (w = 0; w < 3; w++)
 		twriter_free(&tw[w]);
 	tring_free(&t);

@@ -21,6 +21,8 @@
  */
 /* the protocol steps, one at a time (see tbring.h) */
 #define TB_PROTOCOL_STEPS 1
+/* the writer's fill seam, for stress_helpers.h's stalling writer */
+#define TB_TEST_HOOKS 1
 #include <check.h>
 #include <errno.h>
 #include <poll.h>

@@ -13,68 +13,141 @@
  * the event layer gets wrong is not wrong here as well.  The wire format
  * (varints, keys) is tbpb.h's, through tbtracefmt.h.
  *
- * What it follows, from Perfetto's sources (src/trace_processor/importers/
- * proto/: proto_trace_reader.cc, packet_sequence_state_builder.h,
- * packet_sequence_state_generation.cc, track_event_tokenizer.cc,
- * track_event_event_importer.h, track_event_tracker.cc; common/
- * slice_tracker.cc; the .proto files under protos/perfetto/trace/):
+ * How the importer reads a trace, and so how the checker does (Perfetto's
+ * src/trace_processor/; each rule below cites the file and function it
+ * follows):
+ *
+ *  1. Tokenization, in FILE ORDER.  ProtoTraceReader::ParsePacket()
+ *     (importers/proto/proto_trace_reader.cc) takes each packet in turn:
+ *     its loss flag, its clear, its TracePacketDefaults, its interned
+ *     data, a ClockSnapshot (and then nothing more of that packet), its
+ *     TraceStats, the skip of a packet that needs a state its sequence
+ *     does not have, its timestamp's clock
+ *     (TimestampTokenizeAndPushToSorter()).  TrackEventTokenizer
+ *     (track_event_tokenizer.cc) then reserves a TrackDescriptor's uuid,
+ *     takes a ThreadDescriptor for the sequence, and gives a TrackEvent
+ *     its timestamp and, for a counter, its value: resolved there and
+ *     then, against the descriptors reserved SO FAR
+ *     (TrackEventTracker::ConvertToAbsoluteCounterValue(),
+ *     track_event_tracker.cc).  What passes goes to the sorter.
+ *  2. Parsing, in TIMESTAMP ORDER.  The sorter (sorter/trace_sorter.h,
+ *     TimestampedEvent::operator<) orders by timestamp, ties in the
+ *     order tokenized; a trace without the Perfetto service's flush and
+ *     read-buffer markers (every tbring trace) is sorted whole at its
+ *     end, so every descriptor is reserved before any event is parsed.
+ *     TrackEventEventImporter::Import() (track_event_event_importer.h)
+ *     names the event, resolves its track and the track's parents,
+ *     matches slices (SliceTracker, importers/common/slice_tracker.cc)
+ *     and flows (FlowTracker, importers/common/flow_tracker.cc), and
+ *     reads its debug annotations (util/debug_annotation_parser.cc).
+ *
+ * The checker walks the image three times in file order (clock
+ * snapshots; track descriptors; stage 1), keeps each TrackEvent stage 1
+ * passes (a 56-byte record), sorts them as the sorter does, and runs
+ * stage 2 over them.  Which rule runs where:
+ *
+ *   stage 1, file order                 stage 2, sorted
+ *   no-trusted-*, seq-id-*              event-no-type
+ *   needs-incremental-state             iid-event-name, iid-category
+ *   interned-while-invalid,             track-unknown,
+ *     interned-entry-bad                  track-parent-unknown,
+ *   snapshot-with-payload                 track-parent-loop
+ *   clock-unknown                       end-without-begin,
+ *   descriptor-bad, descriptor-conflict   end-names-outer-slice,
+ *   tid-reused, pid-reused (1)            slice-not-ended
+ *   event-malformed,                    flow-end-without-begin,
+ *     event-no-timestamp                  flow-not-ended
+ *   counter-bad, counter-before-        iid-annotation-name,
+ *     descriptor, counter-incremental-    iid-source-location,
+ *     invalid                             annotation-no-name
+ *   defaults-before-clear
+ *   time-backwards (2)
+ *
+ *   (1) The importer resolves a descriptor's track when it parses the
+ *       descriptor (TrackEventParser::ParseTrackDescriptor()), sorted;
+ *       the count is the same in either order, so the checker counts
+ *       them as it meets the descriptors.
+ *   (2) Not an importer stat: the importer sorts, and so does stage 2.
+ *       A sequence whose clock goes back is a producer's bug (tbevent.h
+ *       never writes one), reported where it shows, in file order.
+ *
+ * The state it keeps, from the same sources:
  *
  *  - Incremental state is kept per trusted_packet_sequence_id.  It starts
- *    invalid, becomes valid (and empty: no interned data, no defaults) at
- *    each packet with SEQ_INCREMENTAL_STATE_CLEARED (or the deprecated
- *    incremental_state_cleared), and turns invalid again at a packet with
- *    previous_packet_dropped that does not also clear it.  A packet with
- *    SEQ_NEEDS_INCREMENTAL_STATE on a sequence whose state is invalid is
- *    skipped whole; interned_data arriving while it is invalid is ignored
- *    (entries interned before a loss stay usable).
- *  - An iid (TrackEvent name_iid, legacy name_iid, category_iids, debug
- *    annotation name_iid, also inside dict_entries, source_location_iid)
- *    resolves only to an entry interned on the same sequence, in this or
- *    an earlier packet, since the last clear.  The first value of an iid
- *    in one generation is the one used.
- *  - Track descriptors are global to the trace and read before any event
- *    is placed, so a descriptor anywhere in the trace (in a packet the
- *    importer does not skip) names its track.  An event's track is its
+ *    invalid (PacketSequenceStateBuilder, packet_sequence_state_builder.h:
+ *    packet_loss_ starts true), becomes valid (and empty: no interned
+ *    data, no defaults) at each packet with SEQ_INCREMENTAL_STATE_CLEARED
+ *    (or the deprecated incremental_state_cleared), and turns invalid
+ *    again at a packet with previous_packet_dropped that does not also
+ *    clear it.  A packet with SEQ_NEEDS_INCREMENTAL_STATE on a sequence
+ *    whose state is invalid is skipped whole; interned_data arriving while
+ *    it is invalid is ignored (entries interned before a loss stay
+ *    usable).
+ *  - The state lives in generation objects (packet_sequence_state_
+ *    generation.cc): a new one at each loss (interned data copied), each
+ *    clear (empty) and each TracePacketDefaults (interned data copied).
+ *    An event keeps the object it was tokenized with and looks its iids
+ *    up at stage 2, so an iid resolves to an entry interned on the same
+ *    sequence since the last clear, before the event's object was
+ *    replaced: in an earlier packet, or in a LATER one of the same object
+ *    (InternMessage() adds to the object in place).  The first value of
+ *    an iid in an object is the one used.
+ *  - Track descriptors are global to the trace.  An event's track is its
  *    track_uuid, else its sequence's TrackEventDefaults.track_uuid, else
  *    uuid 0: the sequence's thread (from a thread descriptor) when the
- *    event set no track_uuid, or the implicit global track.  A nonzero
- *    uuid with no descriptor, or whose parent chain loops or has more
- *    than 10 parent links, drops the event.
- *  - Slices nest per track: an END pops the track's innermost open slice,
- *    an END on a track with none open is ignored, slices open at the end
- *    never end.  Matching is done in file order, which is the importer's
- *    timestamp order as long as no time-backwards violation is reported
- *    on the track's sequence.
- *  - Flows: ids are global to the trace.  flow_ids of an id not active
- *    begins a flow, of an active one continues it (an arrow);
- *    terminating_flow_ids of an active id draws the last arrow and ends
- *    it, of one not active is dropped silently (a violation).  A flow
- *    begun that nothing later continues or ends draws no arrow (a
- *    violation).  An id on two sequences is joined, which is how a
- *    cross-thread flow is written and how two writers' colliding ids
- *    look: counted (stats.flows_shared), not a violation.
+ *    event set no track_uuid, or the default global track.  A nonzero
+ *    uuid no descriptor reserved gets a nameless root track
+ *    (ResolveDescriptorTrackImpl()); its parent chain must reach uuid 0
+ *    within 100 uuids, through reserved uuids only, without a loop
+ *    (IsTrackHierarchyValid()), else the event is dropped.
+ *  - Slices nest per track, in sorted order: an END closes the innermost
+ *    open slice its name and category match (an END without either: the
+ *    innermost), one it matches under others stays on the stack, ended,
+ *    until an event after its end truncates and pops what is above it;
+ *    an END that matches none is ignored; slices open at the end never
+ *    end.
+ *  - Flows: ids are global to the trace, matched in sorted order, on the
+ *    slices an event begins, ends or is (an instant; an END that ended
+ *    nothing carries none).  flow_ids of an id not active begins a flow,
+ *    of an active one continues it (an arrow); terminating_flow_ids of an
+ *    active id draws the last arrow and ends it, of one not active is
+ *    dropped silently (a violation).  A flow begun that nothing later
+ *    continues or ends draws no arrow (a violation).  An id on two
+ *    sequences is joined, which is how a cross-thread flow is written and
+ *    how two writers' colliding ids look: counted (stats.flows_shared,
+ *    which tbtrace stat prints), not a violation.
  *
  * Loss: a violation that follows from lost packets - an unresolved iid, a
- * skipped or ignored packet, a track with no descriptor, a clock with no
- * snapshot - is "explained" when its sequence carried
- * previous_packet_dropped since its last incremental-state clear; an END
- * without BEGIN when a loss flag on its sequence, or a packet skipped for
- * want of state, came at or before the END (what was lost may have held
- * any number of BEGINs, so a loss anywhere before explains every END
- * that finds the stack empty later), and so is a flow end whose flow was
- * never begun; a slice never ended, or a flow begun that draws nothing,
- * when a loss flag on its sequence fell after the BEGIN, or when the
- * trace says data after its end was lost with no packet left to carry a
- * flag: its TraceStats packet (trace_stats) counts chunks a buffer
- * discarded, bytes it never completed, patches that failed, ABI
- * violations, chunks refused before any buffer or invalid packets; or
- * the service recorded that the sequence's producer died, or left with
- * chunks held, or had writes refused
- * (tbtrace.h's ring record: an instant on a service sequence, 2 to
- * 65535, that no {producer, writer} gets); or the caller set
- * c->tail_lost, knowing so from elsewhere.  Explained violations are
- * counted apart; tb_check_clean() is true when nothing unexplained is
- * left.
+ * skipped or ignored packet, a track with no descriptor (or a parent with
+ * none), a counter value before its descriptor or on a lost running
+ * total, a clock with no snapshot - is "explained" when its sequence
+ * carried previous_packet_dropped since its last incremental-state clear;
+ * an END without BEGIN (or one that ends an outer slice) when a loss flag
+ * on its sequence, or a packet skipped for want of state, came at or
+ * before the END in the file (what was lost may have held any number of
+ * BEGINs, so a loss anywhere before explains every END that finds the
+ * stack empty later), and so is a flow end whose flow was never begun; a
+ * slice never ended, or a flow begun that draws nothing, when a loss flag
+ * on its sequence fell after the BEGIN, or when the trace says data after
+ * its end was lost with no packet left to carry a flag: its TraceStats
+ * packet (trace_stats) counts chunks a buffer discarded, bytes it never
+ * completed, patches that failed, ABI violations, chunks refused before
+ * any buffer or invalid packets; or the service recorded (tbtrace.h's
+ * ring record: an instant on a service sequence, 2 to 65535, that no
+ * {producer, writer} gets) that, per writer: the sequence's producer
+ * died (every writer of it died with it); its writer held a chunk at the
+ * end (named in tb.held_by: what it wrote there after its last whole
+ * packet is not in the trace); the producer's reader lost chunks
+ * (tb.holes, tb.malformed: they name no writer, so any writer's tail may
+ * have been in them); or the producer had writes refused, or held chunks
+ * the record does not name, when the sequence is the producer's only
+ * writer in the trace (a ring counts the writes it refused, not whose:
+ * with several writers a refusal explains none of them, and a writer
+ * that stopped mid-slice is a violation; a writer's own refused writes
+ * show as the loss flag of its next packet); or the caller set
+ * c->tail_lost, knowing so from elsewhere.  Explained
+ * violations are counted apart; tb_check_clean() is true when nothing
+ * unexplained is left.
  *
  * Using it
  *   struct tb_check c;
@@ -84,24 +157,43 @@
  *   tb_check_clean(&c), c.rule[TB_CK_*], c.stats, c.seqs[], c.tracks[]
  *   tb_check_destroy(&c);		   (the results stay readable)
  *
- * Not modelled (never reported, so never a false alarm): legacy event
- * phases (placed, not matched into slices), the window sort of a trace
- * whose TraceConfig asks for write_into_file with a flush period (there a
- * descriptor far after its events can come too late), slice nesting depth
- * limits, pid and tid reuse, incremental counters fed from the wrong
- * sequence, and extra counter uuids given only in TrackEventDefaults.
+ * Not modelled (never reported; where that can hide a difference from
+ * the importer, the reason says so):
+ *  - legacy event phases (placed, not matched into slices), v1 flows and
+ *    flows on legacy events: tbring writes none;
+ *  - the window sort of a trace whose TraceConfig asks for write_into_file
+ *    with a flush period (there a descriptor far after its events can
+ *    come too late): tbring's service writes no TraceConfig and no
+ *    flush markers;
+ *  - slice nesting depth limits (SliceTracker's maximum depth), and a
+ *    stack walk deeper than TB__CK_STACK_WALK slices for an ended slice
+ *    below them: bounded so a hostile trace cannot make the check
+ *    quadratic;
+ *  - clocks related to the trace clock only through a third clock, and
+ *    unit_multiplier_ns or incremental clocks: sorted by their raw
+ *    timestamps (tbevent.h's clocks are BOOTTIME or snapshot directly
+ *    against it); legacy delta timestamps sort at the sequence's last
+ *    time;
+ *  - a ThreadDescriptor after events of its own generation object (the
+ *    importer gives them its thread too, the checker from that packet
+ *    on: tbevent.h describes its thread before its events);
+ *  - a TrackDescriptor in a packet that also carries a TrackEvent (the
+ *    importer tokenizes only the event): tbevent.h never writes one;
+ *  - incremental counters fed from two sequences (the importer keeps a
+ *    running total per sequence), and extra counter uuids given only in
+ *    TrackEventDefaults.
  *
  * Threading: one thread per struct tb_check.  Input is untrusted: a
  * trace image that is not one (or a budget that runs out) stops the check
  * with an error, never a crash, and every table lives within the memory
  * budget, allocated through one hook (tbbase.h's tb_alloc_fn).  The
- * image is walked three times (clock snapshots, track descriptors,
- * everything else) and never written.
+ * image is never written.
  *
  * Tooling, not library: tests, tools and a demo's self-check use it, on a
  * host; a product never vendors it.  It reads a trace through
  * tbtracefmt.h alone (no central buffer, no ring) and needs the C
- * library's realloc() and free() unless given an allocator.
+ * library's realloc(), free() and qsort() unless given an allocator (the
+ * sort is qsort() in any case).
  */
 #ifndef TBCHECK_H
 #define TBCHECK_H
@@ -147,6 +239,15 @@ enum tb_check_rule {
 	TB_CK_SLICE_NOT_ENDED,	/* BEGIN never ended */
 	TB_CK_FLOW_END_WITHOUT_BEGIN, /* terminating flow id never begun */
 	TB_CK_FLOW_NOT_ENDED,	/* flow begun, never continued or ended */
+	TB_CK_COUNTER_EARLY,	/* counter value before its descriptor */
+	TB_CK_COUNTER_INCREMENTAL, /* delta counter on an invalid state */
+	TB_CK_DEFAULTS_LOST,	/* defaults the sequence's clear dropped */
+	TB_CK_TRACK_PARENT_UNKNOWN, /* a parent no descriptor reserves */
+	TB_CK_TID_REUSED,	/* a thread's pid and tid, another uuid */
+	TB_CK_PID_REUSED,	/* a process's pid, another uuid */
+	TB_CK_END_OUTER,	/* a named END closes an outer slice */
+	TB_CK_SNAPSHOT_PAYLOAD,	/* ClockSnapshot packet carrying more */
+	TB_CK_ANNOTATION_NO_NAME, /* debug annotation without a name */
 	TB_CK_LIMIT,		/* the checker's memory budget ran out */
 	TB_CK_MAX
 };
@@ -154,7 +255,10 @@ enum tb_check_rule {
 #define TB_CHECK_NONE		UINT64_MAX	/* no packet */
 #define TB_CHECK_BUDGET		(256u << 20)	/* default memory budget */
 #define TB_CHECK_LOSS_BITS	9		/* DataLossReason bits */
-#define TB_CHECK_MAX_PARENTS	10		/* parent links followed */
+/* uuids a track's parent chain may walk, itself first, before it reaches
+ * uuid 0 (TrackEventTracker::IsTrackHierarchyValid()'s kMaxAncestors):
+ * at most 98 parent links above a track */
+#define TB_CHECK_MAX_ANCESTORS	100
 
 /* How often a rule was broken, and where first. */
 struct tb_check_count {
@@ -191,22 +295,28 @@ struct tb_check_seq {
 	uint64_t first_packet, last_packet;
 	uint64_t clears;		/* packets that cleared the state */
 	uint64_t skipped;		/* packets skipped: state needed */
+	uint64_t needs;			/* packets that needed it */
 	uint64_t lossy_packets;		/* previous_packet_dropped != 0 */
 	uint32_t loss_bits;		/* every bit seen */
 	uint64_t first_loss, last_loss;	/* packet indices, or NONE */
 	/* the importer's state of the sequence: private */
+	uint64_t first_skip;		/* packet index, or NONE */
 	uint32_t gen;			/* incremental-state generation */
+	uint32_t obj;			/* the importer's state object */
 	uint8_t valid;			/* incremental state valid */
 	uint8_t lossy;			/* loss flag since the last clear */
 	uint8_t has_default_track;
 	uint8_t thread_valid;		/* a thread descriptor was seen */
 	uint8_t delta_valid;		/* legacy delta timestamps usable */
 	uint8_t has_last_ts;
+	uint8_t defaults_lost;		/* TB__CK_LOST_*: lost to a clear */
+	uint8_t held;			/* held a chunk at the end */
 	uint32_t default_clock;
 	uint64_t default_track;
 	int32_t thread_pid, thread_tid;
 	uint32_t last_clock;
 	uint64_t last_ts;
+	uint64_t last_key;		/* its last event's sort key */
 };
 
 enum tb_check_track_kind {
@@ -230,8 +340,11 @@ struct tb_check_track {
 	uint64_t slices;		/* BEGINs on it */
 	uint64_t last_event;		/* packet index, or NONE */
 	uint32_t open;			/* open slices (pool index + 1) */
-	uint32_t depth;
-	uint8_t resolved;		/* 0: not yet, 1: ok, 2: loops */
+	uint32_t depth;			/* slices on its stack */
+	uint8_t resolved;		/* 0: not yet, 1: ok */
+	uint8_t reserved;		/* by a descriptor, or an event */
+	uint8_t incremental;		/* a counter of delta values */
+	uint8_t ended;			/* slices ended under open ones */
 };
 
 struct tb_check_stats {
@@ -273,13 +386,14 @@ struct tb_check_stats {
 					   writes: their tails are lost */
 };
 
-/* Private: an open-addressing index of (k1, k2) to two values. */
+/* Private: an open-addressing index of (k1, k2) to three values. */
 struct tb__ck_ent {
 	uint64_t k1;
-	uint32_t k2;
+	uint64_t k2;
 	uint32_t used;
 	uint32_t v1;
 	uint32_t v2;
+	uint32_t v3;
 };
 
 struct tb__ck_index {
@@ -288,11 +402,14 @@ struct tb__ck_index {
 	uint32_t n;
 };
 
-/* Private: an open slice, in a pool of linked stacks. */
+/* Private: a slice on a track's stack, in a pool of linked stacks. */
 struct tb__ck_open {
 	uint64_t packet;
+	uint64_t ts, end;		/* its begin; its end, once ended */
 	uint32_t seq;			/* index into seqs */
 	uint32_t next;			/* pool index + 1 below it, or 0 */
+	uint32_t name, cat;		/* hashes to match ENDs (0: none) */
+	uint8_t pending;		/* not ended yet */
 };
 
 /* Private: a flow id's state, as the importer keeps it. */
@@ -306,10 +423,41 @@ struct tb__ck_flow {
 	uint8_t shared;
 };
 
+/* Private: a TrackEvent stage 1 passed on to stage 2. */
+struct tb__ck_rec {
+	uint64_t key;			/* its time on the trace clock */
+	uint64_t packet, offset;	/* where it is in the image */
+	uint64_t uuid;			/* track_uuid, or the defaults' */
+	uint32_t seq;			/* index into seqs */
+	uint32_t gen, obj;		/* its state: clears, and object */
+	uint32_t flags;			/* TB__CK_REC_* */
+	int32_t pid, tid;		/* the sequence's thread, if any */
+};
+
+#define TB__CK_REC_HAS_TRACK	1u	/* the event set track_uuid */
+#define TB__CK_REC_LOSSY	2u	/* a loss since the last clear */
+#define TB__CK_REC_THREAD	4u	/* the sequence has a thread */
+
+/* Private: one clock's reading against the trace clock's, in a snapshot. */
+struct tb__ck_pair {
+	uint64_t id;
+	uint64_t from, to;		/* its reading; the trace clock's */
+	uint32_t scope;
+	uint32_t pad;
+};
+
 /* Private: a producer's end, as the service recorded it. */
 #define TB__CK_END_SEEN		1u
 #define TB__CK_END_DIED		2u
 #define TB__CK_END_LOSSY	4u	/* held chunks or refused writes */
+#define TB__CK_END_ONE		8u	/* a writer of it in the trace */
+#define TB__CK_END_MANY		16u	/* ... and another */
+#define TB__CK_END_HOLES	32u	/* chunks lost naming no writer */
+#define TB__CK_HELD_BY_MAX	64	/* holders a record may name */
+
+/* Private: what a sequence's clear dropped of its defaults. */
+#define TB__CK_LOST_TRACK	1u
+#define TB__CK_LOST_CLOCK	2u
 
 /*
  * Private: a clock of the union-find over clock snapshots, and its
@@ -326,6 +474,28 @@ struct tb__ck_clock {
 	uint8_t incremental;
 };
 
+/*
+ * What Perfetto's UI shows as data loss: the stats of severity data_loss
+ * that the importer sets from a trace's TraceStats packets (see "The
+ * UI's data-loss notice" below), by buffer index.
+ */
+#define TB_CHECK_UI_BUFS	64u	/* buffer indices kept apart; the
+					   last one takes the rest */
+enum tb_check_ui_stat {
+	TB_CK_UI_SEQUENCE_PACKET_LOSS,	/* traced_buf_sequence_packet_loss */
+	TB_CK_UI_INCREMENTAL_SEQUENCES_DROPPED,
+	TB_CK_UI_TRACE_WRITER_PACKET_LOSS,
+	TB_CK_UI_ABI_VIOLATIONS,
+	TB_CK_UI_PATCHES_FAILED,
+	TB_CK_UI_MAX
+};
+
+struct tb_check_ui {
+	uint64_t buf[TB_CK_UI_MAX][TB_CHECK_UI_BUFS];	/* by index */
+	uint64_t flushes_failed;	/* traced_flushes_failed */
+	uint64_t final_flush_failed;	/* traced_final_flush_failed */
+};
+
 struct tb_check {
 	/* configuration, from tb_check_init() */
 	tb_alloc_fn alloc;
@@ -339,13 +509,14 @@ struct tb_check {
 	uint64_t error_packet;		/* where the check stopped */
 	struct tb_check_count rule[TB_CK_MAX];
 	struct tb_check_stats stats;
+	struct tb_check_ui ui;		/* tb_check_ui_loss() sums it */
 	struct tb_check_seq *seqs;	/* nseqs, in order of appearance */
 	uint32_t nseqs;
 	struct tb_check_track *tracks;	/* ntracks, in order of appearance */
 	uint32_t ntracks;
 	/* private */
 	size_t used;
-	int pass;
+	int pass;			/* 0, 1, 2: file order; 3: sorted */
 	uint32_t trace_clock;
 	uint32_t seqs_cap, tracks_cap, clocks_cap, nclocks;
 	uint32_t open_cap, open_n, open_free;
@@ -355,6 +526,13 @@ struct tb_check {
 	struct tb__ck_flow *flows;
 	uint32_t flows_cap, nflows;
 	struct tb__ck_index flow_ix;
+	struct tb__ck_index thread_ix;	/* (pid, tid), pid: first uuid */
+	struct tb__ck_rec *evs;		/* stage 2's events */
+	uint32_t evs_cap, nevs;
+	struct tb__ck_pair *pairs;	/* clocks against the trace clock */
+	uint32_t pairs_cap, npairs;
+	const uint8_t *img;		/* the image, while it is checked */
+	size_t len;
 	uint8_t *ends;			/* by producer: TB__CK_END_* */
 	bool ts_tail_lost;		/* TraceStats says the tail is lost */
 };
@@ -380,6 +558,7 @@ enum {
 	TB__CK_TD_THREAD = 4,
 	TB__CK_TD_PARENT = 5,
 	TB__CK_TD_COUNTER = 8,
+	TB__CK_CD_INCREMENTAL = 5,	/* CounterDescriptor.is_incremental */
 	TB__CK_PID = 1,			/* Thread/ProcessDescriptor */
 	TB__CK_TID = 2,
 	TB__CK_DEF_TRACK_EVENT = 11,	/* TracePacketDefaults */
@@ -399,6 +578,7 @@ enum {
 	TB__CK_TE_TRACK = 11,
 	TB__CK_TE_XC_VALUES = 12,
 	TB__CK_TE_TS_ABS = 16,
+	TB__CK_TE_CATEGORIES = 22,
 	TB__CK_TE_COUNTER = 30,
 	TB__CK_TE_XC_UUIDS = 31,
 	TB__CK_TE_SOURCE_IID = 34,
@@ -430,14 +610,19 @@ enum {
 	TB__CK_ID_NAMES = 2,
 	TB__CK_ID_ANNOTATION_NAMES = 3,
 	TB__CK_ID_SOURCES = 4,
+	TB__CK_IE_NAME = 2,		/* EventName, EventCategory, ... */
 	TB__CK_TYPE_BEGIN = 1,		/* TrackEvent.Type */
 	TB__CK_TYPE_END = 2,
 	TB__CK_TYPE_INSTANT = 3,
 	TB__CK_TYPE_COUNTER = 4,
 	TB__CK_BOOTTIME = 6,		/* BuiltinClock */
+	TB__CK_MONOTONIC = 3,
 };
 
 #define TB__CK_DA_DEPTH		8	/* dict_entries followed this deep */
+#define TB__CK_MAX_EXTRA	8	/* TrackEventData::kMaxNumExtraCounters
+					   (importers/common/parser_types.h) */
+#define TB__CK_STACK_WALK	1024	/* slices a stack walk looks at */
 
 /* ------------------------------------------------------------------------
  * Rule names and explanations.
@@ -455,7 +640,11 @@ static inline const char *tb_check_rule_name(int rule)
 		"event-malformed", "event-no-timestamp", "event-no-type",
 		"counter-bad", "clock-unknown", "time-backwards",
 		"end-without-begin", "slice-not-ended",
-		"flow-end-without-begin", "flow-not-ended", "checker-limit",
+		"flow-end-without-begin", "flow-not-ended",
+		"counter-before-descriptor", "counter-incremental-invalid",
+		"defaults-before-clear", "track-parent-unknown", "tid-reused",
+		"pid-reused", "end-names-outer-slice", "snapshot-with-payload",
+		"annotation-no-name", "checker-limit",
 	};
 
 	return rule >= 0 && rule < TB_CK_MAX ? name[rule] : "unknown";
@@ -489,20 +678,21 @@ static inline const char *tb_check_rule_text(int rule)
 		"category iid interned nowhere on its sequence since the "
 		"last clear",
 		"debug annotation name_iid interned nowhere on its sequence "
-		"since the last clear",
+		"since the last clear: the annotation is dropped",
 		"source_location_iid interned nowhere on its sequence since "
 		"the last clear",
 		"track descriptor without a uuid, or a thread without "
 		"pid and tid, or a process without pid: ignored",
 		"track descriptor redefining a uuid as another track: ignored",
-		"event on a track uuid no descriptor names: dropped",
-		"event on a track whose parent chain loops or is deeper than "
-		"10: dropped",
+		"event on a track uuid no descriptor names: kept, on a "
+		"nameless track at the root (a counter value: dropped)",
+		"event on a track whose parent chain loops or walks more than "
+		"the importer's 100 uuids: dropped",
 		"TrackEvent that is not valid protobuf",
 		"TrackEvent without a usable timestamp: dropped",
 		"TrackEvent without a type (or an unknown one): dropped",
-		"counter value without a counter track (or without a value): "
-		"dropped",
+		"counter value without a counter track (or without a value, "
+		"or more than 8 extra values): dropped",
 		"timestamp on a clock no clock snapshot relates to the trace "
 		"clock: dropped",
 		"event timestamp before the previous event's on its "
@@ -513,6 +703,27 @@ static inline const char *tb_check_rule_text(int rule)
 		"drops it, no arrow is drawn",
 		"flow_ids of a flow that no later event continues or ends: "
 		"no arrow is drawn",
+		"counter value before its track's descriptor in the file: "
+		"the importer resolves it as it reads and drops it (an error)",
+		"incremental counter value before a clear or after a loss: "
+		"its running total misses what was lost: wrong values",
+		"event relying on TracePacketDefaults its sequence gave "
+		"before a clear, which dropped them: it lands on the default "
+		"track (or the sequence's thread), its time on the trace clock",
+		"event on a track whose parent chain names a uuid no "
+		"descriptor reserves: dropped (track_hierarchy_missing_uuid)",
+		"thread track of another uuid with a pid and tid seen: "
+		"taken for a reused tid, shown as a second thread",
+		"process track of another uuid with a pid seen: taken for a "
+		"reused pid, shown as a second process",
+		"slice END whose name or category matches an outer open "
+		"slice: that one ends, the inner ones are cut at the next "
+		"event (misplaced_end_event, data loss)",
+		"packet with a ClockSnapshot and a TrackEvent, "
+		"TrackDescriptor, ThreadDescriptor or TraceStats: only the "
+		"snapshot is read",
+		"debug annotation (or dict entry) with neither name nor "
+		"name_iid: it and the rest of its annotation are dropped",
 		"the checker ran out of its memory budget: check incomplete",
 	};
 
@@ -529,6 +740,8 @@ static inline bool tb_check_explainable(int rule)
 	case TB_CK_TRACK_UNKNOWN: case TB_CK_CLOCK_UNKNOWN:
 	case TB_CK_END_WITHOUT_BEGIN: case TB_CK_SLICE_NOT_ENDED:
 	case TB_CK_FLOW_END_WITHOUT_BEGIN: case TB_CK_FLOW_NOT_ENDED:
+	case TB_CK_COUNTER_EARLY: case TB_CK_COUNTER_INCREMENTAL:
+	case TB_CK_TRACK_PARENT_UNKNOWN: case TB_CK_END_OUTER:
 		return true;
 	}
 	return false;
@@ -589,9 +802,9 @@ static inline bool tb__ck_grow(struct tb_check *c, void **arr, uint32_t *cap,
 	return true;
 }
 
-static inline uint32_t tb__ck_hash(uint64_t k1, uint32_t k2)
+static inline uint32_t tb__ck_hash(uint64_t k1, uint64_t k2)
 {
-	uint64_t x = k1 ^ ((uint64_t)k2 * 0x9e3779b97f4a7c15u);
+	uint64_t x = k1 ^ (k2 * 0x9e3779b97f4a7c15u) ^ (k2 >> 32);
 
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9u;
@@ -603,7 +816,7 @@ static inline uint32_t tb__ck_hash(uint64_t k1, uint32_t k2)
 
 static inline struct tb__ck_ent *tb__ck_slot(struct tb__ck_ent *e,
 					     uint32_t cap, uint64_t k1,
-					     uint32_t k2)
+					     uint64_t k2)
 {
 	uint32_t i = tb__ck_hash(k1, k2) & (cap - 1);
 
@@ -613,7 +826,7 @@ static inline struct tb__ck_ent *tb__ck_slot(struct tb__ck_ent *e,
 }
 
 static inline struct tb__ck_ent *tb__ck_find(const struct tb__ck_index *ix,
-					     uint64_t k1, uint32_t k2)
+					     uint64_t k1, uint64_t k2)
 {
 	struct tb__ck_ent *e;
 
@@ -627,7 +840,7 @@ static inline struct tb__ck_ent *tb__ck_find(const struct tb__ck_index *ix,
  * the index cannot grow. */
 static inline struct tb__ck_ent *tb__ck_get(struct tb_check *c,
 					    struct tb__ck_index *ix,
-					    uint64_t k1, uint32_t k2,
+					    uint64_t k1, uint64_t k2,
 					    bool *made)
 {
 	struct tb__ck_ent *e = tb__ck_find(ix, k1, k2), *ne;
@@ -657,7 +870,7 @@ static inline struct tb__ck_ent *tb__ck_get(struct tb_check *c,
 	e->k1 = k1;
 	e->k2 = k2;
 	e->used = 1;
-	e->v1 = e->v2 = 0;
+	e->v1 = e->v2 = e->v3 = 0;
 	ix->n++;
 	*made = true;
 	return e;
@@ -740,11 +953,17 @@ static inline void tb_check_destroy(struct tb_check *c)
 	tb__ck_index_free(c, &c->iid_ix);
 	tb__ck_index_free(c, &c->clock_ix);
 	tb__ck_index_free(c, &c->flow_ix);
+	tb__ck_index_free(c, &c->thread_ix);
 	tb__ck_mem(c, c->flows, (size_t)c->flows_cap * sizeof(*c->flows), 0);
+	tb__ck_mem(c, c->evs, (size_t)c->evs_cap * sizeof(*c->evs), 0);
+	tb__ck_mem(c, c->pairs, (size_t)c->pairs_cap * sizeof(*c->pairs), 0);
 	tb__ck_mem(c, c->ends, c->ends ? 65536 : 0, 0);
 	c->flows = NULL;
+	c->evs = NULL;
+	c->pairs = NULL;
 	c->ends = NULL;
 	c->flows_cap = c->nflows = 0;
+	c->evs_cap = c->nevs = c->pairs_cap = c->npairs = 0;
 	c->seqs = NULL;
 	c->tracks = NULL;
 	c->clocks = NULL;
@@ -795,7 +1014,7 @@ static inline void tb__ck_report(struct tb_check *c,
 	struct tb_check_count *k = &c->rule[rule];
 	struct tb_check_violation v;
 
-	if (c->pass != 2)
+	if (c->pass < 2)
 		return;
 	if (explained) {
 		if (!k->explained++) {
@@ -971,6 +1190,7 @@ static inline void tb__ck_seq_reset(struct tb_check_seq *s, uint32_t id)
 	s->seq_id = id;
 	s->first_packet = s->last_packet = TB_CHECK_NONE;
 	s->first_loss = s->last_loss = TB_CHECK_NONE;
+	s->first_skip = TB_CHECK_NONE;
 }
 
 /* The record of sequence @id (0: no id), made if new; NULL: budget. */
@@ -1080,7 +1300,10 @@ static inline uint32_t tb__ck_root(struct tb_check *c, uint32_t i)
 /*
  * Whether clock @id on sequence @s converts to the trace clock: some
  * chain of clock snapshots relates the two (the importer searches the
- * same graph).
+ * same graph: ClockTracker, importers/common/clock_tracker.cc), wherever
+ * the snapshots are in the file (a packet it cannot convert yet waits
+ * for the end of the file: ProtoTraceReader::
+ * ResolveTimestampToTraceTime()).
  */
 static inline bool tb__ck_clock_ok(struct tb_check *c,
 				   const struct tb_check_seq *s, uint64_t id)
@@ -1138,6 +1361,18 @@ static inline void tb__ck_snapshot_times(struct tb_check *c,
 	}
 }
 
+/* A reading of clock @id (a snapshot's) in that clock's nanoseconds. */
+static inline uint64_t tb__ck_to_ns_abs(struct tb_check *c,
+					const struct tb_check_seq *s,
+					uint64_t id, uint64_t ts)
+{
+	int64_t node = tb__ck_clock(c, id, tb__ck_clock_scope(c, s, id),
+				    false);
+
+	return node >= 0 && c->clocks[node].unit ?
+	       ts * c->clocks[node].unit : ts;
+}
+
 /*
  * A packet's timestamp on clock @id, in that clock's nanoseconds
  * (ClockDomain::ToNs): times its unit, and for an incremental clock a
@@ -1160,7 +1395,10 @@ static inline uint64_t tb__ck_to_ns(struct tb_check *c,
 	return k->last;
 }
 
-/* Pass 0: one ClockSnapshot joins every clock it names. */
+/*
+ * Pass 0: one ClockSnapshot joins every clock it names
+ * (ProtoTraceReader::ParseClockSnapshot(), proto_trace_reader.cc).
+ */
 static inline void tb__ck_snapshot(struct tb_check *c,
 				   const struct tb_check_seq *s, bool has_seq,
 				   const uint8_t *p, size_t n)
@@ -1195,11 +1433,104 @@ static inline void tb__ck_snapshot(struct tb_check *c,
 	}
 }
 
+/* Orders readings by clock, then by the clock's own reading. */
+static inline int tb__ck_pair_cmp3(const struct tb__ck_pair *p, uint64_t id,
+				   uint32_t scope, uint64_t from)
+{
+	if (p->id != id)
+		return p->id < id ? -1 : 1;
+	if (p->scope != scope)
+		return p->scope < scope ? -1 : 1;
+	if (p->from != from)
+		return p->from < from ? -1 : 1;
+	return 0;
+}
+
+static inline int tb__ck_pair_cmp(const void *a, const void *b)
+{
+	const struct tb__ck_pair *y = (const struct tb__ck_pair *)b;
+
+	return tb__ck_pair_cmp3((const struct tb__ck_pair *)a, y->id,
+				y->scope, y->from);
+}
+
+/*
+ * Pass 1: the readings of one ClockSnapshot against the trace clock's,
+ * kept to place timestamps of other clocks in the sort.
+ */
+static inline void tb__ck_pairs(struct tb_check *c,
+				const struct tb_check_seq *s, bool has_seq,
+				const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	struct tb__ck_pair *q;
+	uint64_t id, ts, to = 0;
+	bool has_to = false;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0)
+		if (f.number == TB__CK_CS_CLOCKS && f.type == TB_PB_LEN &&
+		    tb__ck_uint(f.data, f.size, TB__CK_CLK_ID, &id) &&
+		    id == c->trace_clock)
+			has_to = tb__ck_uint(f.data, f.size, TB__CK_CLK_TS,
+					     &to) || has_to;
+	tb_pb_reader_init(&r, p, n);
+	while (has_to && tb_pb_next(&r, &f) > 0) {
+		if (f.number != TB__CK_CS_CLOCKS || f.type != TB_PB_LEN ||
+		    !tb__ck_uint(f.data, f.size, TB__CK_CLK_ID, &id) ||
+		    id == c->trace_clock || (id >= 64 && id < 128 && !has_seq))
+			continue;
+		tb__ck_uint(f.data, f.size, TB__CK_CLK_TS, &ts);
+		if (!tb__ck_grow(c, (void **)&c->pairs, &c->pairs_cap,
+				 sizeof(*c->pairs), c->npairs + 1))
+			return;
+		q = &c->pairs[c->npairs++];
+		q->id = id;
+		q->scope = tb__ck_clock_scope(c, s, id);
+		q->from = tb__ck_to_ns_abs(c, s, id, ts);
+		q->to = to;
+		q->pad = 0;
+	}
+}
+
+/*
+ * @ts of clock @clock on the trace clock, for the sort: through the
+ * snapshot whose reading of the clock is the latest at or before @ts,
+ * else the first (ClockTracker::ToTraceTime(), clock_tracker.cc), when a
+ * snapshot relates the two directly; else @ts as it is.
+ */
+static inline uint64_t tb__ck_to_trace(const struct tb_check *c,
+				       const struct tb_check_seq *s,
+				       uint64_t clock, uint64_t ts)
+{
+	uint32_t scope, lo = 0, hi = c->npairs, mid;
+	const struct tb__ck_pair *q = NULL;
+
+	if (!clock || clock == c->trace_clock)
+		return ts;
+	scope = tb__ck_clock_scope(c, s, clock);
+	while (lo < hi) {	/* the first reading after (clock, ts) */
+		mid = lo + (hi - lo) / 2;
+		if (tb__ck_pair_cmp3(&c->pairs[mid], clock, scope, ts) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && c->pairs[lo - 1].id == clock &&
+	    c->pairs[lo - 1].scope == scope)
+		q = &c->pairs[lo - 1];
+	else if (lo < c->npairs && c->pairs[lo].id == clock &&
+		 c->pairs[lo].scope == scope)
+		q = &c->pairs[lo];
+	return q ? ts - q->from + q->to : ts;
+}
+
 /* ------------------------------------------------------------------------
  * Track descriptors.
  */
 struct tb__ck_desc {
-	bool ok;
+	bool ok, incremental;
 	enum tb_check_track_kind kind;
 	uint64_t uuid, parent;
 	int32_t pid, tid;
@@ -1233,6 +1564,8 @@ static inline void tb__ck_desc_parse(const uint8_t *p, size_t n,
 	} else if (tb__ck_msg(p, n, TB__CK_TD_COUNTER, &sub, &sn)) {
 		d->kind = TB_CHECK_TRACK_COUNTER;
 		d->ok = true;
+		d->incremental = tb__ck_uint(sub, sn, TB__CK_CD_INCREMENTAL,
+					     &v) && v;
 	} else {
 		d->kind = TB_CHECK_TRACK_CHILD;
 		d->ok = true;
@@ -1247,7 +1580,46 @@ static inline bool tb__ck_desc_same(const struct tb_check_track *t,
 }
 
 /*
- * Pass 1 reserves the first valid descriptor of each uuid; pass 2 reports
+ * Rule tid-reused / pid-reused: the first descriptor of thread track @t
+ * names a pid and tid (of process track @t a pid) another uuid already
+ * has.  TrackEventTracker::ResolveDescriptorTrackImpl()
+ * (track_event_tracker.cc, descriptor_uuids_by_utid_ and _by_upid_)
+ * takes that for a tid (pid) reused and starts a second thread
+ * (process); it resolves each descriptor's track as it parses it
+ * (TrackEventParser::ParseTrackDescriptor()), so every one counts.
+ */
+static inline void tb__ck_reuse(struct tb_check *c, const struct tb__ck_at *at,
+				const struct tb_check_track *t)
+{
+	struct tb__ck_ent *e;
+	uint64_t key;
+	uint32_t kind;
+	bool made;
+
+	if (t->kind == TB_CHECK_TRACK_THREAD) {
+		key = (uint64_t)(uint32_t)t->pid << 32 | (uint32_t)t->tid;
+		kind = 1;
+	} else if (t->kind == TB_CHECK_TRACK_PROCESS) {
+		key = (uint32_t)t->pid;
+		kind = 2;
+	} else {
+		return;
+	}
+	e = tb__ck_get(c, &c->thread_ix, key, kind, &made);
+	if (!e)
+		return;
+	if (made)
+		e->v1 = (uint32_t)(t - c->tracks);
+	else if (c->tracks[e->v1].uuid != t->uuid)
+		tb__ck_report(c, at, kind == 1 ? TB_CK_TID_REUSED :
+			      TB_CK_PID_REUSED, false, t->uuid);
+}
+
+/*
+ * A TrackDescriptor, as TrackEventTokenizer::TokenizeTrackDescriptorPacket()
+ * (track_event_tokenizer.cc) reserves it and
+ * TrackEventTracker::ReserveDescriptorTrack() keeps the first of a uuid:
+ * pass 1 reserves the first valid descriptor of each uuid; pass 2 reports
  * the bad ones and the later ones that contradict it.
  */
 static inline void tb__ck_descriptor(struct tb_check *c,
@@ -1279,7 +1651,11 @@ static inline void tb__ck_descriptor(struct tb_check *c,
 		t->parent = d.parent;
 		t->pid = d.pid;
 		t->tid = d.tid;
+		t->incremental = d.incremental;
+		t->reserved = 1;
 		t->descriptor = at->packet;
+	} else if (c->pass == 2 && t->descriptor == at->packet) {
+		tb__ck_reuse(c, at, t);
 	} else if (!tb__ck_desc_same(t, &d)) {
 		tb__ck_report(c, at, TB_CK_DESCRIPTOR_CONFLICT, false,
 			      d.uuid);
@@ -1287,58 +1663,83 @@ static inline void tb__ck_descriptor(struct tb_check *c,
 }
 
 /*
- * Whether @t resolves: its parent links, followed as the importer does,
- * neither loop nor run longer than TB_CHECK_MAX_PARENTS.  A parent no
- * descriptor names ends the chain (the importer logs it and goes on).
+ * Whether @t's parent chain is one the importer resolves, or the rule it
+ * breaks: TrackEventTracker::IsTrackHierarchyValid()
+ * (track_event_tracker.cc) walks from the track up, at most
+ * TB_CHECK_MAX_ANCESTORS uuids, each reserved (a descriptor, or an event
+ * that resolved it earlier in the sorted order), none twice, to uuid 0.
+ * A track that resolved stays resolved; one that did not is tried again
+ * at its next event, as the importer does (a later event may reserve the
+ * missing parent).
  */
-static inline bool tb__ck_resolves(struct tb_check *c,
+static inline int tb__ck_hierarchy(struct tb_check *c,
 				   struct tb_check_track *t)
 {
-	uint64_t seen[TB_CHECK_MAX_PARENTS + 1];
-	struct tb_check_track *u = t;
-	unsigned n = 0, i;
-	bool ok = true;
+	uint64_t seen[TB_CHECK_MAX_ANCESTORS];
+	const struct tb_check_track *u;
+	uint64_t cur = t->uuid;
+	uint32_t i, j;
 
 	if (t->resolved)
-		return t->resolved == 1;
-	while (u && u->kind != TB_CHECK_TRACK_UNDEFINED && u->parent) {
-		if (n == TB_CHECK_MAX_PARENTS) {
-			ok = false;
-			break;
+		return 0;
+	for (i = 0; i < TB_CHECK_MAX_ANCESTORS; i++) {
+		if (!cur) {
+			t->resolved = 1;
+			return 0;
 		}
-		seen[n++] = u->uuid;
-		for (i = 0; i < n && seen[i] != u->parent; i++)
-			;
-		if (i < n) {
-			ok = false;
-			break;
-		}
-		u = tb__ck_find_track(c, u->parent);
+		for (j = 0; j < i; j++)
+			if (seen[j] == cur)
+				return TB_CK_TRACK_LOOP;
+		u = tb__ck_find_track(c, cur);
+		if (!u || !u->reserved)
+			return TB_CK_TRACK_PARENT_UNKNOWN;
+		seen[i] = cur;
+		cur = u->parent;
 	}
-	t->resolved = ok ? 1 : 2;
-	return ok;
+	return TB_CK_TRACK_LOOP;		/* too deep */
 }
 
 /* ------------------------------------------------------------------------
  * Interned data and iids.
  */
-static inline uint32_t tb__ck_iid_key(const struct tb_check *c,
-				      const struct tb_check_seq *s,
-				      unsigned field)
+
+/* A string's hash, never 0 (0: no string). */
+static inline uint32_t tb__ck_str(const uint8_t *p, size_t n)
 {
-	return (uint32_t)(s - c->seqs) << 3 | field;
+	uint32_t h = tb__ck_fnv(p, n);
+
+	return h ? h : 1;
 }
 
+/* An interned entry's key: its sequence, field and clear generation.  A
+ * sequence index fits 29 bits: the budget runs out long before. */
+static inline uint64_t tb__ck_iid_key(uint32_t seq, uint32_t gen,
+				      unsigned field)
+{
+	return (uint64_t)gen << 32 | (uint64_t)seq << 3 | field;
+}
+
+/*
+ * Pass 2: InternedData, as ProtoTraceReader::ParseInternedData()
+ * (proto_trace_reader.cc) takes it while the state is valid, into the
+ * current generation object
+ * (PacketSequenceStateGeneration::InternMessage(),
+ * packet_sequence_state_generation.cc: an entry without iid is an error,
+ * the first value of an iid is kept).  Each entry remembers the object
+ * it went into (v1), its bytes (v2) and its name (v3).
+ */
 static inline void tb__ck_intern(struct tb_check *c,
 				 const struct tb__ck_at *at,
 				 struct tb_check_seq *s,
 				 const uint8_t *p, size_t n)
 {
+	uint32_t si = (uint32_t)(s - c->seqs), h;
 	struct tb_pb_reader r;
 	struct tb_pb_field f;
 	struct tb__ck_ent *e;
+	const uint8_t *nm;
+	size_t nn;
 	uint64_t iid;
-	uint32_t h;
 	bool made;
 
 	tb_pb_reader_init(&r, p, n);
@@ -1352,93 +1753,46 @@ static inline void tb__ck_intern(struct tb_check *c,
 		}
 		h = tb__ck_fnv(f.data, f.size);
 		e = tb__ck_get(c, &c->iid_ix, iid,
-			       tb__ck_iid_key(c, s, f.number), &made);
+			       tb__ck_iid_key(si, s->gen, f.number), &made);
 		if (!e)
 			return;
 		c->stats.interned++;
-		if (!made && e->v1 == s->gen) {
+		if (!made) {
 			if (e->v2 != h)
 				tb__ck_report(c, at, TB_CK_INTERNED_BAD,
 					      false, iid);
 			continue;	/* the first value is kept */
 		}
-		e->v1 = s->gen;
+		e->v1 = s->obj;
 		e->v2 = h;
+		e->v3 = tb__ck_msg(f.data, f.size, TB__CK_IE_NAME, &nm, &nn) ?
+			tb__ck_str(nm, nn) : 1;
 	}
 }
 
-/* Checks one iid of interned field @field; iid 0 resolves to nothing. */
-static inline void tb__ck_iid(struct tb_check *c, const struct tb__ck_at *at,
-			      const struct tb_check_seq *s, unsigned field,
-			      uint64_t iid, enum tb_check_rule rule)
+/*
+ * Stage 2: iid @iid of interned field @field as event @e sees it
+ * (PacketSequenceStateGeneration::GetInternedMessageView()): interned on
+ * its sequence in its clear generation, into its generation object or an
+ * earlier one (whose entries the later ones copied).  *@name: its name's
+ * hash.
+ */
+static inline bool tb__ck_lookup(const struct tb_check *c,
+				 const struct tb__ck_rec *e, unsigned field,
+				 uint64_t iid, uint32_t *name)
 {
-	struct tb__ck_ent *e = tb__ck_find(&c->iid_ix, iid,
-					   tb__ck_iid_key(c, s, field));
+	const struct tb__ck_ent *x;
 
-	if (!e || e->v1 != s->gen)
-		tb__ck_report(c, at, rule, s->lossy, iid);
-}
-
-/* The name iids of a debug annotation and its dict entries. */
-static inline void tb__ck_annotation(struct tb_check *c,
-				     const struct tb__ck_at *at,
-				     const struct tb_check_seq *s,
-				     const uint8_t *p, size_t n,
-				     unsigned depth)
-{
-	struct tb_pb_reader r;
-	struct tb_pb_field f;
-
-	tb_pb_reader_init(&r, p, n);
-	while (tb_pb_next(&r, &f) > 0) {
-		if (f.number == TB__CK_DA_NAME_IID && f.type == TB_PB_VARINT)
-			tb__ck_iid(c, at, s, TB__CK_ID_ANNOTATION_NAMES,
-				   f.value, TB_CK_IID_ANNOTATION);
-		else if (f.number == TB__CK_DA_DICT &&
-			 f.type == TB_PB_LEN && depth < TB__CK_DA_DEPTH)
-			tb__ck_annotation(c, at, s, f.data, f.size,
-					  depth + 1);
-	}
-}
-
-/* Every iid a TrackEvent names. */
-static inline void tb__ck_event_iids(struct tb_check *c,
-				     const struct tb__ck_at *at,
-				     const struct tb_check_seq *s,
-				     const uint8_t *p, size_t n)
-{
-	struct tb_pb_reader r;
-	struct tb_pb_field f;
-	struct tb__ck_rep it;
-	uint64_t v, name = 0;
-	const uint8_t *le;
-	size_t len;
-
-	tb_pb_reader_init(&r, p, n);
-	while (tb_pb_next(&r, &f) > 0) {
-		if (f.number == TB__CK_TE_NAME_IID && f.type == TB_PB_VARINT)
-			name = f.value;
-		else if (f.number == TB__CK_TE_SOURCE_IID &&
-			 f.type == TB_PB_VARINT)
-			tb__ck_iid(c, at, s, TB__CK_ID_SOURCES, f.value,
-				   TB_CK_IID_SOURCE);
-		else if (f.number == TB__CK_TE_ANNOTATIONS &&
-			 f.type == TB_PB_LEN)
-			tb__ck_annotation(c, at, s, f.data, f.size, 0);
-	}
-	if (!name && tb__ck_msg(p, n, TB__CK_TE_LEGACY, &le, &len) &&
-	    !tb__ck_uint(le, len, TB__CK_LE_NAME_IID, &name))
-		name = 0;
-	if (name)	/* 0 is "not set": the plain name is used */
-		tb__ck_iid(c, at, s, TB__CK_ID_NAMES, name, TB_CK_IID_NAME);
-	tb__ck_rep_init(&it, p, n, TB__CK_TE_CATEGORY_IIDS);
-	while (tb__ck_rep_next(&it, &v) > 0)
-		tb__ck_iid(c, at, s, TB__CK_ID_CATEGORIES, v,
-			   TB_CK_IID_CATEGORY);
+	x = tb__ck_find(&c->iid_ix, iid, tb__ck_iid_key(e->seq, e->gen,
+							 field));
+	if (!x || x->v1 > e->obj)
+		return false;
+	*name = x->v3;
+	return true;
 }
 
 /* ------------------------------------------------------------------------
- * Track events.
+ * Stage 1: track events in file order.
  */
 struct tb__ck_pkt {
 	const uint8_t *te, *td, *interned, *defaults, *snapshot, *thread;
@@ -1453,13 +1807,14 @@ struct tb__ck_pkt {
 	uint32_t flags;
 };
 
-struct tb__ck_ev {
-	uint64_t type, track, value_n;
-	bool has_type, has_track, has_value, has_phase, ts_delta, ts_abs;
+/* The fields of a TrackEvent the rules read. */
+struct tb__ck_te {
+	uint64_t type, track, ts_abs;
+	bool has_type, has_track, has_value, has_phase, ts_delta;
 };
 
-static inline void tb__ck_ev_parse(const uint8_t *p, size_t n,
-				   struct tb__ck_ev *ev)
+static inline void tb__ck_te_parse(const uint8_t *p, size_t n,
+				   struct tb__ck_te *ev)
 {
 	struct tb_pb_reader r;
 	struct tb_pb_field f;
@@ -1489,7 +1844,7 @@ static inline void tb__ck_ev_parse(const uint8_t *p, size_t n,
 			ev->ts_delta = f.type == TB_PB_VARINT;
 			break;
 		case TB__CK_TE_TS_ABS:
-			ev->ts_abs = f.type == TB_PB_VARINT && f.value;
+			ev->ts_abs = f.type == TB_PB_VARINT ? f.value : 0;
 			break;
 		}
 	}
@@ -1497,34 +1852,52 @@ static inline void tb__ck_ev_parse(const uint8_t *p, size_t n,
 			tb__ck_uint(le, len, TB__CK_LE_PHASE, &v);
 }
 
-/* Checks the first @n uuids of @field: each a counter track. */
-static inline bool tb__ck_counter_uuids(struct tb_check *c,
-					const struct tb__ck_at *at,
-					const struct tb_check_seq *s,
-					const uint8_t *p, size_t len,
-					uint32_t field, uint32_t n)
+/*
+ * One counter uuid, resolved as TrackEventTokenizer resolves it while it
+ * reads the file (TrackEventTracker::ConvertToAbsoluteCounterValue(),
+ * track_event_tracker.cc): only a counter track reserved by a descriptor
+ * in an earlier packet.  Rule counter-before-descriptor: its descriptor
+ * comes later in the file (a capture cut mid-stream, a writer that
+ * describes late): the value is dropped,
+ * track_event_counter_invalid_track_uuid (storage/stats.h: an error, in
+ * the UI's error badge).  No descriptor anywhere: track-unknown; another
+ * kind of track: counter-bad.  Rule counter-incremental-invalid: a delta
+ * value (CounterDescriptor.is_incremental) on a sequence whose state is
+ * invalid is added to the running total
+ * (TrackEventSequenceState::IncrementAndGetCounterValue(),
+ * track_event_sequence_state.h: reset at a clear only), which misses what
+ * was lost.
+ */
+static inline bool tb__ck_counter_uuid(struct tb_check *c,
+				       const struct tb__ck_at *at,
+				       const struct tb_check_seq *s,
+				       uint64_t uuid)
 {
-	struct tb_check_track *t;
-	struct tb__ck_rep it;
-	uint64_t uuid;
+	const struct tb_check_track *t = tb__ck_find_track(c, uuid);
 
-	tb__ck_rep_init(&it, p, len, field);
-	while (n-- && tb__ck_rep_next(&it, &uuid) > 0) {
-		t = tb__ck_find_track(c, uuid);
-		if (!t || t->kind == TB_CHECK_TRACK_UNDEFINED) {
-			tb__ck_report(c, at, TB_CK_TRACK_UNKNOWN, s->lossy,
-				      uuid);
-			return false;
-		}
-		if (t->kind != TB_CHECK_TRACK_COUNTER) {
-			tb__ck_report(c, at, TB_CK_COUNTER_BAD, false, uuid);
-			return false;
-		}
+	if (!t || t->descriptor == TB_CHECK_NONE) {
+		tb__ck_report(c, at, TB_CK_TRACK_UNKNOWN, s->lossy, uuid);
+		return false;
 	}
+	if (t->descriptor >= at->packet) {
+		tb__ck_report(c, at, TB_CK_COUNTER_EARLY, s->lossy, uuid);
+		return false;
+	}
+	if (t->kind != TB_CHECK_TRACK_COUNTER) {
+		tb__ck_report(c, at, TB_CK_COUNTER_BAD, false, uuid);
+		return false;
+	}
+	if (t->incremental && !s->valid)
+		tb__ck_report(c, at, TB_CK_COUNTER_INCREMENTAL, s->lossy,
+			      uuid);
 	return true;
 }
 
-/* Extra counter values: as many uuids as values, each a counter track. */
+/*
+ * Extra counter values (AddExtraCounterValues(), track_event_tokenizer.cc):
+ * one uuid per value, at most TB__CK_MAX_EXTRA values in all, each
+ * resolved as above.
+ */
 static inline bool tb__ck_extra_counters(struct tb_check *c,
 					 const struct tb__ck_at *at,
 					 const struct tb_check_seq *s,
@@ -1534,21 +1907,26 @@ static inline bool tb__ck_extra_counters(struct tb_check *c,
 		{ TB__CK_TE_XC_VALUES, TB__CK_TE_XC_UUIDS, 0 },
 		{ TB__CK_TE_XD_VALUES, TB__CK_TE_XD_UUIDS, 1 },
 	};
-	uint32_t values, uuids;
+	uint32_t values, k, index = 0;
+	struct tb__ck_rep it;
+	uint64_t uuid;
 	unsigned i;
 
 	for (i = 0; i < 2; i++) {
 		values = tb__ck_rep_count(p, n, field[i][0], field[i][2]);
-		uuids = tb__ck_rep_count(p, n, field[i][1], false);
-		if (!values || !uuids)
+		if (!values || !tb__ck_rep_count(p, n, field[i][1], false))
 			continue;	/* none, or the defaults' uuids */
-		if (values > uuids) {
-			tb__ck_report(c, at, TB_CK_COUNTER_BAD, false, 0);
-			return false;
+		tb__ck_rep_init(&it, p, n, field[i][1]);
+		for (k = 0; k < values; k++, index++) {
+			if (tb__ck_rep_next(&it, &uuid) <= 0 ||
+			    index >= TB__CK_MAX_EXTRA) {
+				tb__ck_report(c, at, TB_CK_COUNTER_BAD, false,
+					      0);
+				return false;
+			}
+			if (!tb__ck_counter_uuid(c, at, s, uuid))
+				return false;
 		}
-		if (!tb__ck_counter_uuids(c, at, s, p, n, field[i][1],
-					  values))
-			return false;
 	}
 	return true;
 }
@@ -1557,211 +1935,130 @@ static inline bool tb__ck_extra_counters(struct tb_check *c,
 static inline bool tb__ck_counter(struct tb_check *c,
 				  const struct tb__ck_at *at,
 				  const struct tb_check_seq *s,
-				  const struct tb__ck_ev *ev, uint64_t uuid)
+				  const struct tb__ck_te *ev, uint64_t uuid)
 {
-	struct tb_check_track *t;
-
 	if ((!ev->has_track && !s->has_default_track) || !ev->has_value) {
 		tb__ck_report(c, at, TB_CK_COUNTER_BAD, false, uuid);
 		return false;
 	}
-	t = tb__ck_find_track(c, uuid);
-	if (!t || t->kind == TB_CHECK_TRACK_UNDEFINED) {
-		tb__ck_report(c, at, TB_CK_TRACK_UNKNOWN, s->lossy, uuid);
-		return false;
-	}
-	if (t->kind != TB_CHECK_TRACK_COUNTER) {
-		tb__ck_report(c, at, TB_CK_COUNTER_BAD, false, uuid);
-		return false;
-	}
-	return true;
+	return tb__ck_counter_uuid(c, at, s, uuid);
 }
 
-/* The track an event lands on, or NULL when it is dropped. */
-static inline struct tb_check_track *
-tb__ck_event_track(struct tb_check *c, const struct tb__ck_at *at,
-		   const struct tb_check_seq *s, const struct tb__ck_ev *ev,
-		   uint64_t uuid)
-{
-	struct tb_check_track *t;
-	uint64_t key;
-
-	if (uuid) {
-		t = tb__ck_find_track(c, uuid);
-		if (!t || t->kind == TB_CHECK_TRACK_UNDEFINED) {
-			tb__ck_report(c, at, TB_CK_TRACK_UNKNOWN, s->lossy,
-				      uuid);
-			t = t ? t : tb__ck_track(c, uuid, 0);
-			if (t)
-				t->events++;	/* what it would have held */
-			return NULL;
-		}
-		if (!tb__ck_resolves(c, t)) {
-			tb__ck_report(c, at, TB_CK_TRACK_LOOP, false, uuid);
-			return NULL;
-		}
-		return t;
-	}
-	if ((!ev->has_track || !ev->has_type) && s->thread_valid) {
-		/* the sequence's thread: keyed by pid and tid */
-		key = (uint64_t)(uint32_t)s->thread_pid << 32 |
-		      (uint32_t)s->thread_tid;
-		t = tb__ck_track(c, key, 1);
-		if (t) {
-			t->kind = TB_CHECK_TRACK_SEQ_THREAD;
-			t->pid = s->thread_pid;
-			t->tid = s->thread_tid;
-		}
-		return t;
-	}
-	t = tb__ck_track(c, 0, 2);
-	if (t)
-		t->kind = TB_CHECK_TRACK_GLOBAL;
-	return t;
-}
-
-/* Slices on @t: BEGIN opens, END closes the innermost. */
-static inline void tb__ck_slice(struct tb_check *c,
-				const struct tb__ck_at *at,
-				struct tb_check_seq *s,
-				struct tb_check_track *t, uint64_t type)
-{
-	struct tb__ck_open *o;
-	uint32_t i;
-
-	if (type == TB__CK_TYPE_BEGIN) {
-		c->stats.slice_begins++;
-		t->slices++;
-		if (c->open_free) {
-			i = c->open_free - 1;
-			c->open_free = c->open[i].next;
-		} else {
-			if (!tb__ck_grow(c, (void **)&c->open, &c->open_cap,
-					 sizeof(*c->open), c->open_n + 1))
-				return;
-			i = c->open_n++;
-		}
-		o = &c->open[i];
-		o->packet = at->packet;
-		o->seq = (uint32_t)(s - c->seqs);
-		o->next = t->open;
-		t->open = i + 1;
-		t->depth++;
-	} else if (type == TB__CK_TYPE_END) {
-		c->stats.slice_ends++;
-		if (!t->open) {
-			tb__ck_report(c, at, TB_CK_END_WITHOUT_BEGIN,
-				      s->last_loss != TB_CHECK_NONE ||
-				      s->skipped, t->uuid);
-			return;
-		}
-		i = t->open - 1;
-		t->open = c->open[i].next;
-		t->depth--;
-		c->open[i].next = c->open_free;
-		c->open_free = i + 1;
-	} else if (type == TB__CK_TYPE_INSTANT) {
-		c->stats.instants++;
-	}
-}
-
-/* ------------------------------------------------------------------------
- * Flows.  Ids are global to the trace.  The importer keeps the ids that
- * are active: flow_ids of an inactive id begins a flow, of an active one
- * continues it (an arrow from its last event); terminating_flow_ids of
- * an active id draws the last arrow and ends it, of an inactive one is
- * dropped without a word.  A flow begun that no later event continues or
- * ends draws nothing.  (Not modelled: a flow on an event with no
- * enclosing slice, and v1 flows.)
+/*
+ * Rule defaults-before-clear: an event that names no track (or a packet
+ * timestamp without a clock id) on a sequence whose TracePacketDefaults
+ * came before its clear.  ParsePacket() handles a packet's clear before
+ * its defaults (proto_trace_reader.cc), and a clear starts an empty
+ * generation (PacketSequenceStateGeneration::OnIncrementalStateCleared()):
+ * defaults given in an earlier packet are gone, and the event lands on
+ * the default track (or the sequence's thread), its time on the trace
+ * clock.
  */
-
-/* The flow of @id, made (inactive) if new; NULL: the budget ran out. */
-static inline struct tb__ck_flow *tb__ck_flow(struct tb_check *c, uint64_t id)
+static inline void tb__ck_defaults_lost(struct tb_check *c,
+					const struct tb__ck_at *at,
+					const struct tb_check_seq *s,
+					const struct tb__ck_pkt *p,
+					const struct tb__ck_te *ev)
 {
-	struct tb__ck_ent *e;
-	bool made;
-
-	e = tb__ck_get(c, &c->flow_ix, id, 0, &made);
-	if (!e)
-		return NULL;
-	if (!made)
-		return &c->flows[e->v1];
-	if (!tb__ck_grow(c, (void **)&c->flows, &c->flows_cap,
-			 sizeof(*c->flows), c->nflows + 1)) {
-		tb__ck_unmake(&c->flow_ix, e);
-		return NULL;
-	}
-	e->v1 = c->nflows;
-	TB_MEMSET(&c->flows[c->nflows], 0, sizeof(*c->flows));
-	c->flows[c->nflows].id = id;
-	return &c->flows[c->nflows++];
+	if (((s->defaults_lost & TB__CK_LOST_TRACK) && !ev->has_track) ||
+	    ((s->defaults_lost & TB__CK_LOST_CLOCK) && p->has_ts &&
+	     !p->has_clock))
+		tb__ck_report(c, at, TB_CK_DEFAULTS_LOST, false, 0);
 }
 
-/* One id of an event's flow_ids (@end false) or terminating_flow_ids. */
-static inline void tb__ck_flow_id(struct tb_check *c,
-				  const struct tb__ck_at *at,
-				  struct tb_check_seq *s, uint64_t id,
-				  bool end)
+/*
+ * Rule time-backwards (not an importer stat: see the header): timestamps
+ * of one sequence's events must not go back.
+ */
+static inline void tb__ck_time(struct tb_check *c, const struct tb__ck_at *at,
+			       struct tb_check_seq *s,
+			       const struct tb__ck_pkt *p)
 {
-	uint32_t si = (uint32_t)(s - c->seqs);
-	struct tb__ck_flow *f = tb__ck_flow(c, id);
+	uint32_t clock = p->has_clock ? p->clock : s->default_clock;
 
-	if (!f)
+	if (!p->has_ts)
 		return;
-	if (f->active && f->last_seq != si && !f->shared) {
-		f->shared = 1;
-		c->stats.flows_shared++;
-	}
-	if (!f->active && end) {
-		tb__ck_report(c, at, TB_CK_FLOW_END_WITHOUT_BEGIN,
-			      s->last_loss != TB_CHECK_NONE || s->skipped, id);
-		return;
-	}
-	if (!f->active) {
-		c->stats.flows_begun++;
-		f->active = 1;
-		f->packet = at->packet;
-		f->seq = si;
-		f->steps = 0;
-	} else if (end) {
-		c->stats.flows_ended++;
-		f->active = 0;
-	} else {
-		c->stats.flow_steps++;
-		f->steps++;
-	}
-	f->last_seq = si;
+	if (s->has_last_ts && s->last_clock == clock && p->ts < s->last_ts)
+		tb__ck_report(c, at, TB_CK_TIME_BACKWARDS, false, p->ts);
+	s->has_last_ts = 1;
+	s->last_clock = clock;
+	s->last_ts = p->ts;
 }
 
-/* The fixed64 ids (packed or not) of @field of a placed TrackEvent. */
-static inline void tb__ck_flows(struct tb_check *c, const struct tb__ck_at *at,
-				struct tb_check_seq *s, const uint8_t *p,
-				size_t n, uint32_t field)
+/*
+ * Keeps the event for stage 2, with what stage 2 needs of its sequence's
+ * state at this point: its generation object, its defaults' track, its
+ * thread.  Its sort key is its time on the trace clock
+ * (TrackEventTokenizer::TokenizeTrackEventPacket(): timestamp_absolute_us
+ * on MONOTONIC, else the packet's timestamp).
+ */
+static inline void tb__ck_keep(struct tb_check *c, const struct tb__ck_at *at,
+			       struct tb_check_seq *s,
+			       const struct tb__ck_pkt *p,
+			       const struct tb__ck_te *ev, uint64_t uuid)
 {
-	struct tb_pb_reader r;
-	struct tb_pb_field f;
-	uint64_t v;
-	size_t i;
-	unsigned k;
+	uint32_t clock = p->has_clock ? p->clock : s->default_clock;
+	struct tb__ck_rec *r;
 
-	tb_pb_reader_init(&r, p, n);
-	while (tb_pb_next(&r, &f) > 0) {
-		if (f.number != field)
-			continue;
-		if (f.type == TB_PB_FIXED64) {
-			tb__ck_flow_id(c, at, s, f.value, field ==
-				       TB__CK_TE_TERMINATING_FLOW_IDS);
-			continue;
-		}
-		if (f.type != TB_PB_LEN)
-			continue;
-		for (i = 0; i + 8 <= f.size; i += 8) {
-			for (v = 0, k = 0; k < 8; k++)
-				v |= (uint64_t)f.data[i + k] << (8 * k);
-			tb__ck_flow_id(c, at, s, v, field ==
-				       TB__CK_TE_TERMINATING_FLOW_IDS);
-		}
+	if (ev->ts_delta)
+		;		/* legacy deltas: not modelled */
+	else if (ev->ts_abs)
+		s->last_key = tb__ck_to_trace(c, s, TB__CK_MONOTONIC,
+					      ev->ts_abs * 1000);
+	else
+		s->last_key = tb__ck_to_trace(c, s, clock, p->ts);
+	if (!tb__ck_grow(c, (void **)&c->evs, &c->evs_cap, sizeof(*c->evs),
+			 c->nevs + 1))
+		return;
+	r = &c->evs[c->nevs++];
+	r->key = s->last_key;
+	r->packet = at->packet;
+	r->offset = at->offset;
+	r->uuid = uuid;
+	r->seq = (uint32_t)(s - c->seqs);
+	r->gen = s->gen;
+	r->obj = s->obj;
+	r->flags = (ev->has_track ? TB__CK_REC_HAS_TRACK : 0) |
+		   (s->lossy ? TB__CK_REC_LOSSY : 0) |
+		   (s->thread_valid ? TB__CK_REC_THREAD : 0);
+	r->pid = s->thread_pid;
+	r->tid = s->thread_tid;
+}
+
+/*
+ * Pass 2: one TrackEvent, in the tokenizer's order of checks
+ * (TrackEventTokenizer::TokenizeTrackEventPacket(),
+ * track_event_tokenizer.cc): its timestamp, a counter's value, the extra
+ * counter values; then the checker's own defaults-before-clear and
+ * time-backwards; what passes is kept for stage 2.
+ */
+static inline void tb__ck_event(struct tb_check *c, const struct tb__ck_at *at,
+				struct tb_check_seq *s,
+				const struct tb__ck_pkt *p)
+{
+	struct tb__ck_te ev;
+	uint64_t uuid;
+
+	c->stats.track_events++;
+	if (!tb__ck_wellformed(p->te, p->te_n)) {
+		tb__ck_report(c, at, TB_CK_EVENT_MALFORMED, false, 0);
+		return;
 	}
+	tb__ck_te_parse(p->te, p->te_n, &ev);
+	if (ev.ts_delta ? !s->delta_valid : (!ev.ts_abs && !p->has_ts)) {
+		tb__ck_report(c, at, TB_CK_EVENT_NO_TIME, false, 0);
+		return;
+	}
+	uuid = ev.has_track ? ev.track :
+	       s->has_default_track ? s->default_track : 0;
+	if (ev.has_type && ev.type == TB__CK_TYPE_COUNTER &&
+	    !tb__ck_counter(c, at, s, &ev, uuid))
+		return;
+	if (!tb__ck_extra_counters(c, at, s, p->te, p->te_n))
+		return;
+	tb__ck_defaults_lost(c, at, s, p, &ev);
+	tb__ck_time(c, at, s, p);
+	tb__ck_keep(c, at, s, p, &ev, uuid);
 }
 
 /* ------------------------------------------------------------------------
@@ -1819,11 +2116,76 @@ static inline void tb__ck_arg_parse(const uint8_t *p, size_t n,
 	}
 }
 
+/* What a ring record says (tb_trace_ring_record()'s annotations). */
+struct tb__ck_rr {
+	uint64_t producer, held, holders;
+	uint16_t held_by[TB__CK_HELD_BY_MAX];
+	uint32_t named;
+	bool has_producer, has_end, died, live, refused, holes;
+};
+
+/* One annotation of a ring record into @rr. */
+static inline void tb__ck_rr_arg(struct tb__ck_rr *rr,
+				 const struct tb__ck_arg *a)
+{
+	if (!a->has_name)
+		return;
+	if (a->has_u && tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_PRODUCER)) {
+		rr->producer = a->u;
+		rr->has_producer = true;
+	} else if (a->has_str && tb__ck_is(a->name, a->name_n,
+					   TB_TRACE_ARG_END)) {
+		rr->has_end = true;
+		rr->died = tb__ck_is(a->str, a->str_n, "died");
+		rr->live = tb__ck_is(a->str, a->str_n, "live");
+	} else if (a->has_u && tb__ck_is(a->name, a->name_n,
+					 TB_TRACE_ARG_HELD)) {
+		rr->held = a->u;
+	} else if (a->has_u && tb__ck_is(a->name, a->name_n,
+					 TB_TRACE_ARG_HOLDERS)) {
+		rr->holders = a->u;
+	} else if (a->has_u && tb__ck_is(a->name, a->name_n,
+					 TB_TRACE_ARG_HELD_BY)) {
+		if (rr->named < TB__CK_HELD_BY_MAX && a->u < 65536)
+			rr->held_by[rr->named++] = (uint16_t)a->u;
+	} else if (a->has_u && a->u &&
+		   (tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_FULL) ||
+		    tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_NO_CHUNK) ||
+		    tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_DROPPED))) {
+		rr->refused = true;
+	} else if (a->has_u && a->u &&
+		   (tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_HOLES) ||
+		    tb__ck_is(a->name, a->name_n, TB_TRACE_ARG_MALFORMED))) {
+		rr->holes = true;
+	}
+}
+
+/*
+ * Marks the writers of producer @producer that held chunks at its end:
+ * what they wrote there after their last whole packet is not in the
+ * trace, so their open slices are explained (their own, per writer).
+ */
+static inline void tb__ck_held_by(struct tb_check *c, uint64_t producer,
+				  const struct tb__ck_rr *rr)
+{
+	struct tb__ck_ent *e;
+	uint32_t i;
+
+	for (i = 0; i < rr->named; i++) {
+		e = tb__ck_find(&c->seq_ix, producer << 16 | rr->held_by[i], 0);
+		if (e)
+			c->seqs[e->v1].held = 1;
+	}
+}
+
 /*
  * An instant of a service's sequence with the annotations of a ring
- * record (tb_trace_ring_record()): the producer's end, and whether its
- * tail is lost (it died, its writers held chunks, or writes were refused
- * that no later packet could flag).
+ * record (tb_trace_ring_record()): the producer's end, and what it says
+ * of its writers' tails.  Its death is every writer's; chunks lost that
+ * name no writer (the reader's holes, malformed chunks) may have held
+ * any writer's tail; a writer named holding a chunk lost its own; the
+ * writes refused, and chunks held by writers not named, are a lone
+ * writer's only (see tb__ck_tail_lost()).
  */
 static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
 				      size_t n)
@@ -1831,45 +2193,25 @@ static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
 	struct tb_pb_reader r;
 	struct tb_pb_field f;
 	struct tb__ck_arg a;
-	uint64_t producer = 0, lossy = 0, held = 0;
-	bool has_producer = false, died = false, has_end = false;
-	bool live = false;
+	struct tb__ck_rr rr;
+	bool lossy;
 
+	TB_MEMSET(&rr, 0, sizeof(rr));
 	tb_pb_reader_init(&r, p, n);
 	while (tb_pb_next(&r, &f) > 0) {
 		if (f.number != TB__CK_TE_ANNOTATIONS || f.type != TB_PB_LEN)
 			continue;
 		tb__ck_arg_parse(f.data, f.size, &a);
-		if (!a.has_name)
-			continue;
-		if (a.has_u && tb__ck_is(a.name, a.name_n,
-					 TB_TRACE_ARG_PRODUCER)) {
-			producer = a.u;
-			has_producer = true;
-		} else if (a.has_str && tb__ck_is(a.name, a.name_n,
-						  TB_TRACE_ARG_END)) {
-			has_end = true;
-			died = tb__ck_is(a.str, a.str_n, "died");
-			live = tb__ck_is(a.str, a.str_n, "live");
-		} else if (a.has_u && tb__ck_is(a.name, a.name_n,
-						TB_TRACE_ARG_HELD)) {
-			held = a.u;
-		} else if (a.has_u && a.u &&
-			   (tb__ck_is(a.name, a.name_n, TB_TRACE_ARG_FULL) ||
-			    tb__ck_is(a.name, a.name_n,
-				      TB_TRACE_ARG_NO_CHUNK) ||
-			    tb__ck_is(a.name, a.name_n,
-				      TB_TRACE_ARG_DROPPED))) {
-			lossy = 1;
-		}
+		tb__ck_rr_arg(&rr, &a);
 	}
-	if (!has_producer || !has_end || !producer || producer > 65535)
+	if (!rr.has_producer || !rr.has_end || !rr.producer ||
+	    rr.producer > 65535)
 		return;
 	/* chunks held by a producer that left are packets it left open; a
 	 * live one's are the chunks its writers keep (a torn packet there
 	 * shows as bytes its buffer never completed, in TraceStats) */
-	if (held && !live)
-		lossy = 1;
+	lossy = rr.refused || rr.holders > rr.named ||
+		(rr.held && !rr.live && !rr.holders);
 	if (!c->ends) {
 		c->ends = (uint8_t *)tb__ck_mem(c, NULL, 0, 65536);
 		if (!c->ends)
@@ -1877,11 +2219,14 @@ static inline void tb__ck_ring_record(struct tb_check *c, const uint8_t *p,
 		TB_MEMSET(c->ends, 0, 65536);
 	}
 	c->stats.producer_ends++;
-	c->stats.producer_deaths += died;
-	c->stats.producers_lossy += lossy && !died;
-	c->ends[producer] |= (uint8_t)(TB__CK_END_SEEN |
-				       (died ? TB__CK_END_DIED : 0) |
-				       (lossy ? TB__CK_END_LOSSY : 0));
+	c->stats.producer_deaths += rr.died;
+	c->stats.producers_lossy += (lossy || rr.holes || rr.named) &&
+				    !rr.died;
+	c->ends[rr.producer] |= (uint8_t)(TB__CK_END_SEEN |
+					  (rr.died ? TB__CK_END_DIED : 0) |
+					  (lossy ? TB__CK_END_LOSSY : 0) |
+					  (rr.holes ? TB__CK_END_HOLES : 0));
+	tb__ck_held_by(c, rr.producer, &rr);
 }
 
 /* A varint field's sum over every instance (BufferStats are repeated). */
@@ -1952,88 +2297,656 @@ static inline void tb__ck_trace_stats(struct tb_check *c, const uint8_t *p,
 			  st->ts_abi_violations || st->ts_refused_chunks ||
 			  st->ts_invalid_packets;
 }
+/* ------------------------------------------------------------------------
+ * Stage 2: track events in timestamp order.
+ */
 
-/* Whether what followed packet @packet on sequence @s may be lost. */
-static inline bool tb__ck_tail_lost(const struct tb_check *c,
-				    const struct tb_check_seq *s,
-				    uint64_t packet)
+/* Whether a loss on @s (a flag, or a packet skipped for want of state)
+ * came at or before packet @packet in the file. */
+static inline bool tb__ck_lost_before(const struct tb_check_seq *s,
+				      uint64_t packet)
 {
-	uint32_t producer = s->seq_id >> 16;
-
-	return c->tail_lost || c->ts_tail_lost ||
-	       (s->last_loss != TB_CHECK_NONE && s->last_loss > packet) ||
-	       (c->ends && producer &&
-		(c->ends[producer] & (TB__CK_END_DIED | TB__CK_END_LOSSY)));
+	return (s->first_loss != TB_CHECK_NONE && s->first_loss <= packet) ||
+	       (s->first_skip != TB_CHECK_NONE && s->first_skip <= packet);
 }
 
-/* Timestamps of one sequence's events must not go back. */
-static inline void tb__ck_time(struct tb_check *c, const struct tb__ck_at *at,
-			       struct tb_check_seq *s,
-			       const struct tb__ck_pkt *p)
-{
-	uint32_t clock = p->has_clock ? p->clock : s->default_clock;
+/* An event's name and category, as hashes (0: none). */
+struct tb__ck_names {
+	uint32_t name, cat;
+};
 
-	if (!p->has_ts)
-		return;
-	if (s->has_last_ts && s->last_clock == clock && p->ts < s->last_ts)
-		tb__ck_report(c, at, TB_CK_TIME_BACKWARDS, false, p->ts);
-	s->has_last_ts = 1;
-	s->last_clock = clock;
-	s->last_ts = p->ts;
+/* Folds category @h into the categories so far, *@cat. */
+static inline void tb__ck_cat_add(uint32_t *cat, uint32_t h, unsigned *n)
+{
+	*cat = (*n)++ ? ((*cat * 16777619u) ^ h) | 1 : h;
 }
 
-/* Pass 2: one TrackEvent, in the importer's order of checks. */
-static inline void tb__ck_event(struct tb_check *c, const struct tb__ck_at *at,
-				struct tb_check_seq *s,
-				const struct tb__ck_pkt *p)
+/*
+ * The categories as ParseTrackEventCategory() joins them
+ * (track_event_event_importer.h): each category iid resolved (rule
+ * iid-category when not: alone, it reads "unknown(iid)"; among others,
+ * it is left out), then the category strings.
+ */
+static inline uint32_t tb__ck_categories(struct tb_check *c,
+					 const struct tb__ck_at *at,
+					 const struct tb__ck_rec *e,
+					 const uint8_t *p, size_t n)
 {
+	bool lossy = (e->flags & TB__CK_REC_LOSSY) != 0;
+	uint32_t cat = 0, h, iids;
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	struct tb__ck_rep it;
+	unsigned k = 0;
+	uint64_t v;
+
+	iids = tb__ck_rep_count(p, n, TB__CK_TE_CATEGORY_IIDS, false);
+	tb__ck_rep_init(&it, p, n, TB__CK_TE_CATEGORY_IIDS);
+	while (tb__ck_rep_next(&it, &v) > 0) {
+		if (tb__ck_lookup(c, e, TB__CK_ID_CATEGORIES, v, &h)) {
+			tb__ck_cat_add(&cat, h, &k);
+			continue;
+		}
+		tb__ck_report(c, at, TB_CK_IID_CATEGORY, lossy, v);
+		if (iids == 1)
+			tb__ck_cat_add(&cat, tb__ck_hash(v, 0x75) | 1, &k);
+	}
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0)
+		if (f.number == TB__CK_TE_CATEGORIES && f.type == TB_PB_LEN)
+			tb__ck_cat_add(&cat, tb__ck_str(f.data, f.size), &k);
+	return cat;
+}
+
+/*
+ * The event's name (ParseTrackEventName()): name_iid, else the legacy
+ * name_iid, resolved (rule iid-event-name when not: the event has no
+ * name); with neither, the name string.  0 (unset) is no iid.
+ */
+static inline void tb__ck_names(struct tb_check *c, const struct tb__ck_at *at,
+				const struct tb__ck_rec *e, const uint8_t *p,
+				size_t n, struct tb__ck_names *nm)
+{
+	const uint8_t *d;
+	uint64_t iid = 0;
+	size_t k;
+
+	nm->name = 0;
+	nm->cat = tb__ck_categories(c, at, e, p, n);
+	if (!tb__ck_uint(p, n, TB__CK_TE_NAME_IID, &iid) || !iid) {
+		if (tb__ck_msg(p, n, TB__CK_TE_LEGACY, &d, &k) &&
+		    !tb__ck_uint(d, k, TB__CK_LE_NAME_IID, &iid))
+			iid = 0;
+	}
+	if (iid) {
+		if (!tb__ck_lookup(c, e, TB__CK_ID_NAMES, iid, &nm->name))
+			tb__ck_report(c, at, TB_CK_IID_NAME,
+				      (e->flags & TB__CK_REC_LOSSY) != 0, iid);
+	} else if (tb__ck_msg(p, n, TB__CK_TE_NAME, &d, &k)) {
+		nm->name = tb__ck_str(d, k);
+	}
+}
+
+/*
+ * The track an event lands on, or NULL when it is dropped
+ * (ParseInitialTrackAssociation(), track_event_event_importer.h).  A
+ * nonzero uuid: rule track-unknown when no descriptor reserved it (it is
+ * kept, on a nameless root track the importer reserves then:
+ * TrackEventTracker::ResolveDescriptorTrackImpl()), then its hierarchy
+ * (track-parent-loop, track-parent-unknown: dropped).  Uuid 0: the
+ * sequence's thread when the event set no track_uuid (or no type) and a
+ * thread descriptor came, else the default global track.
+ */
+static inline struct tb_check_track *
+tb__ck_event_track(struct tb_check *c, const struct tb__ck_at *at,
+		   const struct tb__ck_rec *e, const struct tb__ck_te *ev)
+{
+	bool lossy = (e->flags & TB__CK_REC_LOSSY) != 0;
 	struct tb_check_track *t;
-	struct tb__ck_ev ev;
-	uint64_t uuid;
+	uint64_t key;
+	int rule;
 
-	c->stats.track_events++;
-	if (!tb__ck_wellformed(p->te, p->te_n)) {
-		tb__ck_report(c, at, TB_CK_EVENT_MALFORMED, false, 0);
+	if (e->uuid) {
+		t = tb__ck_track(c, e->uuid, 0);
+		if (!t)
+			return NULL;
+		if (t->kind == TB_CHECK_TRACK_UNDEFINED) {
+			tb__ck_report(c, at, TB_CK_TRACK_UNKNOWN, lossy,
+				      e->uuid);
+			t->reserved = 1;	/* a nameless root */
+		}
+		rule = tb__ck_hierarchy(c, t);
+		if (!rule)
+			return t;
+		tb__ck_report(c, at, (enum tb_check_rule)rule,
+			      rule == TB_CK_TRACK_PARENT_UNKNOWN && lossy,
+			      e->uuid);
+		return NULL;
+	}
+	if ((!(e->flags & TB__CK_REC_HAS_TRACK) || !ev->has_type) &&
+	    (e->flags & TB__CK_REC_THREAD)) {
+		/* the sequence's thread: keyed by pid and tid */
+		key = (uint64_t)(uint32_t)e->pid << 32 | (uint32_t)e->tid;
+		t = tb__ck_track(c, key, 1);
+		if (t) {
+			t->kind = TB_CHECK_TRACK_SEQ_THREAD;
+			t->pid = e->pid;
+			t->tid = e->tid;
+		}
+		return t;
+	}
+	t = tb__ck_track(c, 0, 2);
+	if (t)
+		t->kind = TB_CHECK_TRACK_GLOBAL;
+	return t;
+}
+
+/* Pops the top of @t's stack (SliceTracker::StackPop()). */
+static inline void tb__ck_pop(struct tb_check *c, struct tb_check_track *t)
+{
+	uint32_t i = t->open - 1;
+
+	t->open = c->open[i].next;
+	t->depth--;
+	t->ended -= !c->open[i].pending;
+	c->open[i].next = c->open_free;
+	c->open_free = i + 1;
+}
+
+/*
+ * Before an event at @ts on @t (@instant: a zero-length one), as
+ * SliceTracker::MaybeCloseStack() (importers/common/slice_tracker.cc)
+ * does it, from the top down: an ended slice with open ones above it,
+ * once @ts is past its end, cuts them there and is popped with them (the
+ * misplaced_end_event of an END that named an outer slice); one ended
+ * before @ts (or at it) is popped, always from the top.  Open slices are
+ * left alone, and only ended ones under open ones stay on a stack, so
+ * the walk stops when it has seen them all.
+ */
+static inline void tb__ck_close_stack(struct tb_check *c,
+				      struct tb_check_track *t, uint64_t ts,
+				      bool instant)
+{
+	uint32_t k = t->open, left = t->ended, walked = 0, i;
+	bool above_open = false;
+	struct tb__ck_open *o;
+
+	while (k && left && walked++ < TB__CK_STACK_WALK) {
+		i = k - 1;
+		o = &c->open[i];
+		k = o->next;
+		if (o->pending) {
+			above_open = true;
+			continue;
+		}
+		left--;
+		if (above_open && ts > o->end) {
+			while (t->open != i + 1)	/* cut */
+				tb__ck_pop(c, t);
+			tb__ck_pop(c, t);
+			above_open = false;
+		} else if (!above_open &&
+			   (o->end < ts || (o->end == ts &&
+					    !(o->end == o->ts && instant)))) {
+			tb__ck_pop(c, t);
+		}
+	}
+}
+
+/* BEGIN (SliceTracker::Begin()): a slice pushed on @t's stack. */
+static inline void tb__ck_begin(struct tb_check *c, const struct tb__ck_at *at,
+				struct tb_check_track *t,
+				const struct tb__ck_rec *e,
+				const struct tb__ck_names *nm)
+{
+	struct tb__ck_open *o;
+	uint32_t i;
+
+	c->stats.slice_begins++;
+	t->slices++;
+	tb__ck_close_stack(c, t, e->key, false);
+	if (c->open_free) {
+		i = c->open_free - 1;
+		c->open_free = c->open[i].next;
+	} else {
+		if (!tb__ck_grow(c, (void **)&c->open, &c->open_cap,
+				 sizeof(*c->open), c->open_n + 1))
+			return;
+		i = c->open_n++;
+	}
+	o = &c->open[i];
+	o->packet = at->packet;
+	o->seq = e->seq;
+	o->ts = e->key;
+	o->end = 0;
+	o->name = nm->name;
+	o->cat = nm->cat;
+	o->pending = 1;
+	o->next = t->open;
+	t->open = i + 1;
+	t->depth++;
+}
+
+/*
+ * Whether an END of name and category @nm matches open slice @o
+ * (SliceTracker::MatchingIncompleteSliceIndex()): a category given must
+ * be the slice's; a name given must be the slice's, unless it has none.
+ */
+static inline bool tb__ck_matches(const struct tb__ck_open *o,
+				  const struct tb__ck_names *nm)
+{
+	return o->pending && (!nm->cat || (o->cat && o->cat == nm->cat)) &&
+	       (!nm->name || !o->name || o->name == nm->name);
+}
+
+/*
+ * END (SliceTracker::End()): the innermost open slice it matches ends.
+ * Rule end-without-begin: it matches none (ignored; SliceTracker bails
+ * out).  Rule end-names-outer-slice: the one it matches has open slices
+ * above it; it ends in place (CompleteSliceFinalize() pops only the top)
+ * and they are cut at the next event after it.  True when a slice ended.
+ */
+static inline bool tb__ck_end(struct tb_check *c, const struct tb__ck_at *at,
+			      const struct tb_check_seq *s,
+			      struct tb_check_track *t,
+			      const struct tb__ck_rec *e,
+			      const struct tb__ck_names *nm)
+{
+	bool explained = tb__ck_lost_before(s, at->packet);
+	uint32_t k, walked = 0;
+
+	c->stats.slice_ends++;
+	tb__ck_close_stack(c, t, e->key, false);
+	for (k = t->open; k && walked++ < TB__CK_STACK_WALK;
+	     k = c->open[k - 1].next)
+		if (tb__ck_matches(&c->open[k - 1], nm))
+			break;
+	if (!k || walked > TB__CK_STACK_WALK) {
+		tb__ck_report(c, at, TB_CK_END_WITHOUT_BEGIN, explained,
+			      t->uuid);
+		return false;
+	}
+	if (k == t->open) {
+		tb__ck_pop(c, t);
+		return true;
+	}
+	c->open[k - 1].pending = 0;
+	c->open[k - 1].end = e->key;
+	t->ended++;
+	tb__ck_report(c, at, TB_CK_END_OUTER, explained, t->uuid);
+	return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Flows (FlowTracker, importers/common/flow_tracker.cc, driven by
+ * MaybeParseTrackEventFlows() in track_event_event_importer.h, in sorted
+ * order).  Ids are global to the trace.  The importer keeps the ids that
+ * are active: flow_ids of an inactive id begins a flow, of an active one
+ * continues it (an arrow from its last event); terminating_flow_ids of
+ * an active id draws the last arrow and ends it, of an inactive one is
+ * dropped without a word.  A flow begun that no later event continues or
+ * ends draws nothing.
+ */
+
+/* The flow of @id, made (inactive) if new; NULL: the budget ran out. */
+static inline struct tb__ck_flow *tb__ck_flow(struct tb_check *c, uint64_t id)
+{
+	struct tb__ck_ent *e;
+	bool made;
+
+	e = tb__ck_get(c, &c->flow_ix, id, 0, &made);
+	if (!e)
+		return NULL;
+	if (!made)
+		return &c->flows[e->v1];
+	if (!tb__ck_grow(c, (void **)&c->flows, &c->flows_cap,
+			 sizeof(*c->flows), c->nflows + 1)) {
+		tb__ck_unmake(&c->flow_ix, e);
+		return NULL;
+	}
+	e->v1 = c->nflows;
+	TB_MEMSET(&c->flows[c->nflows], 0, sizeof(*c->flows));
+	c->flows[c->nflows].id = id;
+	return &c->flows[c->nflows++];
+}
+
+/*
+ * One id of an event's flow_ids (@end false) or terminating_flow_ids.
+ * Rule flow-end-without-begin: a terminating id not active (ignored:
+ * MaybeParseTrackEventFlows() skips it), explained by a loss on the
+ * sequence at or before it.
+ */
+static inline void tb__ck_flow_id(struct tb_check *c,
+				  const struct tb__ck_at *at,
+				  const struct tb_check_seq *s, uint64_t id,
+				  bool end)
+{
+	uint32_t si = (uint32_t)(s - c->seqs);
+	struct tb__ck_flow *f = tb__ck_flow(c, id);
+
+	if (!f)
+		return;
+	if (f->active && f->last_seq != si && !f->shared) {
+		f->shared = 1;
+		c->stats.flows_shared++;
+	}
+	if (!f->active && end) {
+		tb__ck_report(c, at, TB_CK_FLOW_END_WITHOUT_BEGIN,
+			      tb__ck_lost_before(s, at->packet), id);
 		return;
 	}
-	tb__ck_ev_parse(p->te, p->te_n, &ev);
-	if (ev.ts_delta ? !s->delta_valid : (!ev.ts_abs && !p->has_ts)) {
-		tb__ck_report(c, at, TB_CK_EVENT_NO_TIME, false, 0);
-		return;
+	if (!f->active) {
+		c->stats.flows_begun++;
+		f->active = 1;
+		f->packet = at->packet;
+		f->seq = si;
+		f->steps = 0;
+	} else if (end) {
+		c->stats.flows_ended++;
+		f->active = 0;
+	} else {
+		c->stats.flow_steps++;
+		f->steps++;
 	}
-	uuid = ev.has_track ? ev.track :
-	       s->has_default_track ? s->default_track : 0;
-	if (ev.has_type && ev.type == TB__CK_TYPE_COUNTER &&
-	    !tb__ck_counter(c, at, s, &ev, uuid))
-		return;
-	if (!tb__ck_extra_counters(c, at, s, p->te, p->te_n))
-		return;
-	if ((!ev.has_type || !ev.type || ev.type > TB__CK_TYPE_COUNTER) &&
-	    !ev.has_phase) {
-		tb__ck_report(c, at, TB_CK_EVENT_NO_TYPE, false, ev.type);
-		return;
+	f->last_seq = si;
+}
+
+/* The fixed64 ids (packed or not) of @field of an event's slice. */
+static inline void tb__ck_flows(struct tb_check *c, const struct tb__ck_at *at,
+				const struct tb_check_seq *s,
+				const uint8_t *p, size_t n, uint32_t field)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	uint64_t v;
+	size_t i;
+	unsigned k;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number != field)
+			continue;
+		if (f.type == TB_PB_FIXED64) {
+			tb__ck_flow_id(c, at, s, f.value, field ==
+				       TB__CK_TE_TERMINATING_FLOW_IDS);
+			continue;
+		}
+		if (f.type != TB_PB_LEN)
+			continue;
+		for (i = 0; i + 8 <= f.size; i += 8) {
+			for (v = 0, k = 0; k < 8; k++)
+				v |= (uint64_t)f.data[i + k] << (8 * k);
+			tb__ck_flow_id(c, at, s, v, field ==
+				       TB__CK_TE_TERMINATING_FLOW_IDS);
+		}
 	}
-	tb__ck_event_iids(c, at, s, p->te, p->te_n);
-	t = tb__ck_event_track(c, at, s, &ev, uuid);
-	if (!t)
-		return;
-	s->events++;
-	t->events++;
-	c->stats.global_track_events += t->kind == TB_CHECK_TRACK_GLOBAL;
-	tb__ck_time(c, at, s, p);
-	if (ev.has_phase)
-		;	/* legacy phases: placed, not matched */
-	else if (ev.type == TB__CK_TYPE_COUNTER)
+}
+
+/* ------------------------------------------------------------------------
+ * Stage 2: arguments.
+ */
+
+/*
+ * One debug annotation, as DebugAnnotationParser::Parse()
+ * (util/debug_annotation_parser.cc) reads it: its name
+ * (ParseDebugAnnotationName(): a nonzero name_iid resolved, else the name
+ * string; rule iid-annotation-name, rule annotation-no-name), then its
+ * dict entries, depth first.  The first error ends the annotation: false.
+ */
+static inline bool tb__ck_annotation(struct tb_check *c,
+				     const struct tb__ck_at *at,
+				     const struct tb__ck_rec *e,
+				     const uint8_t *p, size_t n,
+				     unsigned depth)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	const uint8_t *d;
+	uint32_t h;
+	uint64_t iid;
+	size_t k;
+
+	if (tb__ck_uint(p, n, TB__CK_DA_NAME_IID, &iid) && iid) {
+		if (!tb__ck_lookup(c, e, TB__CK_ID_ANNOTATION_NAMES, iid,
+				   &h)) {
+			tb__ck_report(c, at, TB_CK_IID_ANNOTATION,
+				      (e->flags & TB__CK_REC_LOSSY) != 0,
+				      iid);
+			return false;
+		}
+	} else if (!tb__ck_msg(p, n, TB__CK_DA_NAME, &d, &k)) {
+		tb__ck_report(c, at, TB_CK_ANNOTATION_NO_NAME, false, 0);
+		return false;
+	}
+	if (depth >= TB__CK_DA_DEPTH)
+		return true;
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0)
+		if (f.number == TB__CK_DA_DICT && f.type == TB_PB_LEN &&
+		    !tb__ck_annotation(c, at, e, f.data, f.size, depth + 1))
+			return false;
+	return true;
+}
+
+/*
+ * The event's arguments (ParseTrackEventArgs(),
+ * track_event_event_importer.h), read for the slice it began, ended or
+ * is, and for a counter's value: its source_location_iid (rule
+ * iid-source-location; 0 is an invalid iid too), each debug annotation.
+ */
+static inline void tb__ck_args(struct tb_check *c, const struct tb__ck_at *at,
+			       const struct tb__ck_rec *e, const uint8_t *p,
+			       size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	uint32_t h;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number == TB__CK_TE_SOURCE_IID &&
+		    f.type == TB_PB_VARINT &&
+		    !tb__ck_lookup(c, e, TB__CK_ID_SOURCES, f.value, &h))
+			tb__ck_report(c, at, TB_CK_IID_SOURCE,
+				      (e->flags & TB__CK_REC_LOSSY) != 0,
+				      f.value);
+		else if (f.number == TB__CK_TE_ANNOTATIONS &&
+			 f.type == TB_PB_LEN)
+			tb__ck_annotation(c, at, e, f.data, f.size, 0);
+	}
+}
+
+/*
+ * What an event placed on @t makes: a counter value, or a slice begun,
+ * ended or instant (ParseThreadBeginEvent() ... in
+ * track_event_event_importer.h); the flows and arguments of the slice,
+ * when there is one (MaybeParseFlowEvents()), a counter's arguments.
+ */
+static inline void tb__ck_place(struct tb_check *c, const struct tb__ck_at *at,
+				const struct tb_check_seq *s,
+				struct tb_check_track *t,
+				const struct tb__ck_rec *e,
+				const struct tb__ck_te *ev,
+				const struct tb__ck_pkt *p,
+				const struct tb__ck_names *nm)
+{
+	bool made = true;
+
+	if (ev->type == TB__CK_TYPE_COUNTER) {
 		c->stats.counters++;
-	else
-		tb__ck_slice(c, at, s, t, ev.type);
-	t->last_event = at->packet;
+		tb__ck_args(c, at, e, p->te, p->te_n);
+		return;
+	}
+	if (ev->type == TB__CK_TYPE_BEGIN) {
+		tb__ck_begin(c, at, t, e, nm);
+	} else if (ev->type == TB__CK_TYPE_END) {
+		made = tb__ck_end(c, at, s, t, e, nm);
+	} else {
+		c->stats.instants++;
+		tb__ck_close_stack(c, t, e->key, true);
+	}
+	if (!made)
+		return;
 	tb__ck_flows(c, at, s, p->te, p->te_n, TB__CK_TE_FLOW_IDS);
 	tb__ck_flows(c, at, s, p->te, p->te_n,
 		     TB__CK_TE_TERMINATING_FLOW_IDS);
-	if (ev.has_type && ev.type == TB__CK_TYPE_INSTANT &&
-	    tb__ck_service_seq(s->seq_id))
-		tb__ck_ring_record(c, p->te, p->te_n);
+	tb__ck_args(c, at, e, p->te, p->te_n);
+}
+
+/* ------------------------------------------------------------------------
+ * The UI's data-loss notice.
+ *
+ * Perfetto's UI counts, in its badge and its Data Losses tab, the stats of
+ * severity data_loss with a value above 0 (ui/src/plugins/
+ * dev.perfetto.TraceInfoPage/tabs/data_losses.ts: "severity = 'data_loss'
+ * AND value > 0"; errors are the rules above).  Those a trace's
+ * TraceStats packet sets are modelled here, as ParseTraceStats()
+ * (importers/proto/proto_trace_reader.cc) sets them when it meets the
+ * packet in file order, each overwriting what an earlier TraceStats set
+ * for the same buffer index (storage/stats.h gives the severities):
+ *  - per BufferStats i: traced_buf_abi_violations (field 9),
+ *    traced_buf_patches_failed (6), traced_buf_trace_writer_packet_loss
+ *    (19);
+ *  - per WriterStats (field 18: sequence_id 1, buffer 4) whose sequence
+ *    has had a packet so far: traced_buf_sequence_packet_loss[buffer]
+ *    sums the sequence's packets with previous_packet_dropped, not
+ *    counting its first packet (ParsePacket counts the flag only on a
+ *    sequence it has met before), and
+ *    traced_buf_incremental_sequences_dropped[buffer] counts the
+ *    sequences whose every packet that needed incremental state (one at
+ *    least) was skipped;
+ *  - traced_flushes_failed (14), and traced_final_flush_failed, one per
+ *    TraceStats whose final_flush_outcome (15) is FAILED (2).
+ * Not modelled: the per-cause traced_buf_data_loss_* stats of newer
+ * importers (from BufferStats 22-28, or from the loss bits of the listed
+ * sequences' packets): they only break down a loss the stats above show.
+ */
+enum {
+	TB__CK_UI_TS_FLUSHES_FAILED = 14,	/* TraceStats */
+	TB__CK_UI_TS_FINAL_FLUSH = 15,
+	TB__CK_UI_TS_WRITER_STATS = 18,
+	TB__CK_UI_FINAL_FLUSH_FAILED = 2,	/* FinalFlushOutcome */
+	TB__CK_UI_WS_SEQUENCE_ID = 1,		/* WriterStats */
+	TB__CK_UI_WS_BUFFER = 4,
+	TB__CK_UI_BS_WRITER_PACKET_LOSS = 19,	/* BufferStats */
+};
+
+static inline const char *tb_check_ui_name(int stat)
+{
+	static const char *const name[TB_CK_UI_MAX] = {
+		"traced_buf_sequence_packet_loss",
+		"traced_buf_incremental_sequences_dropped",
+		"traced_buf_trace_writer_packet_loss",
+		"traced_buf_abi_violations", "traced_buf_patches_failed",
+	};
+
+	return stat >= 0 && stat < TB_CK_UI_MAX ? name[stat] : "?";
+}
+
+/* What one TraceStats packet sets, by stat and buffer index. */
+struct tb__ck_ui_pkt {
+	uint64_t v[TB_CK_UI_MAX][TB_CHECK_UI_BUFS];
+	uint8_t set[TB_CK_UI_MAX][TB_CHECK_UI_BUFS];
+};
+
+static inline void tb__ck_ui_add(struct tb__ck_ui_pkt *u, int k,
+				 uint64_t index, uint64_t v)
+{
+	unsigned at = index < TB_CHECK_UI_BUFS ? (unsigned)index :
+		      TB_CHECK_UI_BUFS - 1;
+
+	u->v[k][at] += v;
+	u->set[k][at] = 1;
+}
+
+/* A BufferStats, the @i-th of its TraceStats. */
+static inline void tb__ck_ui_buffer(struct tb__ck_ui_pkt *u, uint64_t i,
+				    const uint8_t *p, size_t n)
+{
+	uint64_t v;
+
+	tb__ck_uint(p, n, TB__CK_BS_ABI_VIOLATIONS, &v);
+	tb__ck_ui_add(u, TB_CK_UI_ABI_VIOLATIONS, i, v);
+	tb__ck_uint(p, n, TB__CK_BS_PATCHES_FAILED, &v);
+	tb__ck_ui_add(u, TB_CK_UI_PATCHES_FAILED, i, v);
+	tb__ck_uint(p, n, TB__CK_UI_BS_WRITER_PACKET_LOSS, &v);
+	tb__ck_ui_add(u, TB_CK_UI_TRACE_WRITER_PACKET_LOSS, i, v);
+}
+
+/* A WriterStats: what its sequence, if met so far, adds to its buffer. */
+static inline void tb__ck_ui_writer(struct tb_check *c,
+				    struct tb__ck_ui_pkt *u,
+				    const uint8_t *p, size_t n)
+{
+	const struct tb_check_seq *s;
+	struct tb__ck_ent *e;
+	uint64_t id, b, lost;
+
+	tb__ck_uint(p, n, TB__CK_UI_WS_SEQUENCE_ID, &id);
+	tb__ck_uint(p, n, TB__CK_UI_WS_BUFFER, &b);
+	e = tb__ck_find(&c->seq_ix, (uint32_t)id, 0);
+	s = e ? &c->seqs[e->v1] : NULL;
+	if (!s || !s->packets)
+		return;		/* not met yet, in file order */
+	lost = s->lossy_packets - (s->first_loss != TB_CHECK_NONE &&
+				   s->first_loss == s->first_packet);
+	tb__ck_ui_add(u, TB_CK_UI_SEQUENCE_PACKET_LOSS, (uint32_t)b, lost);
+	tb__ck_ui_add(u, TB_CK_UI_INCREMENTAL_SEQUENCES_DROPPED, (uint32_t)b,
+		      s->skipped && s->skipped == s->needs);
+}
+
+/* A TraceStats packet's data-loss stats, set over the earlier ones'. */
+static inline void tb__ck_ui_stats(struct tb_check *c, const uint8_t *p,
+				   size_t n)
+{
+	struct tb__ck_ui_pkt u;
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	uint64_t nbs = 0, v;
+	unsigned k, i;
+
+	TB_MEMSET(&u, 0, sizeof(u));
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.type != TB_PB_LEN)
+			continue;
+		if (f.number == TB__CK_TS_BUFFER_STATS)
+			tb__ck_ui_buffer(&u, nbs++, f.data, f.size);
+		else if (f.number == TB__CK_UI_TS_WRITER_STATS)
+			tb__ck_ui_writer(c, &u, f.data, f.size);
+	}
+	for (k = 0; k < TB_CK_UI_MAX; k++)
+		for (i = 0; i < TB_CHECK_UI_BUFS; i++)
+			if (u.set[k][i])
+				c->ui.buf[k][i] = u.v[k][i];
+	tb__ck_uint(p, n, TB__CK_UI_TS_FLUSHES_FAILED, &c->ui.flushes_failed);
+	if (tb__ck_uint(p, n, TB__CK_UI_TS_FINAL_FLUSH, &v) &&
+	    v == TB__CK_UI_FINAL_FLUSH_FAILED)
+		c->ui.final_flush_failed++;
+}
+
+/*
+ * What the UI's data-loss notice shows of the trace: the sum of the
+ * data-loss stats its TraceStats packets set; *@rows (if not NULL) gets
+ * how many of them are above 0 (the rows of the Data Losses tab).  0:
+ * the UI shows no data loss.
+ */
+static inline uint64_t tb_check_ui_loss(const struct tb_check *c,
+					uint64_t *rows)
+{
+	uint64_t sum = 0, nr = 0;
+	unsigned k, i;
+
+	for (k = 0; k < TB_CK_UI_MAX; k++)
+		for (i = 0; i < TB_CHECK_UI_BUFS; i++) {
+			sum += c->ui.buf[k][i];
+			nr += c->ui.buf[k][i] != 0;
+		}
+	sum += c->ui.flushes_failed + c->ui.final_flush_failed;
+	nr += (c->ui.flushes_failed != 0) + (c->ui.final_flush_failed != 0);
+	if (rows)
+		*rows = nr;
+	return sum;
 }
 
 /* ------------------------------------------------------------------------
@@ -2110,6 +3023,89 @@ static inline void tb__ck_pkt_parse(const uint8_t *d, size_t n,
 	p->cleared |= (p->flags & TB__CK_SEQ_CLEARED) != 0;
 }
 
+/* The packet of stage 2's event @e, read again from the image. */
+static inline bool tb__ck_reread(const struct tb_check *c,
+				 const struct tb__ck_rec *e,
+				 struct tb__ck_pkt *p)
+{
+	struct tb_trace_packet tp;
+	struct tb_pb_reader r;
+
+	tb_pb_reader_init(&r, c->img + e->offset, c->len - e->offset);
+	if (tb_trace_next(&r, &tp) <= 0)
+		return false;
+	tb__ck_pkt_parse(tp.data, tp.size, p);
+	return p->has_te;
+}
+
+/*
+ * Stage 2: one event, as TrackEventEventImporter::Import()
+ * (track_event_event_importer.h) takes it: rule event-no-type (no type
+ * and no legacy phase: an error; an unknown type goes to the raw table,
+ * not the timeline), its category and name, its track, then what it
+ * makes there.  A service's ring record is read here too.
+ */
+static inline void tb__ck_import(struct tb_check *c, const struct tb__ck_rec *e)
+{
+	struct tb_check_seq *s = &c->seqs[e->seq];
+	struct tb_check_track *t;
+	struct tb__ck_names nm;
+	struct tb__ck_pkt p;
+	struct tb__ck_te ev;
+	struct tb__ck_at at;
+
+	if (!tb__ck_reread(c, e, &p))
+		return;
+	at.packet = e->packet;
+	at.offset = e->offset;
+	at.seq_id = s->seq_id;
+	tb__ck_te_parse(p.te, p.te_n, &ev);
+	if ((!ev.has_type || !ev.type || ev.type > TB__CK_TYPE_COUNTER) &&
+	    !ev.has_phase) {
+		tb__ck_report(c, &at, TB_CK_EVENT_NO_TYPE, false, ev.type);
+		return;
+	}
+	tb__ck_names(c, &at, e, p.te, p.te_n, &nm);
+	t = tb__ck_event_track(c, &at, e, &ev);
+	if (!t)
+		return;
+	s->events++;
+	t->events++;
+	t->last_event = e->packet;
+	c->stats.global_track_events += t->kind == TB_CHECK_TRACK_GLOBAL;
+	if (ev.has_phase)
+		return;		/* legacy phases: placed, not matched */
+	tb__ck_place(c, &at, s, t, e, &ev, &p, &nm);
+	if (ev.type == TB__CK_TYPE_INSTANT && tb__ck_service_seq(s->seq_id))
+		tb__ck_ring_record(c, p.te, p.te_n);
+}
+
+/* Orders stage 2's events as the sorter does: by time, then as read. */
+static inline int tb__ck_rec_cmp(const void *a, const void *b)
+{
+	const struct tb__ck_rec *x = (const struct tb__ck_rec *)a;
+	const struct tb__ck_rec *y = (const struct tb__ck_rec *)b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->packet < y->packet ? -1 : x->packet > y->packet;
+}
+
+/*
+ * Stage 2 over every event stage 1 kept, in the sorter's order
+ * (TraceSorter, sorter/trace_sorter.h: TimestampedEvent::operator<
+ * compares the timestamp, then the order tokenized).
+ */
+static inline void tb__ck_stage2(struct tb_check *c)
+{
+	uint32_t i;
+
+	if (c->nevs)
+		qsort(c->evs, c->nevs, sizeof(*c->evs), tb__ck_rec_cmp);
+	for (i = 0; i < c->nevs && !c->error; i++)
+		tb__ck_import(c, &c->evs[i]);
+}
+
 /* A legacy ThreadDescriptor packet: the sequence's thread and deltas. */
 static inline void tb__ck_thread(struct tb_check_seq *s, const uint8_t *p,
 				 size_t n)
@@ -2125,7 +3121,12 @@ static inline void tb__ck_thread(struct tb_check_seq *s, const uint8_t *p,
 	s->thread_tid = (int32_t)tid;
 }
 
-/* TracePacketDefaults replace the sequence's defaults wholesale. */
+/*
+ * TracePacketDefaults replace the sequence's defaults wholesale, in a new
+ * generation object (PacketSequenceStateBuilder::
+ * UpdateTracePacketDefaults(); OnNewTracePacketDefaults() copies the
+ * interned data).
+ */
 static inline void tb__ck_defaults(struct tb_check_seq *s,
 				   const uint8_t *p, size_t n)
 {
@@ -2133,6 +3134,8 @@ static inline void tb__ck_defaults(struct tb_check_seq *s,
 	size_t len;
 	uint64_t v;
 
+	s->obj++;
+	s->defaults_lost = 0;
 	s->default_clock = tb__ck_uint(p, n, TB__CK_TP_CLOCK_ID, &v) ?
 			   (uint32_t)v : 0;
 	s->has_default_track =
@@ -2140,7 +3143,12 @@ static inline void tb__ck_defaults(struct tb_check_seq *s,
 		tb__ck_uint(te, len, TB__CK_DEF_TRACK, &s->default_track);
 }
 
-/* What a packet says about its sequence's incremental state. */
+/*
+ * What a packet says about its sequence's incremental state
+ * (ParsePacket(): HandleIncrementalStateCleared(), else
+ * HandlePreviousPacketDropped()): a clear starts an empty, valid
+ * generation; a loss flag without one a generation marked invalid.
+ */
 static inline void tb__ck_state(uint64_t idx, struct tb_check_seq *s,
 				const struct tb_trace_packet *tp,
 				const struct tb__ck_pkt *p)
@@ -2156,14 +3164,19 @@ static inline void tb__ck_state(uint64_t idx, struct tb_check_seq *s,
 	}
 	if (p->cleared) {
 		s->gen++;
+		s->obj++;
 		s->valid = 1;
 		s->lossy = 0;
 		s->clears++;
+		s->defaults_lost |= (s->has_default_track ?
+				     TB__CK_LOST_TRACK : 0) |
+				    (s->default_clock ? TB__CK_LOST_CLOCK : 0);
 		s->has_default_track = 0;
 		s->default_clock = 0;
 		s->delta_valid = 0;
 	} else if (tp->dropped) {
 		s->valid = 0;
+		s->obj++;
 	}
 }
 
@@ -2216,7 +3229,87 @@ static inline void tb__ck_loss_stats(struct tb_check *c, uint64_t idx,
 	}
 }
 
-/* One packet, in the importer's order. */
+/*
+ * Rule snapshot-with-payload: ParsePacket() returns after a ClockSnapshot
+ * (ParseClockSnapshot()), so nothing after it in its order is read: no
+ * TraceStats, no TrackDescriptor, ThreadDescriptor or TrackEvent.
+ */
+static inline bool tb__ck_snapshot_packet(struct tb_check *c,
+					  const struct tb__ck_at *at,
+					  const struct tb__ck_pkt *p)
+{
+	if (!p->has_snapshot)
+		return false;
+	if (c->pass == 2) {
+		c->stats.clock_snapshots++;
+		if (p->has_te || p->has_td || p->has_thread || p->has_stats)
+			tb__ck_report(c, at, TB_CK_SNAPSHOT_PAYLOAD, false, 0);
+	}
+	return true;
+}
+
+/* Pass 2's bookkeeping of a packet: counts, the trusted fields. */
+static inline void tb__ck_count(struct tb_check *c, const struct tb__ck_at *at,
+				struct tb_check_seq *s,
+				const struct tb_trace_packet *tp)
+{
+	s->packets++;
+	if (s->first_packet == TB_CHECK_NONE)
+		s->first_packet = at->packet;
+	s->last_packet = at->packet;
+	c->stats.packets++;
+	c->stats.bytes += tp->size;
+	tb__ck_loss_stats(c, at->packet, tp->dropped);
+	tb__ck_trusted(c, at, s, tp);
+}
+
+/*
+ * The importer's skip of a packet that needs a state its sequence does
+ * not have (rule needs-incremental-state; with no sequence id at all,
+ * the import stops: import-error), and of a timestamp on a clock it
+ * cannot convert (rule clock-unknown).  True when the packet goes on.
+ */
+static inline bool tb__ck_usable(struct tb_check *c, const struct tb__ck_at *at,
+				 struct tb_check_seq *s, bool has_seq,
+				 const struct tb__ck_pkt *p)
+{
+	uint32_t clock;
+
+	if (p->flags & TB__CK_SEQ_NEEDS) {
+		if (!has_seq) {
+			tb__ck_report(c, at, TB_CK_IMPORT_ERROR, false, 0);
+			return false;
+		}
+		s->needs += c->pass == 2;
+		if (!s->valid) {
+			if (c->pass == 2) {
+				s->skipped++;
+				if (s->first_skip == TB_CHECK_NONE)
+					s->first_skip = at->packet;
+			}
+			tb__ck_report(c, at, TB_CK_NEEDS_STATE, s->lossy, 0);
+			return false;
+		}
+	}
+	clock = p->has_clock ? p->clock : s->default_clock;
+	if (p->has_ts && clock >= 64 && clock < 128 && !has_seq) {
+		tb__ck_report(c, at, TB_CK_IMPORT_ERROR, false, clock);
+		return false;
+	}
+	if (p->has_ts && !tb__ck_clock_ok(c, s, clock)) {
+		tb__ck_report(c, at, TB_CK_CLOCK_UNKNOWN, s->lossy, clock);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * One packet, in ProtoTraceReader::ParsePacket()'s order
+ * (proto_trace_reader.cc): the loss flag and the clear, the defaults,
+ * the interned data, a ClockSnapshot (the end of it), TraceStats, the
+ * skips, then what TrackEventTokenizer takes: a ThreadDescriptor, a
+ * TrackDescriptor, a TrackEvent.
+ */
 static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
 				 uint64_t off,
 				 const struct tb_trace_packet *tp)
@@ -2225,7 +3318,6 @@ static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
 	struct tb__ck_at at;
 	struct tb_check_seq *s;
 	struct tb__ck_pkt p;
-	uint32_t clock;
 
 	at.packet = idx;
 	at.offset = off;
@@ -2240,59 +3332,33 @@ static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
 					p.snapshot_n);
 		return;
 	}
-	if (c->pass == 2) {
-		s->packets++;
-		if (s->first_packet == TB_CHECK_NONE)
-			s->first_packet = idx;
-		s->last_packet = idx;
-		c->stats.packets++;
-		c->stats.bytes += tp->size;
-		tb__ck_loss_stats(c, idx, tp->dropped);
-		tb__ck_trusted(c, &at, s, tp);
-	}
-	if (!has_seq)
-		goto no_seq;
-	tb__ck_state(idx, s, tp, &p);
-	if (p.has_defaults)
-		tb__ck_defaults(s, p.defaults, p.defaults_n);
-	if (p.has_interned && c->pass == 2) {
-		if (s->valid)
+	if (c->pass == 1 && p.has_snapshot)
+		tb__ck_pairs(c, s, has_seq, p.snapshot, p.snapshot_n);
+	if (c->pass == 2)
+		tb__ck_count(c, &at, s, tp);
+	if (has_seq) {
+		tb__ck_state(idx, s, tp, &p);
+		if (p.has_defaults)
+			tb__ck_defaults(s, p.defaults, p.defaults_n);
+		if (p.has_interned && c->pass == 2 && s->valid)
 			tb__ck_intern(c, &at, s, p.interned, p.interned_n);
-		else
+		else if (p.has_interned && c->pass == 2)
 			tb__ck_report(c, &at, TB_CK_INTERNED_IGNORED,
 				      s->lossy, 0);
 	}
-no_seq:
-	if (p.has_stats && c->pass == 2)
-		tb__ck_trace_stats(c, p.stats, p.stats_n);
-	if (p.has_snapshot) {
-		c->stats.clock_snapshots += c->pass == 2;
-		if (c->pass == 2)
-			tb__ck_snapshot_times(c, s, p.snapshot, p.snapshot_n);
+	if (p.has_snapshot && c->pass == 2)	/* in file order */
+		tb__ck_snapshot_times(c, s, p.snapshot, p.snapshot_n);
+	if (tb__ck_snapshot_packet(c, &at, &p))
 		return;		/* the importer reads nothing else of it */
+	if (p.has_stats && c->pass == 2) {
+		tb__ck_trace_stats(c, p.stats, p.stats_n);
+		tb__ck_ui_stats(c, p.stats, p.stats_n);
 	}
-	if (p.flags & TB__CK_SEQ_NEEDS) {
-		if (!has_seq) {
-			tb__ck_report(c, &at, TB_CK_IMPORT_ERROR, false, 0);
-			return;
-		}
-		if (!s->valid) {
-			s->skipped += c->pass == 2;
-			tb__ck_report(c, &at, TB_CK_NEEDS_STATE, s->lossy, 0);
-			return;
-		}
-	}
-	clock = p.has_clock ? p.clock : s->default_clock;
-	if (p.has_ts && clock >= 64 && clock < 128 && !has_seq) {
-		tb__ck_report(c, &at, TB_CK_IMPORT_ERROR, false, clock);
+	if (!tb__ck_usable(c, &at, s, has_seq, &p))
 		return;
-	}
-	if (p.has_ts && !tb__ck_clock_ok(c, s, clock)) {
-		tb__ck_report(c, &at, TB_CK_CLOCK_UNKNOWN, s->lossy, clock);
-		return;
-	}
 	if (p.has_ts && c->pass == 2)	/* converted here, in file order */
-		p.ts = tb__ck_to_ns(c, s, clock, p.ts);
+		p.ts = tb__ck_to_ns(c, s, p.has_clock ? p.clock :
+					  s->default_clock, p.ts);
 	if (p.has_thread && has_seq && s->valid)
 		tb__ck_thread(s, p.thread, p.thread_n);
 	if (p.has_td)
@@ -2367,15 +3433,57 @@ static inline bool tb__ck_walk(struct tb_check *c, const uint8_t *img,
 	return false;
 }
 
-/* After the last pass: slices still open never end. */
+/*
+ * Which producers with a ring record have one writer in the trace and
+ * which more: a ring counts the writes its writers could not make, not
+ * whose, so only a lone writer's tail is that ring's refusals'.
+ */
+static inline void tb__ck_writers(struct tb_check *c)
+{
+	uint32_t i, producer;
+
+	if (!c->ends)
+		return;
+	for (i = 0; i < c->nseqs; i++) {
+		producer = c->seqs[i].seq_id >> 16;
+		if (!producer || tb__ck_service_seq(c->seqs[i].seq_id))
+			continue;
+		c->ends[producer] |= c->ends[producer] & TB__CK_END_ONE ?
+				     TB__CK_END_MANY : TB__CK_END_ONE;
+	}
+}
+
+/*
+ * Whether what followed packet @packet on sequence @s may be lost, per
+ * writer (see the header): a loss flag of its own after it, the trace's
+ * tail lost, its producer's death, or its producer's refusals or held
+ * chunks when it is the producer's only writer.
+ */
+static inline bool tb__ck_tail_lost(const struct tb_check *c,
+				    const struct tb_check_seq *s,
+				    uint64_t packet)
+{
+	uint32_t producer = s->seq_id >> 16;
+	uint8_t end = c->ends && producer ? c->ends[producer] : 0;
+
+	return c->tail_lost || c->ts_tail_lost || s->held ||
+	       (s->last_loss != TB_CHECK_NONE && s->last_loss > packet) ||
+	       (end & (TB__CK_END_DIED | TB__CK_END_HOLES)) ||
+	       ((end & TB__CK_END_LOSSY) && !(end & TB__CK_END_MANY));
+}
+
+/* After the last pass: slices still open never end, flows never draw. */
 static inline void tb__ck_finish(struct tb_check *c)
 {
 	struct tb__ck_at at;
 	struct tb_check_seq *s;
 	uint32_t i, k;
 
+	tb__ck_writers(c);
 	for (i = 0; i < c->ntracks; i++) {
 		for (k = c->tracks[i].open; k; k = c->open[k - 1].next) {
+			if (!c->open[k - 1].pending)
+				continue;
 			s = &c->seqs[c->open[k - 1].seq];
 			at.packet = c->open[k - 1].packet;
 			at.offset = TB_CHECK_NONE;
@@ -2421,8 +3529,13 @@ static inline int tb_check_trace(struct tb_check *c, const void *trace,
 	if (!c || (!trace && len))
 		return TB_EINVAL;
 	c->trace_clock = TB__CK_BOOTTIME;
+	c->img = img;
+	c->len = len;
 	for (c->pass = 0; c->pass < 3; c->pass++) {
 		tb__ck_restart(c);
+		if (c->pass == 2 && c->npairs)
+			qsort(c->pairs, c->npairs, sizeof(*c->pairs),
+			      tb__ck_pair_cmp);
 		if (tb__ck_walk(c, img, len))
 			continue;
 		if (c->error != TB_EFRAMING)
@@ -2430,9 +3543,11 @@ static inline int tb_check_trace(struct tb_check *c, const void *trace,
 		if (c->pass < 2)	/* each pass stops at the same place */
 			c->error = 0;
 	}
-	c->pass = 2;
+	c->pass = 3;
 	if (c->error == TB_EFRAMING)
 		return TB_EFRAMING;	/* the import fails: no more */
+	if (!c->error)
+		tb__ck_stage2(c);
 	if (c->error) {
 		at.packet = c->error_packet;
 		at.offset = TB_CHECK_NONE;

@@ -405,6 +405,43 @@ static void tbt_stat_service(FILE *f, const struct tb_check *c)
 		    ull(st->producer_deaths), ull(st->producers_lossy));
 }
 
+static bool tbt_lossy(const struct tb_check *c);
+
+/*
+ * What Perfetto's UI shows as data loss (tbcheck.h's model of the stats of
+ * severity data_loss the importer sets from TraceStats), and whether that
+ * leaves out a loss the trace holds.
+ */
+static void tbt_stat_ui(FILE *f, const struct tb_check *c)
+{
+	const struct tb_check_ui *u = &c->ui;
+	uint64_t rows, sum = tb_check_ui_loss(c, &rows);
+	unsigned k, i;
+
+	if (!sum) {
+		say(f, "ui        Perfetto's UI shows no data loss%s\n",
+		    tbt_lossy(c) ? ", although the trace holds some: its "
+		    "TraceStats does not say it where the importer reads it" :
+		    "");
+		return;
+	}
+	say(f, "ui        Perfetto's UI shows data loss: %llu stat%s, %llu "
+	    "in all\n", ull(rows), rows == 1 ? "" : "s", ull(sum));
+	for (k = 0; k < TB_CK_UI_MAX; k++)
+		for (i = 0; i < TB_CHECK_UI_BUFS; i++)
+			if (u->buf[k][i])
+				say(f, "  %s[%u]%*s %llu\n",
+				    tb_check_ui_name((int)k), i,
+				    (int)(44 - strlen(tb_check_ui_name(
+					(int)k))), "", ull(u->buf[k][i]));
+	if (u->flushes_failed)
+		say(f, "  traced_flushes_failed %llu\n",
+		    ull(u->flushes_failed));
+	if (u->final_flush_failed)
+		say(f, "  traced_final_flush_failed %llu\n",
+		    ull(u->final_flush_failed));
+}
+
 /* Whether the trace says data was lost (explained or not). */
 static bool tbt_lossy(const struct tb_check *c)
 {
@@ -513,6 +550,7 @@ static int tbt_stat_image(const uint8_t *img, size_t len,
 	    ull(c.stats.interned), ull(c.stats.clock_snapshots));
 	tbt_stat_loss(f, &c);
 	tbt_stat_service(f, &c);
+	tbt_stat_ui(f, &c);
 	if (o->verbose && c.stats.lossy_packets)
 		tbt_stat_lossy(f, img, len);
 	status = tbt_verdict(f, &c, ret);
@@ -835,6 +873,7 @@ struct tbt_convert_result {
 	int error;			/* attach refused: its code, else 0 */
 	uint32_t salvaged;		/* words turned into holes */
 	size_t offset;			/* of the ring in the image */
+	size_t candidates;		/* rings the scan found (no -O) */
 	bool truncated;			/* the image ends inside the ring */
 	uint32_t complete;		/* chunks it holds whole */
 	uint32_t cut_bytes;		/* of the first chunk it cuts */
@@ -1100,45 +1139,7 @@ static void tbt_charge_holes(FILE *f, const struct tb_ring *r,
 
 #define TBT_GROW_MAX	(64u << 20)	/* the largest ring salvaged cut */
 
-/*
- * A ring header at @p (@n bytes left) that tb_ring_attach() would take,
- * and whose padding is zero as tb_ring_init() leaves it: a stray magic
- * in other memory is no ring.
- */
-static bool tbt_ring_header(const uint8_t *p, size_t n)
-{
-	const struct tb_ring_hdr *h = (const struct tb_ring_hdr *)
-				      (const void *)p;
-	unsigned i;
-
-	if (n < TB_RING_HDR_SIZE || h->magic != TB_RING_MAGIC ||
-	    h->version != TB_RING_VERSION ||
-	    h->hdr_size != TB_RING_HDR_SIZE || h->chunk_log2 < 8 ||
-	    h->chunk_log2 > 15 || h->count_log2 < 1 ||
-	    h->count_log2 > TB_COUNT_MAX_LOG2)
-		return false;
-	for (i = 0; i < sizeof(h->pad0) / sizeof(h->pad0[0]); i++)
-		if (h->pad0[i])
-			return false;
-	return true;
-}
-
-/*
- * tbt_ring_header(), and the ring it describes can be converted: it fits
- * in the @n bytes, or is cut but small enough to salvage.  A header that
- * claims more is other memory to the scan, which goes on looking.
- */
-static bool tbt_ring_usable(const uint8_t *p, size_t n)
-{
-	const struct tb_ring_hdr *h = (const struct tb_ring_hdr *)
-				      (const void *)p;
-	size_t need;
-
-	if (!tbt_ring_header(p, n))
-		return false;
-	need = tb_ring_size(1u << h->chunk_log2, 1u << h->count_log2);
-	return need && (need <= n || need <= TBT_GROW_MAX);
-}
+#define TBT_CANDIDATES	8		/* candidate rings named */
 
 static uint32_t tbt_peek32(const uint8_t *p)
 {
@@ -1148,26 +1149,86 @@ static uint32_t tbt_peek32(const uint8_t *p)
 	return v;
 }
 
-/* A second ring header after the one at @off: say how to convert it. */
-static void tbt_another(FILE *f, const uint8_t *img, size_t len, size_t off,
-			bool scan)
+/*
+ * What tb_ring_attach() says of a ring starting at @p, with the @n bytes
+ * the image has from there: the scan and the attach agree on what a ring
+ * is because this is the attach, on a copy of the header aligned as it
+ * wants (it reads nothing past the header).  TB_OK, TB_ESHORT for a
+ * valid header of a ring the image cuts, or why it is none; *@need gets
+ * the size of the ring a valid header describes (0: none).
+ */
+static int tbt_ring_at(const uint8_t *p, size_t n, size_t *need)
 {
-	size_t at;
+	static uint8_t raw[TB_RING_HDR_SIZE + TB_RING_LINE];
+	uint8_t *hdr = raw + (-(uintptr_t)raw & (TB_RING_LINE - 1));
+	const struct tb_ring_hdr *h = (const struct tb_ring_hdr *)
+				      (const void *)hdr;
+	struct tb_ring r;
+	int ret;
 
-	for (at = off + 4; scan && at + TB_RING_HDR_SIZE <= len; at += 4)
-		if (tbt_ring_header(img + at, len - at)) {
-			say(f, "ring      another ring header at offset %zu: "
-			    "-O %zu converts that one\n", at, at);
-			return;
-		}
+	*need = 0;
+	if (n < TB_RING_HDR_SIZE)
+		return TB_ESHORT;
+	if (tbt_peek32(p) != TB_RING_MAGIC)
+		return TB_EMAGIC;	/* what attach says, without a copy */
+	memcpy(hdr, p, TB_RING_HDR_SIZE);
+	ret = tb_ring_attach(&r, hdr, n);
+	if (ret == TB_OK || ret == TB_ESHORT)
+		*need = tb_ring_size(1u << h->chunk_log2,
+				     1u << h->count_log2);
+	return ret;
+}
+
+/*
+ * Whether the ring at @p can be converted: attach takes it, or it is cut
+ * but small enough to salvage.  A header that claims more is other
+ * memory to the scan, which goes on looking.
+ */
+static bool tbt_ring_usable(const uint8_t *p, size_t n)
+{
+	size_t need;
+	int ret = tbt_ring_at(p, n, &need);
+
+	return ret == TB_OK ||
+	       (ret == TB_ESHORT && need && need <= TBT_GROW_MAX);
+}
+
+/*
+ * The 4-byte aligned offsets of @img where a ring that can be converted
+ * starts (a RAM dump holds other memory around it): the first
+ * TBT_CANDIDATES of them into @at; how many there are.
+ */
+static size_t tbt_candidates(const uint8_t *img, size_t len, size_t *at)
+{
+	size_t off, n = 0;
+
+	for (off = 0; off + TB_RING_HDR_SIZE <= len; off += 4)
+		if (tbt_ring_usable(img + off, len - off) &&
+		    n++ < TBT_CANDIDATES)
+			at[n - 1] = off;
+	return n;
+}
+
+/* More than one candidate: which were found, which is converted. */
+static void tbt_say_candidates(FILE *f, const size_t *at, size_t n)
+{
+	size_t i, shown = n < TBT_CANDIDATES ? n : TBT_CANDIDATES;
+
+	if (n < 2)
+		return;
+	say(f, "ring      %zu candidate rings in the image, at offsets", n);
+	for (i = 0; i < shown; i++)
+		say(f, "%s %zu", i ? "," : "", at[i]);
+	say(f, "%s: converting the first, at %zu; -O %zu converts the "
+	    "next\n", n > shown ? ", ..." : "", at[0], at[1]);
 }
 
 /*
  * Where the ring is in @img: at @o->offset (-O), or at the first 4-byte
- * aligned offset holding a valid header of a ring that can be converted
- * (tbt_ring_usable(): a RAM dump holds other memory around it); without
- * one, at the first magic (or 0), for attach to say what is wrong there.
- * The ring is moved to the start of @img.  An image that ends inside the
+ * aligned offset where tb_ring_attach() finds a ring that can be
+ * converted (tbt_candidates(); more than one are named); without one, at
+ * the first magic (or 0), for attach to say what is wrong there.  The
+ * ring is moved to the start of @img.  An image that ends inside the
  * ring (after its header), or that is not aligned to TB_RING_LINE, is
  * copied into *@grown (aligned), zero-filled to the ring's size (the
  * caller frees it), and res->complete says how many chunks it holds
@@ -1179,8 +1240,9 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 		      struct tbt_convert_result *res, uint8_t **grown)
 {
 	const struct tb_ring_hdr *h;
-	size_t off, first = SIZE_MAX, avail, need = 0;
+	size_t off = 0, avail, need, at[TBT_CANDIDATES], n;
 	bool valid;
+	int ret;
 
 	*grown = NULL;
 	if (o->at) {
@@ -1191,21 +1253,21 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 			return -1;
 		}
 		off = (size_t)o->offset;
+	} else if ((n = tbt_candidates(*img, *len, at))) {
+		off = at[0];
+		tbt_say_candidates(f, at, n);
+		res->candidates = n;
 	} else {
-		for (off = 0; off + TB_RING_HDR_SIZE <= *len; off += 4) {
-			if (first == SIZE_MAX &&
-			    tbt_peek32(*img + off) == TB_RING_MAGIC)
-				first = off;
-			if (tbt_ring_usable(*img + off, *len - off))
-				break;
-		}
-		if (off + TB_RING_HDR_SIZE > *len)
-			off = first == SIZE_MAX ? 0 : first;
+		while (off + 4 <= *len && tbt_peek32(*img + off) !=
+		       TB_RING_MAGIC)
+			off += 4;
+		if (off + 4 > *len)
+			off = 0;
 	}
 	res->offset = off;
 	avail = *len - off;
-	valid = tbt_ring_header(*img + off, avail);
-	tbt_another(f, *img, *len, off, valid && !o->at);
+	ret = tbt_ring_at(*img + off, avail, &need);
+	valid = ret == TB_OK || ret == TB_ESHORT;
 	h = (const struct tb_ring_hdr *)(const void *)*img;
 	if (off) {
 		say(f, "ring      %s at offset %zu%s of the %zu-byte image\n",
@@ -1214,8 +1276,6 @@ static int tbt_locate(FILE *f, uint8_t **img, size_t *len,
 		memmove(*img, *img + off, avail);
 		*len = avail;
 	}
-	if (valid)
-		need = tb_ring_size(1u << h->chunk_log2, 1u << h->count_log2);
 	if ((!need || avail >= need) && (uintptr_t)*img % TB_RING_LINE == 0)
 		return 0;
 	if (need > avail && need > TBT_GROW_MAX)
@@ -1479,7 +1539,7 @@ static int tbt_convert(uint8_t *img, size_t len,
 
 		if (!b)
 			continue;
-		if (tb_trace_write(out, b) < 0) {
+		if (tb_trace_write_buffer(out, b, res->nbufs) < 0) {
 			say(f, "trace     write failed\n");
 			status = 2;
 			break;
@@ -1553,26 +1613,43 @@ static int tbt_mem_write(void *ctx, const void *data, size_t len)
 	return 0;
 }
 
-/* The largest packet timestamp of the trace image @p, or 0. */
-static uint64_t tbt_last_time(const uint8_t *p, size_t len)
+/*
+ * The largest packet timestamp of the trace image @p (@len bytes) from
+ * byte *@from on, or @last if larger; *@from moves past what was read.
+ */
+static uint64_t tbt_time_after(const uint8_t *p, size_t len, size_t *from,
+			       uint64_t last)
 {
 	struct tb_trace_packet tp;
 	struct tb_pb_reader r;
-	uint64_t ts, last = 0;
+	uint64_t ts;
 
-	tb_pb_reader_init(&r, len ? p : (const uint8_t *)"", len);
-	while (tb_trace_next(&r, &tp) > 0)
+	if (*from >= len)
+		return last;
+	tb_pb_reader_init(&r, p + *from, len - *from);
+	while (tb_trace_next(&r, &tp) > 0) {
 		if (tb__ck_uint(tp.data, tp.size, TB__CK_TP_TIMESTAMP, &ts) &&
 		    ts > last)
 			last = ts;
+		*from = (size_t)(r.p - p);
+	}
 	return last;
+}
+
+/* The largest packet timestamp of the trace image @p, or 0. */
+static uint64_t tbt_last_time(const uint8_t *p, size_t len)
+{
+	size_t from = 0;
+
+	return tbt_time_after(p, len, &from, 0);
 }
 
 /*
  * The end of a converted trace, as a service ends its own (tbtrace.h):
- * what the ring counted, on the service's track at the trace's last
- * timestamp (the writes its writers could not make, the chunks they
- * still held), and the TraceStats packet of the buffers.
+ * the ring's "events lost" counter track, and what the ring counted on
+ * the service's track, at the trace's last timestamp (the writes its
+ * writers could not make, the chunks they still held), then the
+ * TraceStats packet of the buffers.
  */
 static void tbt_convert_tail(struct tb_trace_out *out, const uint8_t *p,
 			     size_t len, const struct tbt_convert_opts *o,
@@ -1582,7 +1659,7 @@ static void tbt_convert_tail(struct tb_trace_out *out, const uint8_t *p,
 	struct tb_trace_stats_extra x;
 	struct tb_trace_ring_record rec;
 	struct tb_buf_ident ident;
-	uint64_t ts = tbt_last_time(p, len);
+	uint64_t ts = tbt_last_time(p, len), last = 0;
 	unsigned i;
 
 	ident.uid = o->uid;
@@ -1592,6 +1669,9 @@ static void tbt_convert_tail(struct tb_trace_out *out, const uint8_t *p,
 	rec.pid = o->pid;
 	rec.end = TB_TRACE_END_LIVE;
 	rec.held = res->ring.states[TB_ACQUIRED] + res->ring.states[TB_REWRITE];
+	rec.holders = res->ring.nholders;	/* whose packets they left open */
+	for (i = 0; i < TB_RING_HOLDERS && i < TB_TRACE_HELD_BY; i++)
+		rec.held_by[i] = res->ring.holders[i];
 	rec.full = res->ring.wstat[TB_WS_FULL];
 	rec.no_chunk = res->ring.wstat[TB_WS_NO_CHUNK];
 	rec.dropped_frags = res->ring.wstat[TB_WS_DROPPED_FRAGS];
@@ -1599,6 +1679,9 @@ static void tbt_convert_tail(struct tb_trace_out *out, const uint8_t *p,
 	rec.scrapes = res->ring.rstat[TB_RS_SCRAPES];
 	rec.malformed = res->ring.rstat[TB_RS_MALFORMED];
 	if (ts) {	/* an instant needs a time: none if no packet has */
+		tb_trace_loss_sample(out, ident, ts, o->producer, o->pid,
+				     (uint64_t)rec.full + rec.no_chunk +
+				     rec.dropped_frags, &last);
 		tb_trace_service_track(out, ident);
 		tb_trace_ring_record(out, ident, ts, &rec);
 	}
@@ -1634,6 +1717,7 @@ static int tbt_convert_and_check(uint8_t *img, size_t len,
 		 * followed the last packet of a sequence may be lost */
 		c.tail_lost = res.tail_lost;
 		ret = tb_check_trace(&c, m.p, m.len);
+		tbt_stat_ui(f, &c);
 		res.check = tbt_verdict(f, &c, ret);
 		tb_check_destroy(&c);
 		if (res.check && st == 0)

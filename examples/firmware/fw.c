@@ -299,14 +299,16 @@ void SysTick_Handler(void)
 /*
  * A frame lost on the link takes the interned names and descriptors it
  * carried with it, and the writers cannot know: every FW_RESTATE frames
- * the ring's generation moves, so each writer starts a fresh state (a
- * few hundred bytes) and a host that lost frames recovers soon after.
+ * the ring's generation moves (tb_link_tx_restate()), so each writer
+ * starts a fresh state (a few hundred bytes) and a host that lost frames
+ * recovers soon after (docs/firmware.md, "Streaming").
  */
+#ifndef FW_RESTATE
 #define FW_RESTATE	64u
+#endif
 
 static void drain(enum tb_read_mode mode)
 {
-	static uint32_t restated;
 	int ret;
 
 	do
@@ -314,10 +316,7 @@ static void drain(enum tb_read_mode mode)
 				      &tx, NULL);
 	while (ret == TB_LIMIT);
 	fw_report.frames = tx.seq;
-	if (tx.seq - restated >= FW_RESTATE) {
-		restated = tx.seq;
-		tb_ring_bump_generation(&ring);
-	}
+	tb_link_tx_restate(&tx, &ring, FW_RESTATE);
 }
 
 static void discard(void *ctx, const struct tb_chunk_view *v)
