@@ -2693,7 +2693,7 @@ TB__EV_SLOW void tb__ev_site_fill(struct tb_ev_writer *ew,
 	struct tb__ev_out o;
 	uint32_t i;
 
-	if (!key || !slot || slot->epoch != ew->epoch || pl->id ||
+	if (!slot || slot->epoch != ew->epoch || pl->id ||
 	    (pl->seq & TB_SEQ_INCREMENTAL_STATE_CLEARED) ||
 	    (pl->has_cat && !pl->cat.iid) ||
 	    (pl->has_name && !pl->name.iid) ||
@@ -2905,6 +2905,7 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	struct tb__ev_track *slot;
 	struct tb__ev_plan pl;
 	const struct tb_track *t;
+	const void *key;
 	int ret;
 
 	if (ew->config != TB__EV_CONFIG)
@@ -2923,8 +2924,9 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;
 	if (!ret)
 		ret = tb__ev_write(ew, ev, t, &pl, &slot);
-	if (!ret)
-		tb__ev_site_fill(ew, ev, &pl, slot, tb__ev_fill_key(ew, ev, t));
+	key = ret ? NULL : tb__ev_fill_key(ew, ev, t);
+	if (key)		/* a macro's: keep it for the next ones */
+		tb__ev_site_fill(ew, ev, &pl, slot, key);
 	if (ev->nargs && tb__ev_has_flows(ev))
 		tb__ev_flows_after(ew, ev, ret == TB_OK);
 	if (ret) {

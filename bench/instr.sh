@@ -145,7 +145,7 @@ function rel(s) {
 	g = cur == "ck_pr" ? "ck_pr_" : cur == "@" ? fn : \
 	    (cur ":" l) in fnof ? fnof[cur ":" l] : fn
 	g = phase(g)
-	ph[g == "copy" ? "encoding" : g] += $2	/* an event's bytes */
+	ph[g == "copy" ? "encoding" : g] += $2	# an event's bytes
 	tot += $2
 }
 END {
