@@ -18,14 +18,20 @@
 #                make cross-all runs the three
 #   make barriers  aarch64 barrier probe of the writer fast path and the
 #                reader drain (target ck headers, and TB_ATOMIC_BUILTINS=1)
-#   make firmware  writer-only and reader-only TUs for Cortex-M4/M33,
-#                bare metal, nothing undefined beyond <string.h>
+#   make firmware  writer-only and reader-only TUs for Cortex-M0/M4/M33
+#                and RV32 with and without A, bare metal, nothing
+#                undefined beyond <string.h>
 #   make size    .text table of the writer fast path and the reader drain
-#                (x86-64, Cortex-M4, Cortex-M33, all -Os)
-#   make firmware-e2e  the firmware example under qemu-system-arm
-#                (mps2-an385, mps2-an505): streamed over the UART and
-#                dumped after a fault, checked; flash, RAM, instructions,
-#                and where an event's instructions go (firmware-profile)
+#                (x86-64, Cortex-M0, M4, M33, RV32imac, RV32imc, all -Os)
+#   make firmware-e2e  the firmware example under QEMU on Cortex-M0, M3,
+#                M4F, M7, M33 and RV32 with and without A: streamed over
+#                the UART and dumped after a fault, checked; nested
+#                interrupts, the masked RMWs; the table of
+#                docs/firmware.md (make firmware-docs rewrites it), and
+#                where an event's instructions go (firmware-profile)
+#   make freertos-e2e  FreeRTOS traced through its own hooks (tbfreertos.h)
+#                under QEMU, both ways, its CPU time per task checked
+#                against the kernel's; FREERTOS_KERNEL=path to the kernel
 #   make help    this list
 #   build/tbtrace  stat FILE.pftrace | ring PATH | convert RING.bin OUT
 
@@ -37,7 +43,7 @@ BUILD	?= build
 # The library: what make install installs and a vendor copies.  Tooling
 # (the trace checker, build/tbtrace) lives under tools/ and is not
 # installed.
-HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpacket.h tbpb.h tbuffer.h tbbridge.h tbtracefmt.h tbtrace.h tbservice.h tbevent.h tblink.h
+HEADERS	:= tbbase.h tbfrag.h tbsync.h tbring.h tbpacket.h tbpb.h tbuffer.h tbbridge.h tbtracefmt.h tbtrace.h tbservice.h tbevent.h tblink.h tbfreertos.h
 TOOL_HEADERS := tools/tbcheck.h
 FUZZ_SECONDS ?= 30
 
@@ -376,45 +382,74 @@ barriers:
 	grep -q 'ck_md.h says CK_MD_TSO' $$d/host-headers.log || { cat $$d/host-headers.log; exit 1; }; \
 	echo "barriers: aarch64 with the host's ck headers is refused: $$(grep -o 'error: .*' $$d/host-headers.log | head -n 1 | cut -c1-90)..."
 
+# Bare metal needs the ARM and RISC-V compilers and a C library's
+# <string.h> for each (newlib for ARM, picolibc for RISC-V, whose Debian
+# compiler ships no C library headers), and for the example QEMU for both
+# and gdb-multiarch.  Never their recommends (a C++ library, a GL stack).
+FW_DEBS	:= gcc-arm-none-eabi libnewlib-arm-none-eabi gcc-riscv64-unknown-elf \
+	picolibc-riscv64-unknown-elf
+FW_E2E_DEBS := qemu-system-arm qemu-system-misc gdb-multiarch
+APT_NORECS = $(subst apt-get install -y,apt-get install -y --no-install-recommends,$(APT_INSTALL))
+
 deps-firmware: deps
 	@command -v arm-none-eabi-gcc >/dev/null && \
-	[ -f /usr/lib/arm-none-eabi/include/string.h ] || \
-	$(APT_INSTALL) gcc-arm-none-eabi libnewlib-arm-none-eabi
+	[ -f /usr/lib/arm-none-eabi/include/string.h ] && \
+	command -v riscv64-unknown-elf-gcc >/dev/null && \
+	[ -f /usr/lib/picolibc/riscv64-unknown-elf/include/string.h ] || \
+	$(APT_NORECS) $(FW_DEBS)
 
-# Bare metal: each writer-only and reader-only TU for Cortex-M4 and -M33
-# with the builtin atomics (no ck port for bare metal) and no futex; nm
-# must find nothing undefined beyond <string.h>-level functions (no
-# __atomic_* or __sync_* library calls: both cores have ldrex/strex).
-FW_CPUS	:= cortex-m4 cortex-m33
-FW_FLAGS := -mthumb -Os -ffreestanding -DTB_ATOMIC_BUILTINS=1 -DTB_NO_FUTEX
+# Bare metal: each writer-only and reader-only TU for every core with the
+# builtin atomics (no ck port for bare metal) and no futex; nm must find
+# nothing undefined beyond <string.h>-level functions and the compiler's
+# own libgcc (__aeabi_*, __gnu_thumb1_case_*): no __atomic_* or __sync_*
+# library calls, on the cores with no atomic read-modify-write
+# (Cortex-M0, RV32 without A) either (tbsync.h masks interrupts there).
+# (gcc finds the RV32 multilib only from an -march without _zicsr.)  And
+# each compiles as C++11 there too (int32_t is long on these targets).
+# Each entry: name|compiler|flags, the entries separated by ";".
+FW_FLAGS := -Os -ffreestanding -DTB_ATOMIC_BUILTINS=1 -DTB_NO_FUTEX
+FW_RV	:= riscv64-unknown-elf-gcc|--specs=picolibc.specs -mabi=ilp32 -march
+FW_TARGETS := cortex-m0|arm-none-eabi-gcc|-mthumb -mcpu=cortex-m0; \
+	cortex-m4|arm-none-eabi-gcc|-mthumb -mcpu=cortex-m4; \
+	cortex-m33|arm-none-eabi-gcc|-mthumb -mcpu=cortex-m33; \
+	rv32imac|$(FW_RV)=rv32imac_zicsr; rv32imc|$(FW_RV)=rv32imc_zicsr
 FW_ALLOWED := memcpy memmove memset memcmp
 
 firmware: deps-firmware
-	@set -e; for cpu in $(FW_CPUS); do mkdir -p $(TGT)/$$cpu; \
+	@set -e; echo '$(FW_TARGETS)' | tr ';' '\n' | sed 's/^ *//' | \
+	while IFS='|' read -r cpu cc fl; do mkdir -p $(TGT)/$$cpu; \
+	nm=$${cc%gcc}nm; sz=$${cc%gcc}size; \
 	for f in $(notdir $(basename $(TGT_SRC))); do o=$(TGT)/$$cpu/$$f.o; \
-	arm-none-eabi-gcc -mcpu=$$cpu $(FW_FLAGS) $(X_WARN) -c tools/targets/$$f.c -o $$o; \
-	u=$$(arm-none-eabi-nm -u $$o | awk '{ print $$NF }' | sort | tr '\n' ' '); \
-	bad=$$(for s in $$u; do case " $(FW_ALLOWED) " in *" $$s "*) ;; *) echo $$s;; esac; done); \
+	$$cc $$fl $(FW_FLAGS) $(X_WARN) -c tools/targets/$$f.c -o $$o; \
+	u=$$($$nm -u $$o | awk '{ print $$NF }' | sort | tr '\n' ' '); \
+	lib=$$($$nm --defined-only $$($$cc $${fl%_zicsr} -print-libgcc-file-name) 2>/dev/null | awk '{ print $$3 }'); \
+	bad=$$(for s in $$u; do case " $(FW_ALLOWED) " in *" $$s "*) continue;; esac; \
+	case $$s in __atomic_*|__sync_*) echo $$s; continue;; esac; \
+	echo "$$lib" | grep -qxF "$$s" || echo $$s; done); \
 	printf 'firmware %-10s %-14s .text %5s  undefined: %s\n' $$cpu $$f \
-	    $$(arm-none-eabi-size -A $$o | awk '$$1 ~ /^\.text/ { s += $$2 } END { print s + 0 }') "$${u:-none}"; \
+	    $$($$sz -A $$o | awk '$$1 ~ /^\.text/ { s += $$2 } END { print s + 0 }') "$${u:-none}"; \
 	[ -z "$$bad" ] || { echo "firmware: $$o needs $$bad (allowed: $(FW_ALLOWED))" >&2; exit 1; }; \
-	done; done
+	$${cc%gcc}g++ $$fl $(FW_FLAGS) -x c++ -std=c++11 $(WARN) -I. -fsyntax-only tools/targets/$$f.c; \
+	done; done; echo "firmware: each also compiles as C++11 for each core"
 
 size: deps-firmware
 	@sh tools/targets/size.sh $(TGT)/size
 
-# The firmware example (examples/firmware/) on emulated Cortex-M3 and
-# -M33 boards: built with no C library, run under qemu-system-arm, its
-# trace taken off over the UART and from a RAM dump after a fault (QEMU's
-# gdb stub), checked by fwcheck, the failure cases seen failing, then
-# flash, RAM and instructions per event.  Traces in build/firmware/.
-FW_E2E_TOOLS := arm-none-eabi-gcc qemu-system-arm gdb-multiarch timeout
+# The firmware example (examples/firmware/) on emulated boards, one per
+# core (examples/firmware/boards/): built with no C library, run under
+# QEMU, its trace taken off over the UART and from a RAM dump after a
+# fault (QEMU's gdb stub), checked by fwcheck, the failure cases seen
+# failing, nested interrupts and the masked read-modify-writes; then the
+# table of flash, RAM and instructions, which must be docs/firmware.md's
+# (make firmware-docs writes it there).  Traces in build/firmware/.
+FW_E2E_TOOLS := arm-none-eabi-gcc riscv64-unknown-elf-gcc qemu-system-arm \
+	qemu-system-riscv32 gdb-multiarch timeout
 
-.PHONY: firmware-e2e have-firmware-e2e firmware-size
+.PHONY: firmware-e2e have-firmware-e2e firmware-size firmware-docs
 have-firmware-e2e:
 	@m=""; for t in $(FW_E2E_TOOLS); do command -v $$t >/dev/null || m="$$m $$t"; done; \
 	[ -z "$$m" ] || { echo "firmware-e2e: missing:$$m.  On Debian:" \
-	"apt-get install --no-install-recommends gcc-arm-none-eabi qemu-system-arm gdb-multiarch" >&2; exit 1; }
+	"apt-get install --no-install-recommends gcc-arm-none-eabi gcc-riscv64-unknown-elf $(FW_E2E_DEBS)" >&2; exit 1; }
 
 firmware-e2e: have-firmware-e2e build/tbtrace build/firmware/fwcheck
 	@s=$$(date +%s); sh examples/firmware/e2e.sh && \
@@ -431,8 +466,31 @@ firmware-profile: have-firmware-e2e
 firmware-size: have-firmware-e2e
 	@sh examples/firmware/size.sh
 
+firmware-docs: have-firmware-e2e
+	@sh examples/firmware/size.sh --update
+
 build/firmware/fwcheck: examples/firmware/fwcheck.c test/trace_decode.h
 	@mkdir -p build/firmware
+	$(CC) $(BASE) -Itest $(CFLAGS) $< -o $@
+
+# FreeRTOS traced through tbfreertos.h (examples/freertos/): the kernel's
+# sources are the user's (FREERTOS_KERNEL=/path/to/FreeRTOS-Kernel), by
+# default the copy beside the repository when there is one; none: skipped,
+# saying so.
+FREERTOS_KERNEL ?= $(firstword $(wildcard ../shared/vendor/FreeRTOS-Kernel))
+
+.PHONY: freertos-e2e
+freertos-e2e: have-firmware-e2e build/tbtrace build/freertos/rtoscheck
+	@if [ ! -f "$(FREERTOS_KERNEL)/tasks.c" ]; then \
+	echo "freertos-e2e: skipped: no FreeRTOS-Kernel sources (give" \
+	"FREERTOS_KERNEL=/path/to/FreeRTOS-Kernel, V11)"; exit 0; fi; \
+	s=$$(date +%s); \
+	FREERTOS_KERNEL="$(abspath $(FREERTOS_KERNEL))" sh examples/freertos/e2e.sh && \
+	echo "freertos-e2e: $$(( $$(date +%s) - s )) s"
+
+build/freertos/rtoscheck: examples/freertos/rtoscheck.c tools/tbcheck.h \
+		test/trace_decode.h $(HEADERS)
+	@mkdir -p build/freertos
 	$(CC) $(BASE) -Itest $(CFLAGS) $< -o $@
 
 # --- fuzzing ---------------------------------------------------------------

@@ -259,11 +259,18 @@ TB__HOT void tb__copy(void *dst, const void *src, size_t n)
 		*d = *s;
 	}
 #else
-	if (n > TB__COPY_INLINE)
+	if (n > TB__COPY_INLINE) {
 		TB_MEMCPY(d, s, n);
-	else
-		while (n--)
-			*d++ = *s++;
+		return;
+	}
+	for (; n >= 4; n -= 4, d += 4, s += 4) {	/* four bytes a turn */
+		d[0] = s[0];
+		d[1] = s[1];
+		d[2] = s[2];
+		d[3] = s[3];
+	}
+	while (n--)
+		*d++ = *s++;
 #endif
 }
 

@@ -127,7 +127,9 @@ TB__ALWAYS int32_t tb_frag_room(const struct tb_frag_cursor *c)
 	int32_t room = (int32_t)c->dir - (int32_t)c->width -
 		       (int32_t)c->payload;
 
-	return c->nfrags >= TB_FRAG_MAX || room < 0 ? TB_ENOROOM : room;
+	/* the cast: int32_t is long on some targets, and C++ warns */
+	return c->nfrags >= TB_FRAG_MAX || room < 0 ? (int32_t)TB_ENOROOM :
+						     room;
 }
 
 /* tb_frag_open() once its caller knows the fragment may be opened. */

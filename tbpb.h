@@ -37,24 +37,34 @@ enum {
 #define TB_PB_VARINT_MAX	10u	/* bytes of the longest varint */
 #define TB_PB_FIELD_MAX		0x1fffffffu	/* the largest field number */
 
+/*
+ * Bytes the shortest encoding of @v takes, @v >= 0x80, with 32-bit
+ * compares: for cores that count no leading zeros in hardware (ARMv6-M,
+ * RISC-V without Zbb), where __builtin_clzll() is a library call.
+ */
+static inline unsigned tb__pb_varint_len_cmp(uint64_t v)
+{
+	uint32_t x = (uint32_t)v, y = (uint32_t)(v >> 32);
+
+	if (!y)
+		return x < 1u << 14 ? 2 : x < 1u << 21 ? 3 :
+		       x < 1u << 28 ? 4 : 5;
+	return y < 1u << 3 ? 5 : y < 1u << 10 ? 6 : y < 1u << 17 ? 7 :
+	       y < 1u << 24 ? 8 : y < 1u << 31 ? 9 : 10;
+}
+
 /* Bytes the shortest encoding of @v takes (folds for a constant @v). */
 TB__HOT unsigned tb_pb_varint_len(uint64_t v)
 {
 	if (v < 0x80u)
 		return 1;	/* types, flags, iids, most lengths */
-#if defined(__GNUC__)
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__) || \
+	defined(__aarch64__) || defined(__ARM_FEATURE_CLZ) || \
+	defined(__riscv_zbb))
 	/* ceil(bits / 7), with no division: (9 * bits + 64) / 64 */
 	return ((64 - (unsigned)__builtin_clzll(v)) * 9 + 64) >> 6;
 #else
-	{
-		unsigned n = 1;
-
-		while (v >= 0x80u) {
-			v >>= 7;
-			n++;
-		}
-		return n;
-	}
+	return tb__pb_varint_len_cmp(v);
 #endif
 }
 

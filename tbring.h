@@ -1124,6 +1124,7 @@ struct tb_writer {
 	uint8_t cont_next;	/* last closed fragment continues */
 	uint8_t relocated;	/* held chunk is a replacement: no reuse */
 	uint32_t stall_ms;
+	uint32_t headroom;	/* chunks it leaves to the other writers */
 	uint32_t spin;		/* polls of read_pos before a sleep, adaptive */
 	uint32_t pos;		/* position of the held chunk */
 	uint32_t next_pos;	/* one past its last reservation: a floor */
@@ -1181,7 +1182,8 @@ static inline void tb__wstat(const struct tb_writer *w, enum tb_wstat s,
  */
 static inline int32_t tb_writer_room(const struct tb_writer *w)
 {
-	return w->own == TB__OWN_NONE ? TB_ENOROOM : tb_frag_room(&w->cur);
+	return w->own == TB__OWN_NONE ? (int32_t)TB_ENOROOM :
+					 tb_frag_room(&w->cur);
 }
 
 /* How many chunks wait before this writer's hand-over wakes the reader. */
@@ -1217,33 +1219,46 @@ static inline void tb_writer_record_loss(struct tb_writer *w)
 }
 
 /*
- * An interrupt handler never waits: the reader it would wait for cannot
- * run until the handler returns.  TB_IN_INTERRUPT() says whether the
- * caller is one; a TB_STALL writer in one does not spin or sleep on a
- * full ring but gets TB_FULL at once (counted TB_WS_FULL, as a TB_DROP
- * writer's).  The default reads IPSR on Cortex-M (nonzero in handler
- * mode) and is 0 elsewhere; a vendor may define it (an RTOS's "in ISR"
- * call, a signal handler's flag) before including this header.
+ * Headroom: the writer claims a fresh chunk only while more than @chunks
+ * of the ring's chunks are free, and leaves the last @chunks to the other
+ * writers (when it would take one, it is refused as on a full ring, or
+ * stalls under TB_STALL where it may wait).  For the writer that fills
+ * the ring fastest, an interrupt handler's at thousands of events a
+ * second: when the reader falls behind (a slow link), the loss falls on
+ * it, and not on a main loop whose writer after each loss needs room for
+ * a fresh incremental state (its descriptors and interned names, a few
+ * hundred bytes) before its next event - without headroom the interrupt
+ * refills every chunk the reader frees before that state fits, and the
+ * main loop loses nearly all it writes (docs/firmware.md).  0, the
+ * default: every chunk.  TB_EINVAL unless @chunks < the ring's count.
  */
-#ifndef TB_IN_INTERRUPT
-#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
-static inline uint32_t tb__ipsr(void)
+static inline int tb_writer_set_headroom(struct tb_writer *w,
+					 uint32_t chunks)
 {
-	uint32_t v;
-
-	__asm__ __volatile__("mrs %0, ipsr" : "=r"(v));
-	return v;
+	if (!w || chunks >= w->ring->num_chunks)
+		return TB_EINVAL;
+	w->headroom = chunks;
+	return TB_OK;
 }
-#define TB_IN_INTERRUPT()	(tb__ipsr() != 0)
-#else
-#define TB_IN_INTERRUPT()	0
-#endif
-#endif
+
+/* Whether claiming now would eat into the headroom; *@rp: read_pos. */
+static inline bool tb__writer_in_headroom(const struct tb_writer *w,
+					  uint32_t *rp)
+{
+	const struct tb_ring_hdr *h = w->ring->hdr;
+	uint32_t wp;
+
+	/* relaxed: an estimate; the reservation reloads read_pos acquire */
+	*rp = tb_atomic_load(&h->read_pos, TB_RLX);
+	wp = tb_atomic_load(&h->write_pos, TB_RLX);
+	return wp - *rp + w->headroom >= w->ring->num_chunks;
+}
 
 /*
  * Waits for read_pos to leave @sample: true if it may have moved, false
  * after stall_ms without a change, where futexes are unavailable, or in
- * an interrupt handler (TB_IN_INTERRUPT()).  It spins first (tbsync.h),
+ * an interrupt handler (TB_IN_INTERRUPT(), tbsync.h: the reader it would
+ * wait for cannot run until the handler returns).  It spins first,
  * then sleeps on wake_seq until the reader wakes it
  * (tb__ring_wake_writers()).
  */
@@ -1324,6 +1339,13 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 	unsigned burned = 0;
 	uint32_t pos, sample, word;
 
+	while (w->headroom && tb__writer_in_headroom(w, &sample)) {
+		if (w->policy == TB_STALL && tb__writer_stall(w, sample))
+			continue;
+		tb__wstat(w, TB_WS_FULL, 1);
+		tb__writer_full(w);
+		return TB_FULL;
+	}
 	for (;;) {
 		if (tb__w_reserve_from(r, &w->next_pos, &pos, &sample) ==
 		    TB_FULL) {

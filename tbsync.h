@@ -13,9 +13,14 @@
  *    TB_ATOMIC_BUILTINS=1 maps them to the compiler's __atomic builtins
  *    with the same orders (automatic under ThreadSanitizer, which cannot
  *    see ck's inline assembly; needed on bare metal, where ck has no port).
+ *    On a core with no atomic read-modify-write (ARMv6-M, RISC-V without
+ *    the A extension) the CAS and the add run with interrupts masked
+ *    (TB_ATOMIC_MASK, below): correct on a single core only.
  *  - Waiting on a word and waking its waiters: Linux futexes (shared, the
  *    words live in memory several processes map), or the platform's own
  *    wait plugged in through TB_WAIT_HOOK and TB_WAKE_HOOK.
+ *  - Whether the caller is an interrupt handler, which must never wait
+ *    (TB_IN_INTERRUPT()).
  *  - The doorbell (struct tb_bell): how writers wake a reader thread that
  *    sleeps on one or many rings.
  *
@@ -110,6 +115,134 @@ static inline int tb__mo(int mo)
 #endif
 
 /*
+ * Cores without an atomic read-modify-write.  ARMv6-M (Cortex-M0, M0+,
+ * M1: no ldrex/strex) and RISC-V without the A extension (rv32imc) have
+ * aligned 32-bit loads and stores, which are atomic, and fences, but no
+ * CAS or add: the compiler turns __atomic_compare_exchange_n() and
+ * __atomic_fetch_add() into calls to __atomic_*_4 library functions that
+ * no bare-metal library provides.  With TB_ATOMIC_MASK=1, tb_atomic_cas()
+ * and tb_atomic_add() instead run as a plain load, compare and store
+ * between TB_ATOMIC_ENTER() and TB_ATOMIC_EXIT(key), which by default mask
+ * this core's interrupts (PRIMASK on ARMv6-M, mstatus.MIE on RISC-V, in
+ * machine mode) for those three or four instructions and then put the
+ * mask back as it was (so they nest, and work with interrupts off).
+ * Loads and stores are plain accesses of an aligned word (single-copy
+ * atomic on every core) with the compiler's fences for their orders (for
+ * such a core clang makes even __atomic_load_n() a library call; gcc
+ * compiles both to the same code).  It is chosen from the compiler's
+ * predefined macros: on for __ARM_ARCH_6M__, and for __riscv without
+ * __riscv_atomic, outside an OS (__unix__); off elsewhere.  A vendor may
+ * set TB_ATOMIC_MASK to 0 or 1, and may define both hooks.
+ *
+ * Single core only.  Masking stops this core's interrupts, not another
+ * core: two cores that write one ring need a CAS both see as one.  Where
+ * they share no atomic instruction (the RP2040's two Cortex-M0+ cores,
+ * which have hardware spinlocks instead), define the hooks to mask this
+ * core's interrupts and take a lock the other core respects, as the Pico
+ * SDK's spin_lock_blocking() and spin_unlock() do:
+ *
+ *   #define TB_ATOMIC_MASK		1
+ *   #define TB_ATOMIC_ENTER()	spin_lock_blocking(tb_lock)
+ *   #define TB_ATOMIC_EXIT(key)	spin_unlock(tb_lock, (key))
+ *
+ * (uint32_t TB_ATOMIC_ENTER(void); void TB_ATOMIC_EXIT(uint32_t key).)
+ * Such a hook must order memory as a lock does: a barrier after it takes
+ * the lock and one before it lets go (those two calls have them).  On a
+ * single core the mask's "memory" clobbers are enough: a core sees its own
+ * accesses, and its interrupt handlers', in program order.
+ */
+#ifndef TB_ATOMIC_MASK
+#if !defined(__unix__) && (defined(__ARM_ARCH_6M__) || \
+			   (defined(__riscv) && !defined(__riscv_atomic)))
+#define TB_ATOMIC_MASK	1
+#else
+#define TB_ATOMIC_MASK	0
+#endif
+#endif
+
+#if defined(TB_ATOMIC_ENTER) != defined(TB_ATOMIC_EXIT)
+#error "tbsync.h: define both TB_ATOMIC_ENTER and TB_ATOMIC_EXIT, or neither"
+#endif
+#if TB_ATOMIC_MASK && !defined(TB_ATOMIC_ENTER)
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+/* Masks interrupts; returns the PRIMASK to put back. */
+static inline uint32_t tb__irq_save(void)
+{
+	uint32_t key;
+
+	__asm__ __volatile__("mrs %0, primask\n\tcpsid i" : "=r"(key)
+			     : : "memory");
+	return key;
+}
+
+static inline void tb__irq_restore(uint32_t key)
+{
+	__asm__ __volatile__("msr primask, %0" : : "r"(key) : "memory");
+}
+#elif defined(__riscv)
+/*
+ * Clears mstatus.MIE; returns the mstatus it found.  Setting those bits
+ * again puts MIE back as it was and changes nothing else: no other bit
+ * of mstatus that was set is cleared in between.
+ */
+static inline uint32_t tb__irq_save(void)
+{
+	unsigned long key;
+
+	__asm__ __volatile__("csrrci %0, mstatus, 8" : "=r"(key) : : "memory");
+	return (uint32_t)key;
+}
+
+static inline void tb__irq_restore(uint32_t key)
+{
+	__asm__ __volatile__("csrs mstatus, %0" : : "r"((unsigned long)key)
+			     : "memory");
+}
+#else
+#error "tbsync.h: TB_ATOMIC_MASK=1 on a core it cannot mask: define \
+TB_ATOMIC_ENTER() and TB_ATOMIC_EXIT(key)"
+#endif
+#define TB_ATOMIC_ENTER()	tb__irq_save()
+#define TB_ATOMIC_EXIT(key)	tb__irq_restore(key)
+#endif
+
+#if TB_ATOMIC_MASK
+/*
+ * The CAS and the add of such a core.  Masked: one load, the compare or
+ * the add, one store (volatile: each exactly one access, in this order).
+ * Everything else is done before or after: the empty asm puts the
+ * address and the operands in registers before the mask is taken (two
+ * volatile asms keep their order), else gcc may compute an address in
+ * the masked stretch; *@seen is read before and written after.
+ */
+static inline bool tb__cas_masked(uint32_t *p, uint32_t *seen, uint32_t want)
+{
+	volatile uint32_t *v = p;
+	uint32_t expect = *seen, found, key;
+
+	__asm__ __volatile__("" : "+r"(v), "+r"(expect), "+r"(want));
+	key = TB_ATOMIC_ENTER();
+	found = *v;
+	if (found == expect)
+		*v = want;
+	TB_ATOMIC_EXIT(key);
+	*seen = found;
+	return found == expect;
+}
+
+static inline void tb__add_masked(uint32_t *p, uint32_t n)
+{
+	volatile uint32_t *v = p;
+	uint32_t key;
+
+	__asm__ __volatile__("" : "+r"(v), "+r"(n));
+	key = TB_ATOMIC_ENTER();
+	*v += n;
+	TB_ATOMIC_EXIT(key);
+}
+#endif
+
+/*
  * Test seams, compiled in only when TB_TEST_HOOKS is defined (the test
  * suites do; a product build never should).  The test program defines
  * tb_test_atomic; when it is set, it sees every atomic access to a shared
@@ -137,7 +270,13 @@ extern void (*tb_test_atomic)(const uint32_t *p, int op, uint32_t expect,
 static inline uint32_t tb_atomic_load(const uint32_t *p, int mo)
 {
 	tb__seam(p, TB_TEST_LOAD, 0, 0, mo, TB_RLX);
-#if TB_ATOMIC_BUILTINS
+#if TB_ATOMIC_MASK
+	uint32_t v = *(const volatile uint32_t *)p;	/* one aligned word */
+
+	if (mo & TB_ACQ)
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return v;
+#elif TB_ATOMIC_BUILTINS
 	return __atomic_load_n(p, mo & TB_ACQ ? __ATOMIC_ACQUIRE :
 						__ATOMIC_RELAXED);
 #else
@@ -152,7 +291,11 @@ static inline uint32_t tb_atomic_load(const uint32_t *p, int mo)
 static inline void tb_atomic_store(uint32_t *p, uint32_t v, int mo)
 {
 	tb__seam(p, TB_TEST_STORE, 0, v, mo, TB_RLX);
-#if TB_ATOMIC_BUILTINS
+#if TB_ATOMIC_MASK
+	if (mo & TB_REL)
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	*(volatile uint32_t *)p = v;			/* one aligned word */
+#elif TB_ATOMIC_BUILTINS
 	__atomic_store_n(p, v, mo & TB_REL ? __ATOMIC_RELEASE :
 					     __ATOMIC_RELAXED);
 #else
@@ -174,7 +317,10 @@ TB__ALWAYS bool tb_atomic_cas(uint32_t *p, uint32_t *seen, uint32_t want,
 			 int ok, int fail)
 {
 	tb__seam(p, TB_TEST_CAS, *seen, want, ok, fail);
-#if TB_ATOMIC_BUILTINS
+#if TB_ATOMIC_MASK
+	(void)ok, (void)fail;	/* one core: program order, see above */
+	return tb__cas_masked(p, seen, want);
+#elif TB_ATOMIC_BUILTINS
 	return __atomic_compare_exchange_n(p, seen, want, false,
 					   tb__mo(ok | (fail & TB_ACQ)),
 					   tb__mo(fail & TB_ACQ));
@@ -196,7 +342,9 @@ TB__ALWAYS bool tb_atomic_cas(uint32_t *p, uint32_t *seen, uint32_t want,
 static inline void tb_atomic_add(uint32_t *p, uint32_t v)
 {
 	tb__seam(p, TB_TEST_ADD, 0, v, TB_RLX, TB_RLX);
-#if TB_ATOMIC_BUILTINS
+#if TB_ATOMIC_MASK
+	tb__add_masked(p, v);
+#elif TB_ATOMIC_BUILTINS
 	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 #else
 	ck_pr_add_32(p, v);
@@ -304,8 +452,9 @@ static inline void tb__spin_adapt(uint32_t *budget, bool hit)
  *	Wakes every waiter on word.  Called from writers and the reader,
  *	never from an interrupt handler by this library.
  *
- * With neither, waits are unavailable: a stalled writer spins briefly and
- * then gets TB_FULL, and tb_reader_wait() returns at once (poll instead).
+ * With neither (bare metal, no RTOS), waits are unavailable: a TB_STALL
+ * writer on a full ring gets TB_FULL at once, as in an interrupt handler,
+ * and tb_reader_wait() returns at once (the reader polls).
  *
  * tb__wait() and tb__wake() below are private: a wait is only safe inside
  * a handshake (a ticket taken, a flag set, a fence) that tells the other
@@ -367,6 +516,46 @@ static inline void tb__wake(uint32_t *word)
 {
 	(void)word;
 }
+#endif
+
+/*
+ * An interrupt handler never waits: the reader it would wait for cannot
+ * run until the handler returns.  TB_IN_INTERRUPT() says whether the
+ * caller is one; a TB_STALL writer in one does not spin or sleep on a
+ * full ring but gets TB_FULL at once (tbring.h).  A vendor may define it
+ * before including any tbring header (an RTOS's "in ISR" call, a signal
+ * handler's flag, a count its trap entry keeps).  The defaults:
+ *  - Cortex-M: IPSR, nonzero in handler mode, nested handlers included.
+ *  - RISC-V in machine mode, outside an OS: mstatus.MIE clear.  A trap
+ *    clears it, so a handler that does not re-enable interrupts is seen;
+ *    code that masked them cannot wait for anything either.  A handler
+ *    that sets MIE again to let others nest is NOT seen: where handlers
+ *    nest, or run in another privilege mode, define it (a depth its trap
+ *    entry counts; mintstatus on a CLIC).
+ *  - elsewhere 0.
+ */
+#ifndef TB_IN_INTERRUPT
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+static inline uint32_t tb__ipsr(void)
+{
+	uint32_t v;
+
+	__asm__ __volatile__("mrs %0, ipsr" : "=r"(v));
+	return v;
+}
+#define TB_IN_INTERRUPT()	(tb__ipsr() != 0)
+#elif defined(__riscv) && !defined(__unix__)
+static inline unsigned long tb__mstatus(void)
+{
+	unsigned long v;
+
+	__asm__ __volatile__("csrr %0, mstatus" : "=r"(v));
+	return v;
+}
+#define TB_IN_INTERRUPT()	((tb__mstatus() & 8) == 0)	/* MIE */
+#else
+#define TB_IN_INTERRUPT()	0
+#endif
 #endif
 
 /*

@@ -471,6 +471,21 @@ static __attribute__((noinline)) int count_raw(struct bench *b, uint32_t n)
 	return bad;
 }
 
+/* A row's writer in the steady state, and the bytes of one operation. */
+static struct bench *row_bench(const struct row *rw, uint32_t *bytes)
+{
+	struct bench *b = (struct bench *)malloc(sizeof(*b));
+	uint32_t j;
+
+	if (!b)
+		exit(1);
+	setup_row(b, rw);
+	capture(b, rw->op);
+	for (*bytes = 0, j = 0; j < b->ncap; j++)
+		*bytes += b->caplen[j];
+	return b;
+}
+
 static int lost(const struct bench *b)
 {
 	return b->ew.stats.lost || b->ew.stats.not_written;
@@ -479,17 +494,11 @@ static int lost(const struct bench *b)
 static int run_row(const struct row *rw, unsigned runs)
 {
 	double layer[BENCH_MAX_RUNS] = { 0 }, raw[BENCH_MAX_RUNS] = { 0 };
-	struct bench *b = (struct bench *)malloc(sizeof(*b));
-	uint32_t bytes = 0;
-	unsigned r, j;
+	uint32_t bytes;
+	struct bench *b = row_bench(rw, &bytes);
+	unsigned r;
 	int ok;
 
-	if (!b)
-		exit(1);
-	setup_row(b, rw);
-	capture(b, rw->op);
-	for (j = 0; j < b->ncap; j++)
-		bytes += b->caplen[j];
 	for (r = 0; r < runs; r++) {
 		layer[r] = time_layer(b, rw->op);
 		raw[r] = rw->baseline ? time_raw(b) : 0;
@@ -522,16 +531,10 @@ static int run_row(const struct row *rw, unsigned runs)
 /* One row under --count: the steady state, then the counted loops. */
 static int count_row(const struct row *rw, uint32_t n)
 {
-	struct bench *b = (struct bench *)malloc(sizeof(*b));
-	uint32_t bytes = 0, j;
+	uint32_t bytes;
+	struct bench *b = row_bench(rw, &bytes);
 	int bad;
 
-	if (!b)
-		exit(1);
-	setup_row(b, rw);
-	capture(b, rw->op);
-	for (j = 0; j < b->ncap; j++)
-		bytes += b->caplen[j];
 	count_layer(b, rw->op, n);
 	drain(b, 0);
 	bad = count_raw(b, n);

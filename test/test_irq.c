@@ -94,6 +94,50 @@ START_TEST(test_stall_writer_outside_interrupt_waits)
 }
 END_TEST
 
+/*
+ * Four chunks; each 200-byte packet takes a chunk of its own.  The writer
+ * with a headroom of 2 gets two chunks and is refused while two are
+ * free; the one without takes those two.
+ */
+START_TEST(test_headroom_leaves_the_last_chunks_to_the_others)
+{
+	static const uint8_t pkt[200];
+	static uint8_t s1[256], s2[256], sr[256];
+	size_t len = tb_ring_size(256, 4);
+	struct tb_ring r;
+	struct tb_writer irq, loop;
+	struct tb_reader rd;
+	void *mem;
+	int n = 0;
+
+	ck_assert_int_eq(posix_memalign(&mem, TB_RING_LINE, len), 0);
+	memset(mem, 0, len);
+	ck_assert_int_eq(tb_ring_init(&r, mem, len, 256, 4), TB_OK);
+	ck_assert_int_eq(tb_writer_init(&irq, &r, 1, 0, TB_STALL, s1), TB_OK);
+	ck_assert_int_eq(tb_writer_init(&loop, &r, 2, 0, TB_DROP, s2), TB_OK);
+	ck_assert_int_eq(tb_reader_init(&rd, &r, sr), TB_OK);
+	ck_assert_int_eq(tb_writer_set_headroom(&irq, 4), TB_EINVAL);
+	ck_assert_int_eq(tb_writer_set_headroom(&irq, 2), TB_OK);
+	in_irq = 1;
+	while (tb_writer_write_packet(&irq, pkt, sizeof(pkt)) == TB_OK)
+		ck_assert_int_lt(++n, 10);
+	ck_assert_int_eq(n, 2);			/* two chunks, two left */
+	ck_assert_uint_eq(waits, 0);		/* refused at once */
+	n = 0;
+	while (tb_writer_write_packet(&loop, pkt, sizeof(pkt)) == TB_OK)
+		ck_assert_int_lt(++n, 10);
+	ck_assert_int_eq(n, 2);			/* the two it left */
+	/* the reader frees what is complete: room again, above the line */
+	tb_writer_release(&irq);
+	tb_writer_release(&loop);
+	tb_reader_drain(&rd, 4, TB_READ_LAZY, NULL, NULL, NULL);
+	ck_assert_int_eq(tb_writer_write_packet(&irq, pkt, sizeof(pkt)),
+			 TB_OK);
+	in_irq = 0;
+	free(mem);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("irq");
@@ -103,6 +147,7 @@ int main(void)
 
 	tcase_add_test(tc, test_stall_writer_in_interrupt_gets_full_at_once);
 	tcase_add_test(tc, test_stall_writer_outside_interrupt_waits);
+	tcase_add_test(tc, test_headroom_leaves_the_last_chunks_to_the_others);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

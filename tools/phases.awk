@@ -14,7 +14,7 @@
 function phase(fn) {
 	sub(/\..*/, "", fn)		# GCC's clones: name.isra.0, .part.1
 	sub(/@.*/, "", fn)		# symbol versions: clock_gettime@@GLIBC
-	if (fn ~ /^(tb_ev_now|tb_ev_boottime_ns|tb__ev_fast_|tb__ev_cycles|clock_gettime|__clock_gettime|__vdso_|fw_now|own_clock)/)
+	if (fn ~ /^(tb_ev_now|tb_ev_boottime_ns|tb__ev_fast_|tb__ev_cycles|clock_gettime|__clock_gettime|__vdso_|fw_now|board_now|own_clock)/)
 		return "clock"
 	if (fn ~ /^tb__ev_(intern|mix|hit|room|new_iid|hash|str_plan)/)
 		return "interning"

@@ -248,6 +248,11 @@ enum tb_check_rule {
 	TB_CK_END_OUTER,	/* a named END closes an outer slice */
 	TB_CK_SNAPSHOT_PAYLOAD,	/* ClockSnapshot packet carrying more */
 	TB_CK_ANNOTATION_NO_NAME, /* debug annotation without a name */
+	/* scheduling: ftrace sched events (see "Scheduling" below) */
+	TB_CK_FTRACE_BAD,	/* bundle without cpu, event without time,
+				   pid or type: dropped */
+	TB_CK_SCHED_MISMATCH,	/* sched_switch prev_pid is not who ran */
+	TB_CK_SCHED_IID,	/* blocked reason's caller iid unresolved */
 	TB_CK_LIMIT,		/* the checker's memory budget ran out */
 	TB_CK_MAX
 };
@@ -475,6 +480,58 @@ struct tb__ck_clock {
 };
 
 /*
+ * Scheduling: what the ftrace sched events (sched_switch, sched_waking,
+ * sched_blocked_reason in FtraceEventBundle packets, as Linux's ftrace and
+ * tbfreertos.h write them) make of each thread, as trace_processor's
+ * sched and thread_state tables would have it: a thread's CPU time is
+ * the sum of its sched slices that ended (a CPU's last slice is open, dur
+ * -1, and counts nowhere).
+ */
+struct tb_check_thread {
+	int32_t tid;
+	uint8_t state;			/* private: TB__CK_TS_* */
+	uint8_t running;		/* on a CPU at the end */
+	uint64_t since;			/* ... since then (its open slice) */
+	uint64_t cpu_ns;		/* in sched slices that ended */
+	uint64_t slices;		/* sched slices it ran in */
+	uint64_t blocked;		/* switched out not runnable */
+	uint64_t reasons;		/* of those, a blocked_function */
+	uint64_t wakes, irq_wakes;	/* woken from blocked; by an irq */
+	uint64_t spurious;		/* wakings while not blocked */
+};
+
+struct tb__ck_sched_ev {		/* private: replayed in time order */
+	uint64_t ts;
+	uint64_t packet;
+	uint64_t state;
+	uint32_t seq;			/* seqs index */
+	uint32_t cpu;
+	int32_t a, b;			/* pids: prev/next, wakee, blocked */
+	uint8_t kind;
+	uint8_t flag;			/* irq waking, resolved reason */
+};
+
+struct tb__ck_cpu {			/* private: the CPU's pending slice */
+	uint64_t start;
+	int32_t pid;
+	uint8_t on;
+};
+
+struct tb_check_sched {
+	uint64_t bundles, events;	/* FtraceEventBundles, events kept */
+	uint64_t switches, wakings, blocked_reasons;
+	uint64_t cpu_ns;		/* in every slice that ended */
+	uint64_t first_ts, last_ts;	/* of the sched events */
+	struct tb_check_thread *threads;	/* nthreads, by first seen */
+	uint32_t nthreads;
+	/* private */
+	uint32_t threads_cap, nevs, evs_cap, ncpus;
+	struct tb__ck_sched_ev *evs;
+	struct tb__ck_cpu *cpus;
+	struct tb__ck_index thread_ix, iid_ix;
+};
+
+/*
  * What Perfetto's UI shows as data loss: the stats of severity data_loss
  * that the importer sets from a trace's TraceStats packets (see "The
  * UI's data-loss notice" below), by buffer index.
@@ -535,13 +592,15 @@ struct tb_check {
 	size_t len;
 	uint8_t *ends;			/* by producer: TB__CK_END_* */
 	bool ts_tail_lost;		/* TraceStats says the tail is lost */
+	struct tb_check_sched sched;	/* scheduling (see above) */
 };
 
 /* ------------------------------------------------------------------------
  * Perfetto's field numbers (protos/perfetto/trace/...).
  */
 enum {
-	TB__CK_TP_CLOCK_SNAPSHOT = 6,	/* TracePacket */
+	TB__CK_TP_FTRACE = 1,		/* TracePacket */
+	TB__CK_TP_CLOCK_SNAPSHOT = 6,
 	TB__CK_TP_TIMESTAMP = 8,
 	TB__CK_TP_TRACK_EVENT = 11,
 	TB__CK_TP_INTERNED = 12,
@@ -644,15 +703,39 @@ static inline const char *tb_check_rule_name(int rule)
 		"counter-before-descriptor", "counter-incremental-invalid",
 		"defaults-before-clear", "track-parent-unknown", "tid-reused",
 		"pid-reused", "end-names-outer-slice", "snapshot-with-payload",
-		"annotation-no-name", "checker-limit",
+		"annotation-no-name",
+		"ftrace-event-bad", "sched-switch-mismatch",
+		"sched-blocked-iid", "checker-limit",
 	};
 
 	return rule >= 0 && rule < TB_CK_MAX ? name[rule] : "unknown";
 }
 
+/* The scheduling rules' texts (see "Scheduling" below), and the last. */
+static inline const char *tb__ck_late_text(int rule)
+{
+	switch (rule) {
+	case TB_CK_FTRACE_BAD:
+		return "ftrace bundle without a cpu, or an ftrace event "
+		       "without a timestamp, a pid or an event: dropped";
+	case TB_CK_SCHED_MISMATCH:
+		return "sched_switch whose prev_pid is not the task its CPU "
+		       "last switched to: the running slice never ends, its "
+		       "CPU time is lost";
+	case TB_CK_SCHED_IID:
+		return "sched_blocked_reason whose caller iid no "
+		       "kernel_symbols entry of its sequence resolves: no "
+		       "blocked_function";
+	case TB_CK_LIMIT:
+		return "the checker ran out of its memory budget: check "
+		       "incomplete";
+	}
+	return "unknown rule";
+}
+
 static inline const char *tb_check_rule_text(int rule)
 {
-	static const char *const text[TB_CK_MAX] = {
+	static const char *const text[TB_CK_FTRACE_BAD] = {
 		"the image is not a sequence of Trace.packet records: "
 		"the import fails",
 		"the image ends inside a Trace.packet record: that packet "
@@ -724,10 +807,11 @@ static inline const char *tb_check_rule_text(int rule)
 		"snapshot is read",
 		"debug annotation (or dict entry) with neither name nor "
 		"name_iid: it and the rest of its annotation are dropped",
-		"the checker ran out of its memory budget: check incomplete",
 	};
 
-	return rule >= 0 && rule < TB_CK_MAX ? text[rule] : "unknown rule";
+	if (rule >= TB_CK_FTRACE_BAD)
+		return tb__ck_late_text(rule);
+	return rule >= 0 ? text[rule] : "unknown rule";
 }
 
 /* Whether a loss flag can explain the rule (see the header comment). */
@@ -742,6 +826,7 @@ static inline bool tb_check_explainable(int rule)
 	case TB_CK_FLOW_END_WITHOUT_BEGIN: case TB_CK_FLOW_NOT_ENDED:
 	case TB_CK_COUNTER_EARLY: case TB_CK_COUNTER_INCREMENTAL:
 	case TB_CK_TRACK_PARENT_UNKNOWN: case TB_CK_END_OUTER:
+	case TB_CK_SCHED_MISMATCH: case TB_CK_SCHED_IID:
 		return true;
 	}
 	return false;
@@ -939,6 +1024,8 @@ static inline int tb_check_init(struct tb_check *c, tb_alloc_fn alloc,
 	return TB_OK;
 }
 
+static inline void tb__ck_sched_free(struct tb_check *c);
+
 /* Frees every table; the counts and stats stay readable. */
 static inline void tb_check_destroy(struct tb_check *c)
 {
@@ -958,6 +1045,7 @@ static inline void tb_check_destroy(struct tb_check *c)
 	tb__ck_mem(c, c->evs, (size_t)c->evs_cap * sizeof(*c->evs), 0);
 	tb__ck_mem(c, c->pairs, (size_t)c->pairs_cap * sizeof(*c->pairs), 0);
 	tb__ck_mem(c, c->ends, c->ends ? 65536 : 0, 0);
+	tb__ck_sched_free(c);
 	c->flows = NULL;
 	c->evs = NULL;
 	c->pairs = NULL;
@@ -1796,11 +1884,11 @@ static inline bool tb__ck_lookup(const struct tb_check *c,
  */
 struct tb__ck_pkt {
 	const uint8_t *te, *td, *interned, *defaults, *snapshot, *thread;
-	const uint8_t *stats;
+	const uint8_t *stats, *ftrace;
 	size_t te_n, td_n, interned_n, defaults_n, snapshot_n, thread_n;
-	size_t stats_n;
+	size_t stats_n, ftrace_n;
 	bool has_te, has_td, has_interned, has_defaults, has_snapshot;
-	bool has_stats;
+	bool has_stats, has_ftrace;
 	bool has_ts, has_clock, has_thread, cleared;
 	uint64_t ts;
 	uint32_t clock;
@@ -2950,6 +3038,389 @@ static inline uint64_t tb_check_ui_loss(const struct tb_check *c,
 }
 
 /* ------------------------------------------------------------------------
+ * Scheduling: ftrace sched events (tbfreertos.h writes them).  From
+ * src/trace_processor/importers/ftrace/: ftrace_tokenizer.cc (a bundle
+ * without cpu is dropped; an event needs a timestamp, in the bundle's
+ * clock, BOOTTIME when it names none; its type is its first
+ * length-delimited field), ftrace_parser.cc (an event without pid is an
+ * error: dropped; sched_switch, sched_waking with the event's pid as the
+ * waker and common_flags 0x08|0x10 saying "in an interrupt",
+ * sched_blocked_reason whose caller is an iid of the sequence's
+ * InternedData.kernel_symbols), ftrace_sched_event_tracker.cc and
+ * common/thread_state_tracker.cc.  Every event goes through the sorter,
+ * so they are replayed here in timestamp order (file order among equal
+ * ones) after the walk: a sched_switch ends the CPU's pending slice only
+ * when its prev_pid is the pid that slice began for (else
+ * mismatched_sched_switch_tids: that slice never ends); a waking moves a
+ * blocked thread to runnable, and is spurious otherwise; pid 0 (the
+ * idle task, Linux's swapper) gets no thread states.
+ */
+enum {
+	TB__CK_FB_CPU = 1,		/* FtraceEventBundle */
+	TB__CK_FB_EVENT = 2,
+	TB__CK_FE_TS = 1,		/* FtraceEvent */
+	TB__CK_FE_PID = 2,
+	TB__CK_FE_SWITCH = 4,
+	TB__CK_FE_FLAGS = 5,
+	TB__CK_FE_BLOCKED = 18,
+	TB__CK_FE_WAKING = 20,
+	TB__CK_SS_PREV_PID = 2,		/* SchedSwitchFtraceEvent */
+	TB__CK_SS_PREV_STATE = 4,
+	TB__CK_SS_NEXT_PID = 6,
+	TB__CK_SW_PID = 2,		/* SchedWakingFtraceEvent */
+	TB__CK_BR_PID = 1,		/* SchedBlockedReasonFtraceEvent */
+	TB__CK_BR_CALLER = 2,
+	TB__CK_ID_KSYMS = 26,		/* InternedData.kernel_symbols */
+	TB__CK_MAX_CPUS = 1024,		/* more: the import fails */
+	TB__CK_IRQ_FLAGS = 0x18,	/* TRACE_FLAG_HARDIRQ | SOFTIRQ */
+};
+
+enum { TB__CK_SCHED_SWITCH, TB__CK_SCHED_WAKING, TB__CK_SCHED_BLOCKED };
+enum { TB__CK_TS_NONE, TB__CK_TS_RUNNING, TB__CK_TS_RUNNABLE,
+       TB__CK_TS_BLOCKED };
+
+static inline void tb__ck_sched_free(struct tb_check *c)
+{
+	struct tb_check_sched *k = &c->sched;
+
+	tb__ck_mem(c, k->threads, (size_t)k->threads_cap *
+		   sizeof(*k->threads), 0);
+	tb__ck_mem(c, k->evs, (size_t)k->evs_cap * sizeof(*k->evs), 0);
+	tb__ck_mem(c, k->cpus, (size_t)k->ncpus * sizeof(*k->cpus), 0);
+	tb__ck_index_free(c, &k->thread_ix);
+	tb__ck_index_free(c, &k->iid_ix);
+	k->threads = NULL;
+	k->evs = NULL;
+	k->cpus = NULL;
+	k->threads_cap = k->evs_cap = k->ncpus = 0;
+	k->nevs = 0;
+}
+
+/* InternedData.kernel_symbols: an iid's first value in a generation. */
+static inline void tb__ck_sched_intern(struct tb_check *c,
+				       const struct tb_check_seq *s,
+				       const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	struct tb__ck_ent *e;
+	uint64_t iid;
+	bool made;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number != TB__CK_ID_KSYMS || f.type != TB_PB_LEN ||
+		    !tb__ck_uint(f.data, f.size, 1, &iid))
+			continue;
+		e = tb__ck_get(c, &c->sched.iid_ix, iid,
+			       (uint32_t)(s - c->seqs), &made);
+		if (!e)
+			return;
+		if (made || e->v1 != s->gen)
+			e->v1 = s->gen;
+	}
+}
+
+/* Keeps one sched event to replay; false when the table cannot grow. */
+static inline bool tb__ck_sched_keep(struct tb_check *c,
+				     const struct tb__ck_sched_ev *ev)
+{
+	struct tb_check_sched *k = &c->sched;
+
+	if (!tb__ck_grow(c, (void **)&k->evs, &k->evs_cap, sizeof(*k->evs),
+			 k->nevs + 1))
+		return false;
+	k->evs[k->nevs++] = *ev;
+	return true;
+}
+
+/* One FtraceEvent's sched fields into @ev; false: not a sched event. */
+static inline bool tb__ck_sched_parse(struct tb_check *c,
+				      const struct tb__ck_at *at,
+				      const struct tb_check_seq *s,
+				      uint32_t id, const uint8_t *p, size_t n,
+				      struct tb__ck_sched_ev *ev)
+{
+	uint64_t v = 0, w = 0;
+	struct tb__ck_ent *e;
+
+	switch (id) {
+	case TB__CK_FE_SWITCH:
+		ev->kind = TB__CK_SCHED_SWITCH;
+		ev->a = tb__ck_uint(p, n, TB__CK_SS_PREV_PID, &v) ?
+			(int32_t)v : 0;
+		ev->b = tb__ck_uint(p, n, TB__CK_SS_NEXT_PID, &w) ?
+			(int32_t)w : 0;
+		ev->state = tb__ck_uint(p, n, TB__CK_SS_PREV_STATE, &v) ?
+			    (uint16_t)v : 0;
+		return true;
+	case TB__CK_FE_WAKING:
+		ev->kind = TB__CK_SCHED_WAKING;
+		ev->a = tb__ck_uint(p, n, TB__CK_SW_PID, &v) ? (int32_t)v : 0;
+		return true;
+	case TB__CK_FE_BLOCKED:
+		ev->kind = TB__CK_SCHED_BLOCKED;
+		ev->a = tb__ck_uint(p, n, TB__CK_BR_PID, &v) ? (int32_t)v : 0;
+		w = 0;
+		tb__ck_uint(p, n, TB__CK_BR_CALLER, &w);
+		e = tb__ck_find(&c->sched.iid_ix, w, (uint32_t)(s - c->seqs));
+		ev->flag = e && e->v1 == s->gen && s->valid;
+		if (!ev->flag)
+			tb__ck_report(c, at, TB_CK_SCHED_IID, s->lossy, w);
+		return true;
+	}
+	return false;
+}
+
+/* One FtraceEvent: its timestamp, pid and type, as the tokenizer wants. */
+static inline void tb__ck_ftrace_event(struct tb_check *c,
+				       const struct tb__ck_at *at,
+				       const struct tb_check_seq *s,
+				       uint32_t cpu, const uint8_t *p,
+				       size_t n)
+{
+	struct tb__ck_sched_ev ev;
+	struct tb_pb_reader r;
+	struct tb_pb_field f, body;
+	uint64_t v;
+	bool ts = false, pid = false, type = false;
+
+	TB_MEMSET(&ev, 0, sizeof(ev));
+	TB_MEMSET(&body, 0, sizeof(body));
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number == TB__CK_FE_TS && f.type == TB_PB_VARINT)
+			ts = true, ev.ts = f.value;
+		else if (f.number == TB__CK_FE_PID && f.type == TB_PB_VARINT)
+			pid = true;
+		else if (f.type == TB_PB_LEN && !type)
+			type = true, body = f;
+	}
+	if (!ts || !pid || !type || r.bad) {
+		tb__ck_report(c, at, TB_CK_FTRACE_BAD, false, cpu);
+		return;
+	}
+	c->sched.events++;
+	ev.packet = at->packet;
+	ev.seq = (uint32_t)(s - c->seqs);
+	ev.cpu = cpu;
+	if (!tb__ck_sched_parse(c, at, s, body.number, body.data, body.size,
+				&ev))
+		return;
+	if (ev.kind == TB__CK_SCHED_WAKING)
+		ev.flag = tb__ck_uint(p, n, TB__CK_FE_FLAGS, &v) &&
+			  (v & TB__CK_IRQ_FLAGS);
+	tb__ck_sched_keep(c, &ev);
+}
+
+/* Pass 2: an FtraceEventBundle (TracePacket.ftrace_events). */
+static inline void tb__ck_ftrace(struct tb_check *c, const struct tb__ck_at *at,
+				 const struct tb_check_seq *s,
+				 const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	uint64_t cpu;
+
+	c->sched.bundles++;
+	if (!tb__ck_wellformed(p, n) ||
+	    !tb__ck_uint(p, n, TB__CK_FB_CPU, &cpu)) {
+		tb__ck_report(c, at, TB_CK_FTRACE_BAD, false, 0);
+		return;
+	}
+	if (cpu >= TB__CK_MAX_CPUS) {
+		tb__ck_report(c, at, TB_CK_IMPORT_ERROR, false, cpu);
+		return;
+	}
+	tb_pb_reader_init(&r, p, n);
+	while (!c->error && tb_pb_next(&r, &f) > 0)
+		if (f.number == TB__CK_FB_EVENT && f.type == TB_PB_LEN)
+			tb__ck_ftrace_event(c, at, s, (uint32_t)cpu, f.data,
+					    f.size);
+}
+
+/* The thread of @tid, made if new; NULL when the table cannot grow. */
+static inline struct tb_check_thread *tb__ck_thread_of(struct tb_check *c,
+						       int32_t tid)
+{
+	struct tb_check_sched *k = &c->sched;
+	struct tb__ck_ent *e;
+	bool made;
+
+	e = tb__ck_get(c, &k->thread_ix, (uint64_t)(uint32_t)tid, 0, &made);
+	if (!e)
+		return NULL;
+	if (!made)
+		return &k->threads[e->v1];
+	if (!tb__ck_grow(c, (void **)&k->threads, &k->threads_cap,
+			 sizeof(*k->threads), k->nthreads + 1)) {
+		tb__ck_unmake(&k->thread_ix, e);
+		return NULL;
+	}
+	e->v1 = k->nthreads;
+	TB_MEMSET(&k->threads[k->nthreads], 0, sizeof(*k->threads));
+	k->threads[k->nthreads].tid = tid;
+	return &k->threads[k->nthreads++];
+}
+
+/* Sorts the kept events by timestamp, equal ones in file order. */
+static inline bool tb__ck_sched_sort(struct tb_check *c)
+{
+	struct tb_check_sched *k = &c->sched;
+	struct tb__ck_sched_ev *a = k->evs, *b, *t;
+	size_t bytes = (size_t)k->nevs * sizeof(*b);
+	uint32_t w, i, l, m, r, x, y;
+
+	b = (struct tb__ck_sched_ev *)tb__ck_mem(c, NULL, 0, bytes);
+	if (!b)
+		return false;
+	for (w = 1; w < k->nevs; w *= 2) {	/* bottom-up merge sort */
+		for (l = 0; l < k->nevs; l += 2 * w) {
+			m = l + w < k->nevs ? l + w : k->nevs;
+			r = m + w < k->nevs ? m + w : k->nevs;
+			for (i = l, x = l, y = m; i < r; i++)
+				b[i] = y >= r || (x < m && a[x].ts <= a[y].ts) ?
+				       a[x++] : a[y++];
+		}
+		t = a, a = b, b = t;
+		if (w > UINT32_MAX / 2)
+			break;
+	}
+	if (a != k->evs)
+		TB_MEMCPY(k->evs, a, bytes);
+	tb__ck_mem(c, a != k->evs ? a : b, bytes, 0);
+	return true;
+}
+
+/* The pending slice of @cpu, the table grown to hold it; NULL: no room. */
+static inline struct tb__ck_cpu *tb__ck_cpu_of(struct tb_check *c,
+					       uint32_t cpu)
+{
+	struct tb_check_sched *k = &c->sched;
+
+	if (cpu >= k->ncpus) {
+		uint32_t n = cpu + 1;
+		struct tb__ck_cpu *p = (struct tb__ck_cpu *)tb__ck_mem(c,
+			k->cpus, (size_t)k->ncpus * sizeof(*p),
+			(size_t)n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		TB_MEMSET(p + k->ncpus, 0, (size_t)(n - k->ncpus) *
+			  sizeof(*p));
+		k->cpus = p;
+		k->ncpus = n;
+	}
+	return &k->cpus[cpu];
+}
+
+/* A thread's state changes (pid 0, the idle task, has none). */
+static inline void tb__ck_thread_state(struct tb_check_thread *t,
+				       uint8_t state)
+{
+	if (t->tid)
+		t->state = state;
+}
+
+static inline void tb__ck_sched_switch(struct tb_check *c,
+				       const struct tb__ck_sched_ev *ev)
+{
+	struct tb__ck_cpu *cpu = tb__ck_cpu_of(c, ev->cpu);
+	struct tb_check_thread *prev = tb__ck_thread_of(c, ev->a);
+	struct tb_check_thread *next = tb__ck_thread_of(c, ev->b);
+	const struct tb_check_seq *s = &c->seqs[ev->seq];
+	struct tb__ck_at at;
+
+	if (!cpu || !prev || !next)
+		return;
+	c->sched.switches++;
+	if (cpu->on && cpu->pid == ev->a) {
+		prev->cpu_ns += ev->ts - cpu->start;
+		c->sched.cpu_ns += ev->ts - cpu->start;
+	} else if (cpu->on) {
+		at.packet = ev->packet;
+		at.offset = TB_CHECK_NONE;
+		at.seq_id = s->seq_id;
+		tb__ck_report(c, &at, TB_CK_SCHED_MISMATCH,
+			      s->first_loss != TB_CHECK_NONE &&
+			      s->first_loss <= ev->packet, (uint64_t)ev->a);
+	}
+	tb__ck_thread_state(prev, ev->state ? TB__CK_TS_BLOCKED :
+					      TB__CK_TS_RUNNABLE);
+	prev->blocked += ev->state != 0;
+	tb__ck_thread_state(next, TB__CK_TS_RUNNING);
+	next->slices++;
+	cpu->on = 1;
+	cpu->pid = ev->b;
+	cpu->start = ev->ts;
+}
+
+static inline void tb__ck_sched_waking(struct tb_check *c,
+				       const struct tb__ck_sched_ev *ev)
+{
+	struct tb_check_thread *t = tb__ck_thread_of(c, ev->a);
+
+	if (!t)
+		return;
+	c->sched.wakings++;
+	if (!t->tid)
+		return;
+	if (t->state == TB__CK_TS_BLOCKED || t->state == TB__CK_TS_NONE) {
+		t->state = TB__CK_TS_RUNNABLE;
+		t->wakes++;
+		t->irq_wakes += ev->flag;
+	} else {
+		t->spurious++;
+	}
+}
+
+/* After the walk: the sched events in time order, as the importer. */
+static inline void tb__ck_sched_finish(struct tb_check *c)
+{
+	struct tb_check_sched *k = &c->sched;
+	struct tb_check_thread *t;
+	uint32_t i;
+
+	if (!k->nevs || !tb__ck_sched_sort(c))
+		return;
+	k->first_ts = k->evs[0].ts;
+	k->last_ts = k->evs[k->nevs - 1].ts;
+	for (i = 0; i < k->nevs && !c->error; i++) {
+		const struct tb__ck_sched_ev *ev = &k->evs[i];
+
+		if (ev->kind == TB__CK_SCHED_SWITCH) {
+			tb__ck_sched_switch(c, ev);
+		} else if (ev->kind == TB__CK_SCHED_WAKING) {
+			tb__ck_sched_waking(c, ev);
+		} else {
+			k->blocked_reasons++;
+			t = tb__ck_thread_of(c, ev->a);
+			if (t && t->blocked)	/* its last blocked state */
+				t->reasons += ev->flag;
+		}
+	}
+	for (i = 0; i < k->ncpus; i++) {
+		if (!k->cpus[i].on)
+			continue;
+		t = tb__ck_thread_of(c, k->cpus[i].pid);
+		if (t) {
+			t->running = 1;
+			t->since = k->cpus[i].start;
+		}
+	}
+}
+
+/* The thread @tid's results, or NULL when no sched event named it. */
+static inline const struct tb_check_thread *
+tb_check_thread_find(const struct tb_check *c, int32_t tid)
+{
+	const struct tb__ck_ent *e = tb__ck_find(&c->sched.thread_ix,
+						 (uint64_t)(uint32_t)tid, 0);
+
+	return e ? &c->sched.threads[e->v1] : NULL;
+}
+
+/* ------------------------------------------------------------------------
  * Packets.
  */
 static inline void tb__ck_pkt_parse(const uint8_t *d, size_t n,
@@ -3017,6 +3488,11 @@ static inline void tb__ck_pkt_parse(const uint8_t *d, size_t n,
 			p->has_thread = true;
 			p->thread = f.data;
 			p->thread_n = f.size;
+			break;
+		case TB__CK_TP_FTRACE:
+			p->has_ftrace = true;
+			p->ftrace = f.data;
+			p->ftrace_n = f.size;
 			break;
 		}
 	}
@@ -3340,9 +3816,10 @@ static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
 		tb__ck_state(idx, s, tp, &p);
 		if (p.has_defaults)
 			tb__ck_defaults(s, p.defaults, p.defaults_n);
-		if (p.has_interned && c->pass == 2 && s->valid)
+		if (p.has_interned && c->pass == 2 && s->valid) {
 			tb__ck_intern(c, &at, s, p.interned, p.interned_n);
-		else if (p.has_interned && c->pass == 2)
+			tb__ck_sched_intern(c, s, p.interned, p.interned_n);
+		} else if (p.has_interned && c->pass == 2)
 			tb__ck_report(c, &at, TB_CK_INTERNED_IGNORED,
 				      s->lossy, 0);
 	}
@@ -3365,6 +3842,8 @@ static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
 		tb__ck_descriptor(c, &at, s, p.td, p.td_n);
 	if (p.has_te && c->pass == 2 && has_seq)
 		tb__ck_event(c, &at, s, &p);
+	if (p.has_ftrace && c->pass == 2)
+		tb__ck_ftrace(c, &at, s, p.ftrace, p.ftrace_n);
 }
 
 /* Before a pass: the importer's state starts over, results are kept. */
@@ -3509,6 +3988,7 @@ static inline void tb__ck_finish(struct tb_check *c)
 		tb__ck_report(c, &at, TB_CK_FLOW_NOT_ENDED,
 			      tb__ck_tail_lost(c, s, f->packet), f->id);
 	}
+	tb__ck_sched_finish(c);
 }
 
 /*

@@ -405,6 +405,42 @@ static void tbt_stat_service(FILE *f, const struct tb_check *c)
 		    ull(st->producer_deaths), ull(st->producers_lossy));
 }
 
+/* The scheduling the ftrace sched events make: CPU time per thread. */
+static void tbt_stat_sched(FILE *f, const struct tb_check *c, int verbose)
+{
+	const struct tb_check_sched *k = &c->sched;
+	uint32_t i;
+
+	if (!k->bundles)
+		return;
+	say(f, "sched     %llu ftrace events: %llu switches, %llu wakings, "
+	    "%llu blocked reasons; %llu ns of CPU time in slices that "
+	    "ended\n", ull(k->events), ull(k->switches), ull(k->wakings),
+	    ull(k->blocked_reasons), ull(k->cpu_ns));
+	if (!k->nthreads)
+		return;
+	say(f, "  (tid 0 is the idle task; cpu ns: in its sched slices that "
+	    "ended, as trace_processor's sched table sums them)\n");
+	say(f, "  %8s %14s %6s %8s %8s %8s %8s %8s %8s %4s\n", "tid",
+	    "cpu ns", "share", "slices", "blocked", "reasons", "wakes",
+	    "irq", "spurious", "end");
+	for (i = 0; i < k->nthreads; i++) {
+		const struct tb_check_thread *t = &k->threads[i];
+
+		if (i == TBT_ROWS && !verbose) {
+			say(f, "  ... %u more (-v lists them)\n",
+			    k->nthreads - i);
+			break;
+		}
+		say(f, "  %8d %14llu %5.1f%% %8llu %8llu %8llu %8llu %8llu "
+		    "%8llu %4s\n", t->tid, ull(t->cpu_ns), k->cpu_ns ?
+		    100.0 * (double)t->cpu_ns / (double)k->cpu_ns : 0.0,
+		    ull(t->slices), ull(t->blocked), ull(t->reasons),
+		    ull(t->wakes), ull(t->irq_wakes), ull(t->spurious),
+		    t->running ? "run" : "-");
+	}
+}
+
 static bool tbt_lossy(const struct tb_check *c);
 
 /*
@@ -551,6 +587,7 @@ static int tbt_stat_image(const uint8_t *img, size_t len,
 	tbt_stat_loss(f, &c);
 	tbt_stat_service(f, &c);
 	tbt_stat_ui(f, &c);
+	tbt_stat_sched(f, &c, o->verbose);
 	if (o->verbose && c.stats.lossy_packets)
 		tbt_stat_lossy(f, img, len);
 	status = tbt_verdict(f, &c, ret);

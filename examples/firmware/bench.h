@@ -52,7 +52,7 @@ static uint32_t bench_case(int kind)
 				NULL, NULL);
 		if (r && kind == FW_BENCH_ONLY)
 			FW_PROF(1);
-		c0 = SYST_CVR;
+		c0 = board_counter();
 		for (i = 0; i < FW_BENCH_N; i++) {
 			switch (kind) {
 			case 0:
@@ -84,11 +84,11 @@ static uint32_t bench_case(int kind)
 				break;
 			}
 		}
-		c1 = SYST_CVR;
+		c1 = board_counter();
 		if (r && kind == FW_BENCH_ONLY)
 			FW_PROF(0);
 		if (r)
-			total += (c0 - c1) & 0xffffffu;
+			total += c1 - c0;
 	}
 	return total;
 }
@@ -106,7 +106,6 @@ static int fw_bench(void)
 	const char *p;
 	int k;
 
-	systick_start(0xffffffu, 0);	/* free-running, no interrupt */
 	base = bench_case(0);
 	for (k = 1; k < 7; k++) {
 		if (FW_BENCH_ONLY >= 0 && k != FW_BENCH_ONLY)
@@ -114,7 +113,7 @@ static int fw_bench(void)
 		t = bench_case(k);
 		/* tenths of an instruction per event */
 		per10 = (uint32_t)((uint64_t)(t > base ? t - base : 0) *
-				   (1000000000u / CPU_HZ) * 10u /
+				   10000000000u / BOARD_COUNTER_HZ /
 				   (FW_BENCH_ROUNDS * FW_BENCH_N));
 		s = line;
 		for (p = "fw: bench " BOARD_NAME " "; *p; )
@@ -129,7 +128,7 @@ static int fw_bench(void)
 		for (p = " instructions\n"; *p; )
 			*s++ = *p++;
 		*s = 0;
-		fw_puts(line);
+		board_puts(line);
 	}
 	return main_ev.stats.lost ? 5 : 0;
 }

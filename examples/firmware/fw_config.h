@@ -7,9 +7,18 @@
 #define FW_CONFIG_H
 
 #include <stdint.h>
+#include "board.h"
 
 #define TB_ATOMIC_BUILTINS	1	/* no ck port for bare metal */
 #define TB_NO_FUTEX		1
+/*
+ * On RISC-V, tbsync.h's default TB_IN_INTERRUPT() reads mstatus.MIE,
+ * which a handler that lets another nest has set again: with nested
+ * handlers (FW_NEST), the board's count of running handlers says it.
+ */
+#if defined(__riscv) && defined(FW_NEST) && !defined(TB_IN_INTERRUPT)
+#define TB_IN_INTERRUPT()	(board_irq_depth != 0)
+#endif
 /*
  * A wait for a stalled writer.  Only the interrupt's writer uses
  * TB_STALL here, and it must never get this far (TB_IN_INTERRUPT()):

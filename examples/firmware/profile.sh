@@ -9,29 +9,31 @@
 # count (between fw_prof_on() and fw_prof_off()); each goes to the
 # innermost function its address is in (addr2line -i: inlined helpers
 # count where they belong), and that function to a phase
-# (tools/phases.awk).  A call to memcpy, memset, memmove or memcmp counts
-# in the phase of its caller; copies (tb__copy()) count as encoding in an
+# (tools/phases.awk).  A call to memcpy, memset, memmove, memcmp or a
+# compiler's helper (__muldi3, __clzsi2, ...) counts in the phase of its
+# caller; copies (tb__copy()) count as encoding in an
 # event and as ring in the raw packet write.  The empty loop (case 0,
 # profiled the same way) is taken off the bench's own code, as the bench
 # does.
 #
-# BOARD: an385 (Cortex-M3, default) or an505 (Cortex-M33); CASEs: the
-# bench's (1 slice, 2 slice + annotation, 3 instant, 4 instant +
-# annotation, 5 counter, 6 a 16-byte packet; default 3 6).  Built -Os as
-# e2e.sh builds; files in build/firmware/BOARD/prof-CASE.*.
+# BOARD: one of the Arm boards of boards/boards.sh (an385, the
+# Cortex-M3, by default; microbit the M0); CASEs: the bench's (1 slice,
+# 2 slice + annotation, 3 instant, 4 instant + annotation, 5 counter, 6
+# a 16-byte packet; default 3 6).  Built as e2e.sh builds (board_build);
+# files in build/firmware/BOARD/prof-CASE.*.
 set -eu
 top=$(pwd)
+. examples/firmware/boards/boards.sh
 b=${1:-an385}
 [ $# -gt 0 ] && shift
 cases=${*:-3 6}
-out=$top/build/firmware/$b
-src=$top/examples/firmware
-CC=arm-none-eabi-gcc
+board_cfg "$b"
 case $b in
-an385) cpu="-mcpu=cortex-m3" ;;
-an505) cpu="-mcpu=cortex-m33 -mfloat-abi=soft" ;;
-*) echo "profile.sh: unknown board $b (an385, an505)" >&2; exit 2 ;;
+rv32*) echo "profile.sh: $b: addr2line and the log are the Arm's here" >&2
+	exit 2 ;;
 esac
+out=$top/build/firmware/$b
+src=$fw_src
 mkdir -p "$out"
 events=$(awk '/define FW_BENCH_N\t/ { n = $3 } /define FW_BENCH_ROUNDS/ {
 	r = $3 } END { print n * r }' "$src/bench.h")
@@ -39,19 +41,13 @@ events=$(awk '/define FW_BENCH_N\t/ { n = $3 } /define FW_BENCH_ROUNDS/ {
 # prof K: build, run, and print "PHASE COUNT" lines for case K's batches
 prof() {
 	e=$out/prof-$1
-	# shellcheck disable=SC2086
-	$CC $cpu -mthumb ${FW_OPT:--Os} -g -std=c99 -Wall -Wextra -Werror \
-	    -ffreestanding -fno-tree-loop-distribute-patterns \
-	    -ffunction-sections -fdata-sections \
-	    -nostdinc -isystem "$($CC -print-file-name=include)" \
-	    -I"$src/include" -I"$top" "-DBOARD_$(echo "$b" | tr a-z A-Z)" \
-	    -DFW_BENCH -DFW_BENCH_ONLY="$1" -L"$src" -T "$b.ld" \
-	    "$src/start.c" "$src/fw.c" -o "$e.elf" \
-	    -nostdlib -nostartfiles -Wl,--gc-sections -lgcc
-	arm-none-eabi-nm -S "$e.elf" > "$e.syms"
+	board_build "$b" "$e.elf" -DFW_BENCH -DFW_BENCH_ONLY="$1" "$src/fw.c"
+	"${tp}nm" -S "$e.elf" > "$e.syms"
 	# the instructions of the timed batches: "ADDR CALLER" per execution,
-	# CALLER the address that called into a mem* function (else -)
-	timeout 300 qemu-system-arm -M "mps2-$b" -display none -monitor none \
+	# CALLER the address that called into a mem* or compiler helper
+	# function (else -)
+	# shellcheck disable=SC2086
+	timeout 300 $qemu -display none -monitor none \
 	    -semihosting-config enable=on,target=native -icount shift=0 \
 	    -singlestep -d exec,nochain -D /dev/stdout -serial null \
 	    -kernel "$e.elf" 2>&1 | awk -v syms="$e.syms" '
@@ -66,7 +62,7 @@ prof() {
 			split(l, f, " ")
 			if (f[4] == "fw_prof_on") on = hex(f[1])
 			if (f[4] == "fw_prof_off") off = hex(f[1])
-			if (f[4] ~ /^mem(cpy|set|move|cmp)$/) {
+			if (f[4] ~ /^(mem(cpy|set|move|cmp)|__[a-z0-9_]+)$/) {
 				lo[++m] = hex(f[1]); hi[m] = lo[m] + hex(f[2])
 			}
 		}
@@ -89,7 +85,7 @@ prof() {
 	END { for (k in c) print k, c[k] }' > "$e.pcs"
 	# the innermost function of every address seen (callers too)
 	awk '{ print "0x" $1; if ($2 != "-") print "0x" $2 }' "$e.pcs" |
-	    sort -u | arm-none-eabi-addr2line -a -f -i -e "$e.elf" |
+	    sort -u | "${tp}addr2line" -a -f -i -e "$e.elf" |
 	    awk '/^0x/ { a = $1; sub(/^0x0*/, "", a); want = 1; next }
 		want { print (a == "" ? "0" : a), $1; want = 0 }' > "$e.fns"
 	prog=$(cat tools/phases.awk; cat <<'EOF'
@@ -107,7 +103,7 @@ EOF
 
 prof 0 > "$out/prof-0.phases"
 loop=$(awk '$1 == "bench" { print $2 }' "$out/prof-0.phases")
-echo "where an event's instructions go on $b ($cpu, ${FW_OPT:--Os}; QEMU"
+echo "where an event's instructions go on $b ($core, ${FW_OPT:--Os}; QEMU"
 echo "instruction trace, per event, the empty loop taken off as the bench does):"
 printf '  %-28s' ""
 for p in clock interning encoding ring event total; do printf ' %9s' $p; done
