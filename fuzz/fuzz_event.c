@@ -5,17 +5,18 @@
  *
  * The input is a program.  Its first bytes choose the ring (2, 4 or 8 chunks
  * of 256 or 512 bytes: writes fail often), the writers' flags (interning
- * or not, TB_EV_DEFAULTS) and clock (BOOTTIME, or a sequence-scoped one
- * with BOOTTIME as its reference).  The tables are small on purpose
- * (TB_EV_TRACKS 3 for 12 tracks, 16 interning slots, 96 bytes of copied
- * names, 4 open flows, 2 owed ENDs).  Then each byte picks one operation
- * of one of two writers: a slice begins or ends (on its own track or
- * another), an instant named from a reused buffer (with an annotation
- * whose name is in another reused buffer), an instant with a long or an
- * empty string, a counter, a flow started, continued or ended, the
- * reader drains, the ring's generation is bumped, a service "overwrite"
- * (what was read so far is thrown away, the next packet of each sequence
- * carries previous_packet_dropped, the generation is bumped), a reset.
+ * or not, TB_EV_DEFAULTS, TB_EV_DELTA_TIME) and clock (BOOTTIME, or a
+ * sequence-scoped one with BOOTTIME as its reference).  The tables are
+ * small on purpose (TB_EV_TRACKS 3 for 12 tracks, 16 interning slots, 96
+ * bytes of copied names, 4 open flows, 2 owed ENDs).  Then each byte picks
+ * one operation of one of two writers: a slice begins or ends (on its own
+ * track or another; the macros' fast path on its own), an instant named
+ * from a reused buffer (with an annotation whose name is in another
+ * reused buffer), an instant with a long or an empty string, a counter,
+ * a flow started, continued or ended, the reader drains, the ring's
+ * generation is bumped, a service "overwrite" (what was read so far is
+ * thrown away, the next packet of each sequence carries
+ * previous_packet_dropped, the generation is bumped), a reset.
  * At the end every slice begun is ended, each writer finishes (retried
  * after drains), releases, and everything is drained.
  *
@@ -209,6 +210,10 @@ static void begin(unsigned w, unsigned k, unsigned x)
 	TRACE("w%u BEGIN on %u\n", w, k % 5);
 	if (x & 2)
 		tb_ev_begin(&S.ev[w], &cat_f, "Work", a, n);
+	else if (!t && (x & 4))	/* the writer's own track: the fast path */
+		TB_TRACE_BEGIN_W(&S.ev[w], &cat_f, "Own", TB_ARG_UINT("x", x));
+	else if (!t)
+		TB_TRACE_BEGIN_W(&S.ev[w], &cat_f, "Bare");
 	else
 		TB_TRACE_BEGIN_W(&S.ev[w], &cat_f, "Slice", TB_ON_TRACK(t),
 				 TB_ARG_UINT("x", x));
@@ -223,7 +228,10 @@ static void end(unsigned w)
 		return;
 	a = tb_arg_track(S.stack[w][--S.depth[w]]);
 	TRACE("w%u END\n", w);
-	tb_ev_end(&S.ev[w], &cat_f, &a, 1);
+	if (a.v.t)
+		tb_ev_end(&S.ev[w], &cat_f, &a, 1);
+	else	/* the writer's own track: the fast path */
+		TB_TRACE_END_W(&S.ev[w], &cat_f);
 }
 
 /* An instant named from the reused buffer, its serial in an annotation. */
@@ -329,7 +337,8 @@ static void setup(struct in *in)
 	uint32_t n = 2u << ((g >> 1) % 3);
 	size_t len, ralen = tb_reassembly_size(NW, RA_MAX);
 	unsigned flags = (f & 1 ? TB_EV_NO_INTERN : 0) |
-			 (f & 2 ? TB_EV_DEFAULTS : 0);
+			 (f & 2 ? TB_EV_DEFAULTS : 0) |
+			 (f & 8 ? TB_EV_DELTA_TIME : 0);
 	const struct tb_ev_clock *clk = f & 4 ? &seq_clock : &boot_clock;
 
 	memset(&S, 0, sizeof(S));
