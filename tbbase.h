@@ -11,8 +11,9 @@
  * can act on), small positive numbers are the ring reader's outcomes.
  *
  * A vendor may define, before including any tbring header:
- *   TB_MEMCPY(dst, src, n), TB_MEMSET(dst, c, n)
- *	the byte copy and fill (firmware with its own, a checked one);
+ *   TB_MEMCPY(dst, src, n), TB_MEMSET(dst, c, n), TB_MEMCMP(a, b, n)
+ *	the byte copy, fill and compare (firmware with its own, a checked
+ *	one); tbevent.h also takes TB_STRLEN(s);
  *   TB_BUG_ON(cond)
  *	the check of internal invariants and caller contracts: traps in
  *	debug builds (__builtin_trap() with GNU C, assert() elsewhere),
@@ -34,12 +35,25 @@
 #define TBRING_VERSION_MINOR	2
 #define TBRING_VERSION_PATCH	0
 #define TBRING_VERSION_STRING	"0.2.0"
+/*
+ * The release as one number, major * 10000 + minor * 100 + patch.  Every
+ * header defines its own TB<NAME>_H_VERSION to it and refuses to compile
+ * (#error) with a header of another release: a vendor who updates one
+ * header updates them all.  `make headers` checks both.
+ */
+#define TBRING_VERSION		(TBRING_VERSION_MAJOR * 10000 + \
+				 TBRING_VERSION_MINOR * 100 + \
+				 TBRING_VERSION_PATCH)
+#define TBBASE_H_VERSION	TBRING_VERSION
 
 #ifndef TB_MEMCPY
 #define TB_MEMCPY(dst, src, n)	memcpy((dst), (src), (n))
 #endif
 #ifndef TB_MEMSET
 #define TB_MEMSET(dst, c, n)	memset((dst), (c), (n))
+#endif
+#ifndef TB_MEMCMP
+#define TB_MEMCMP(a, b, n)	memcmp((a), (b), (n))
 #endif
 /*
  * A few instructions every write runs (an atomic's), inlined even where
@@ -71,6 +85,16 @@
 #include <assert.h>
 #define TB_BUG_ON(cond)	assert(!(cond))
 #endif
+#endif
+
+/*
+ * Our names start with tb_ and TB_; so do termbox2.h's (TB_OK, TB_ERR,
+ * tb_strerror(), ...), and the two cannot share a translation unit: use
+ * them in different files (every function here is static inline, so
+ * nothing clashes when linking).  Said here, not 100 errors later.
+ */
+#ifdef TB_OK
+#error "tbbase.h: TB_OK is already defined (termbox2.h?): use tbring in another file"
 #endif
 
 #ifdef __cplusplus

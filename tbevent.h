@@ -213,25 +213,37 @@
  *     2^30 bytes.  Slice stacks 64 deep per track; deeper slices are
  *     written as if their BEGIN always was.
  *   - TB_EV_INTERN_SLOTS, TB_EV_NAME_BYTES, TB_EV_TRACKS, TB_EV_FLOWS,
- *     TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size struct tb_ev_writer and the
- *     encoder's stack frame: define them the same in every translation
- *     unit, before including this header.  A writer set up (and so
- *     allocated: its size is this unit's) in a unit whose sizes differ
- *     is refused by every call here with TB_ECONFIG (tb_ev_forget_track()
- *     and tb_ev_reset() leave it alone).
+ *     TB_EV_SITES, TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size struct
+ *     tb_ev_writer and the encoder's stack frame: define them the same
+ *     in every translation unit, before including this header
+ *     (docs/events.md: one configuration).  A writer set up in a unit
+ *     whose sizes differ is refused by every call here with TB_ECONFIG
+ *     (tb_ev_forget_track() and tb_ev_reset() leave it alone); with GNU
+ *     C on a hosted ELF system, a program whose units differ refuses
+ *     every tb_ev_writer_init() (TB_ECONFIG), so that none writes a
+ *     writer allocated at another unit's size.
  *   - Tracks must outlive the writers that used them (or be dropped from
  *     them with tb_ev_forget_track()), and their names stay static.
  *
  * C99, no allocation; needs tbring.h and tbpb.h (and <time.h> on hosted
- * builds for the default clock); TB_MEMCMP (memcmp) may be replaced like
- * tbbase.h's TB_MEMCPY.  Works with TB_NO_FUTEX and
+ * builds for the default clock); TB_MEMCMP (tbbase.h's) and TB_STRLEN
+ * may be replaced like TB_MEMCPY.  Works with TB_NO_FUTEX and
  * TB_ATOMIC_BUILTINS=1, and as C++.
  */
 #ifndef TBEVENT_H
 #define TBEVENT_H
+#define TBEVENT_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbring.h"
 #include "tbpb.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBRING_H_VERSION != TBEVENT_H_VERSION
+#error "tbevent.h needs the tbring.h of its own release"
+#endif
+#if TBPB_H_VERSION != TBEVENT_H_VERSION
+#error "tbevent.h needs the tbpb.h of its own release"
+#endif
 
 #ifndef TB_EV_INTERN_SLOTS
 #define TB_EV_INTERN_SLOTS	64	/* a power of two */
@@ -268,19 +280,20 @@ typedef char tb__ev_sites_check[TB_EV_SITES >= 2 &&
 				!(TB_EV_SITES & (TB_EV_SITES - 1)) ? 1 : -1];
 
 /*
- * The sizes of struct tb_ev_writer's tables, hashed into one nonzero word
+ * The sizes of struct tb_ev_writer's tables, hashed into one word above 1
  * that tb_ev_writer_init() stores first in the writer and every other call
  * compares (one load and a compare per event): a writer set up where the
  * sizes differ is refused with TB_ECONFIG, never read with the wrong
  * layout.  (A link-time check would need a symbol that one translation
- * unit defines; this header asks no file to own anything.)
+ * unit defines; this header asks no file to own anything.  The
+ * program-wide check after extern "C" shares a weak one instead.)
  */
 #define TB__EV_MIX(h, v)	(((uint32_t)(h) ^ (uint32_t)(v)) * 0x01000193u)
 #define TB__EV_CONFIG							\
 	TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(		\
 	0x811c9dc5u, TB_EV_INTERN_SLOTS), TB_EV_TRACKS), TB_EV_OWED_ENDS), \
 	TB_EV_NAME_BYTES), TB_EV_FLOWS ^ TB_EV_SITES << 16)
-typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
+typedef char tb__ev_config_check[TB__EV_CONFIG > 1u ? 1 : -1];
 
 /* The default clock: CLOCK_BOOTTIME where the platform declares it. */
 #if !defined(TB_EV_HAVE_BOOTTIME)
@@ -293,10 +306,6 @@ typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 #else
 #define TB_EV_HAVE_BOOTTIME	0
 #endif
-#endif
-
-#ifndef TB_MEMCMP
-#define TB_MEMCMP(a, b, n)	memcmp((a), (b), (n))
 #endif
 
 #ifndef TB_STRLEN
@@ -342,6 +351,52 @@ typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * One configuration per program, where the toolchain lets a header see
+ * the whole program (GNU C, ELF, hosted): every unit that includes this
+ * header states its TB__EV_CONFIG before main() (a constructor) in one
+ * word that all units share (a weak definition: the linker keeps one), and
+ * a second, different one marks the program mixed (1).  In a mixed
+ * program every tb_ev_writer_init() refuses (TB_ECONFIG) before it writes
+ * a byte: a writer allocated in one unit and set up in another would be
+ * written at the set-up unit's size.  Elsewhere (freestanding builds,
+ * other compilers, or TB_EV_NO_UNIT_CHECK) only the check per call above
+ * remains, and docs/events.md says how to keep one configuration.
+ */
+#if defined(__GNUC__) && defined(__ELF__) && defined(__STDC_HOSTED__) && \
+	__STDC_HOSTED__ && !defined(TB_EV_NO_UNIT_CHECK)
+#define TB__EV_UNIT_CHECK	1
+extern uint32_t tb__ev_units;
+__attribute__((weak)) uint32_t tb__ev_units;
+
+__attribute__((constructor)) static void tb__ev_unit_says(void)
+{
+	uint32_t seen = 0;
+
+	/* relaxed: before main() or in dlopen(); the word orders nothing */
+	if (!__atomic_compare_exchange_n(&tb__ev_units, &seen, TB__EV_CONFIG,
+					 false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED) &&
+	    seen != TB__EV_CONFIG)
+		__atomic_store_n(&tb__ev_units, 1u, __ATOMIC_RELAXED);
+}
+#else
+#define TB__EV_UNIT_CHECK	0
+#endif
+
+/* Whether this program's units agree on the sizes (as far as seen). */
+static inline bool tb__ev_units_agree(void)
+{
+#if TB__EV_UNIT_CHECK
+	/* relaxed: pairs with the constructors' stores, nothing else */
+	uint32_t u = __atomic_load_n(&tb__ev_units, __ATOMIC_RELAXED);
+
+	return !u || u == TB__EV_CONFIG;
+#else
+	return true;
+#endif
+}
 
 /* ------------------------------------------------------------------------
  * Perfetto's field numbers and enum values, each checked against the
@@ -2990,6 +3045,8 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	if (!ew || !w || (flags & ~(TB_EV_NO_INTERN | TB_EV_DEFAULTS |
 				     TB_EV_FAST_CLOCK | TB_EV_DELTA_TIME)))
 		return TB_EINVAL;
+	if (!tb__ev_units_agree())
+		return TB_ECONFIG;	/* a mixed program */
 	ret = tb__ev_clock_check(clock);
 	if (ret)
 		return ret;

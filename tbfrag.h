@@ -26,8 +26,14 @@
  */
 #ifndef TBFRAG_H
 #define TBFRAG_H
+#define TBFRAG_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbbase.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBBASE_H_VERSION != TBFRAG_H_VERSION
+#error "tbfrag.h needs the tbbase.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

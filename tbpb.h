@@ -16,8 +16,14 @@
  */
 #ifndef TBPB_H
 #define TBPB_H
+#define TBPB_H_VERSION	200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbbase.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBBASE_H_VERSION != TBPB_H_VERSION
+#error "tbpb.h needs the tbbase.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -150,13 +150,15 @@
  *   - A writer never reserves behind its own last position while that
  *     may be unresolved, even after a stray store put write_pos back:
  *     it keeps one past its last reservation as a floor and reserves
- *     there instead when write_pos is behind it by less than a ring, or
+ *     there instead when write_pos is behind it by at most a ring, or
  *     when the floor is less than a ring ahead of read_pos.  Anywhere
  *     else a write_pos behind the floor is an honest ring 2^31 or more
  *     positions on, and the writer reserves at write_pos: an idle writer
  *     is never locked out.  Within a ring short of a multiple of 2^32
  *     positions the two look alike; the writer takes its floor then,
- *     skipping at most num_chunks - 1 positions (holes).
+ *     skipping at most num_chunks positions (holes).  A floor a whole
+ *     ring ahead of read_pos is full: the writer moves write_pos up to
+ *     it, so that the reader resolves the positions in between.
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
  *     resolves as a hole.
@@ -195,9 +197,18 @@
  */
 #ifndef TBRING_H
 #define TBRING_H
+#define TBRING_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbfrag.h"
 #include "tbsync.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBFRAG_H_VERSION != TBRING_H_VERSION
+#error "tbring.h needs the tbfrag.h of its own release"
+#endif
+#if TBSYNC_H_VERSION != TBRING_H_VERSION
+#error "tbring.h needs the tbsync.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -754,33 +765,34 @@ static inline void tb_ring_bump_generation(const struct tb_ring *r)
  * or an honest ring 2^31 or more positions past a writer that sat idle.
  * The floor matters only while the writer's last position may be
  * unresolved: a claim succeeds only within a ring ahead of the reader,
- * so a position the reader could hand on before that one is less than a
- * ring behind the floor.  The writer takes the floor when @wr is that
- * close behind it (whatever read_pos says: a stray store can put it back
- * too), or when the floor is less than a ring ahead of @rd (which mends
- * a write_pos put back behind read_pos).  Anywhere else the floor is
- * long resolved and says nothing: taking it would be TB_FULL on an empty
- * ring, every time.  A floor taken is less than a ring ahead of
- * read_pos, or of a write_pos the reader catches up with, so a drained
- * ring has room for it.
+ * so a position the reader could hand on before that one is at most a
+ * ring behind the floor (a whole ring when the ring was full).  The
+ * writer takes the floor when @wr is that close behind it (whatever
+ * read_pos says: a stray store can put it back too), or when the floor
+ * is less than a ring ahead of @rd (which mends a write_pos put back
+ * behind read_pos).  Anywhere else the floor is long resolved and says
+ * nothing: taking it would be TB_FULL on an empty ring, every time.  A
+ * floor taken is at most a ring ahead of read_pos, or of a write_pos the
+ * reader catches up with; a whole ring ahead, the writer moves write_pos
+ * up to it (tb__w_reserve_from()), so a drained ring has room for it.
  */
 static inline uint32_t tb__pos_floor(uint32_t wr, uint32_t rd, uint32_t floor,
 				     uint32_t num_chunks)
 {
 	if (!(tb__pos_distance(wr, floor) & 0x80000000u))
 		return wr;	/* at or past the floor: the honest case */
-	return tb__pos_distance(floor, wr) < num_chunks ||
+	return tb__pos_distance(floor, wr) <= num_chunks ||
 	       tb__pos_distance(floor, rd) < num_chunks ? floor : wr;
 }
 
 /*
  * Reserve a logical position: TB_OK with *@pos, or TB_FULL with the
- * sampled read_pos in *@read_sample (write_pos untouched).  A lost
- * write_pos CAS reserves nothing and is retried at no cost.  @floor, when
- * not NULL, is one past the caller's last reservation (see
- * tb__writer_claim()): where tb__pos_floor() says it holds, a write_pos
- * behind it, which only a stray store can make, is taken as *@floor, and
- * the CAS moves it past.
+ * sampled read_pos in *@read_sample (write_pos untouched, unless moved up
+ * to a floor a whole ring ahead of read_pos).  A lost write_pos CAS
+ * reserves nothing and is retried at no cost.  @floor, when not NULL, is
+ * one past the caller's last reservation (see tb__writer_claim()): where
+ * tb__pos_floor() says it holds, a write_pos behind it is taken as
+ * *@floor, and the CAS moves it past.
  */
 static inline int tb__w_reserve_from(const struct tb_ring *r,
 				       const uint32_t *floor, uint32_t *pos,
@@ -804,6 +816,17 @@ static inline int tb__w_reserve_from(const struct tb_ring *r,
 		wr = tb_atomic_load(&h->write_pos, TB_RLX);
 		at = floor ? tb__pos_floor(wr, rd, *floor, r->num_chunks) : wr;
 		if (tb__pos_distance(at, rd) >= r->num_chunks) {
+			/*
+			 * A floor a whole ring ahead waits for the position
+			 * a ring behind it, which the reader resolves only
+			 * once write_pos is past it: move write_pos up to
+			 * the floor (what it skips are holes).  Relaxed, a
+			 * ticket as below; a lost CAS leaves it to the next.
+			 */
+			if (at != wr &&
+			    tb__pos_distance(at, rd) == r->num_chunks)
+				tb_atomic_cas(&h->write_pos, &wr, at, TB_RLX,
+					      TB_RLX);
 			*read_sample = rd;
 			return TB_FULL;
 		}

@@ -334,6 +334,36 @@ static void t_start(struct trace *t, uint32_t seq)
 /* ------------------------------------------------------------------------
  * Clean traces.
  */
+/*
+ * The default budget grows with the trace (the tables keep about two
+ * bytes per byte of a trace of small events: a 200 MB trace of a flat-out
+ * run outgrew the fixed 256 MiB and the check stopped INCOMPLETE); one
+ * the caller gives stays.  A trace of zero bytes is no trace: the budget
+ * is set before the walk finds that.
+ */
+START_TEST(test_default_budget_grows_with_the_trace)
+{
+	size_t len = (size_t)TB_CHECK_BUDGET / TB_CHECK_BUDGET_PER_BYTE + 4096;
+	uint8_t *img = (uint8_t *)calloc(1, len);
+	struct tb_check c;
+
+	ck_assert_ptr_nonnull(img);
+	ck_assert_int_eq(tb_check_init(&c, NULL, NULL, 0), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&c, img, 16), TB_EFRAMING);
+	ck_assert_uint_eq(c.max_bytes, TB_CHECK_BUDGET);
+	tb_check_destroy(&c);
+	ck_assert_int_eq(tb_check_init(&c, NULL, NULL, 0), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&c, img, len), TB_EFRAMING);
+	ck_assert_uint_eq(c.max_bytes, len * TB_CHECK_BUDGET_PER_BYTE);
+	tb_check_destroy(&c);
+	ck_assert_int_eq(tb_check_init(&c, NULL, NULL, 1u << 20), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&c, img, len), TB_EFRAMING);
+	ck_assert_uint_eq(c.max_bytes, 1u << 20);
+	tb_check_destroy(&c);
+	free(img);
+}
+END_TEST
+
 START_TEST(test_clean_trace_with_every_feature_is_clean)
 {
 	struct trace t = { 0 };
@@ -2456,6 +2486,7 @@ static Suite *check_suite(void)
 	tcase_add_test(t, test_clock_snapshot_packet_with_a_payload);
 	tcase_add_test(t, test_debug_annotation_without_a_name);
 	tcase_add_test(t, test_ring_refusals_explain_only_a_lone_writer);
+	tcase_add_test(t, test_default_budget_grows_with_the_trace);
 	suite_add_tcase(s, t);
 	return s;
 }

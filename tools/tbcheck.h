@@ -259,6 +259,9 @@ enum tb_check_rule {
 
 #define TB_CHECK_NONE		UINT64_MAX	/* no packet */
 #define TB_CHECK_BUDGET		(256u << 20)	/* default memory budget */
+/* ... or this many bytes per byte of the trace, whichever is more: the
+ * tables keep about two per byte of a trace of small events */
+#define TB_CHECK_BUDGET_PER_BYTE 4u
 #define TB_CHECK_LOSS_BITS	9		/* DataLossReason bits */
 /* uuids a track's parent chain may walk, itself first, before it reaches
  * uuid 0 (TrackEventTracker::IsTrackHierarchyValid()'s kMaxAncestors):
@@ -558,6 +561,7 @@ struct tb_check {
 	tb_alloc_fn alloc;
 	void *alloc_ctx;
 	size_t max_bytes;
+	bool scale_budget;		/* 0 given: grows with the trace */
 	tb_check_fn on_violation;	/* may be set after init; NULL: none */
 	void *ctx;
 	bool tail_lost;			/* may be set after init: see below */
@@ -999,7 +1003,8 @@ static inline void *tb__ck_default_alloc(void *ctx, void *ptr,
 
 /*
  * Sets up a checker: tables through @alloc (NULL: the C library's) within
- * @max_bytes (0: TB_CHECK_BUDGET).  Set c->on_violation and c->ctx after
+ * @max_bytes (0: TB_CHECK_BUDGET, or TB_CHECK_BUDGET_PER_BYTE per byte of
+ * the trace tb_check_trace() is given when that is more).  Set c->on_violation and c->ctx after
  * this to see every violation.
  */
 static inline int tb_check_init(struct tb_check *c, tb_alloc_fn alloc,
@@ -1013,6 +1018,7 @@ static inline int tb_check_init(struct tb_check *c, tb_alloc_fn alloc,
 	c->alloc = alloc ? alloc : tb__ck_default_alloc;
 	c->alloc_ctx = alloc_ctx;
 	c->max_bytes = max_bytes ? max_bytes : TB_CHECK_BUDGET;
+	c->scale_budget = !max_bytes;
 	c->error_packet = TB_CHECK_NONE;
 	for (i = 0; i < TB_CK_MAX; i++) {
 		c->rule[i].first = TB_CHECK_NONE;
@@ -2536,7 +2542,7 @@ static inline void tb__ck_pop(struct tb_check *c, struct tb_check_track *t)
 
 	t->open = c->open[i].next;
 	t->depth--;
-	t->ended -= !c->open[i].pending;
+	t->ended = (uint8_t)(t->ended - !c->open[i].pending);
 	c->open[i].next = c->open_free;
 	c->open_free = i + 1;
 }
@@ -3031,7 +3037,8 @@ static inline uint64_t tb_check_ui_loss(const struct tb_check *c,
 			nr += c->ui.buf[k][i] != 0;
 		}
 	sum += c->ui.flushes_failed + c->ui.final_flush_failed;
-	nr += (c->ui.flushes_failed != 0) + (c->ui.final_flush_failed != 0);
+	nr += (uint64_t)(c->ui.flushes_failed != 0) +
+	      (uint64_t)(c->ui.final_flush_failed != 0);
 	if (rows)
 		*rows = nr;
 	return sum;
@@ -4008,6 +4015,9 @@ static inline int tb_check_trace(struct tb_check *c, const void *trace,
 
 	if (!c || (!trace && len))
 		return TB_EINVAL;
+	if (c->scale_budget && len > c->max_bytes / TB_CHECK_BUDGET_PER_BYTE)
+		c->max_bytes = len <= SIZE_MAX / TB_CHECK_BUDGET_PER_BYTE ?
+			       len * TB_CHECK_BUDGET_PER_BYTE : SIZE_MAX;
 	c->trace_clock = TB__CK_BOOTTIME;
 	c->img = img;
 	c->len = len;
