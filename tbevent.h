@@ -2868,21 +2868,26 @@ TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
 				 const void *key, const struct tb_arg *args,
 				 uint32_t nargs, const struct tb_arg *val)
 {
-	struct tb__ev_site *st = tb__ev_site_of(ew, key, type);
 	bool dbl = val && val->type == TB_ARG_T_DOUBLE;
 	struct tb_writer *w = ew->w;
-	uint32_t te = st->te, size;
+	struct tb__ev_site *st;
+	uint32_t te, size;
 	uint8_t vlen[TB__EV_SITE_ARGS];
 	struct tb_span s;
 	uint64_t ts, tv;
 	uint8_t *p;
 	int ret;
 
+	/* first: the table's offset is this unit's layout (the config) */
+	if (ew->config != TB__EV_CONFIG)
+		return TB__EV_NOT_FAST;
+	st = tb__ev_site_of(ew, key, type);
 	if (st->key != key || st->shape != tb__ev_shape(type, dbl, nargs) ||
 	    st->cat != cat || st->epoch != ew->epoch ||
-	    (ew->fresh | ew->nends) || ew->config != TB__EV_CONFIG ||
+	    (ew->fresh | ew->nends) ||
 	    tb_ring_generation(w->ring) != ew->gen)
 		return TB__EV_NOT_FAST;
+	te = st->te;
 	if (val)		/* its tag is kept: the value's bytes */
 		te += dbl ? 8u : tb_pb_varint_len((uint64_t)val->v.i);
 	if (nargs && (te = tb__ev_site_args(st, args, nargs, te, vlen)) >=
