@@ -1222,8 +1222,8 @@ static inline uint32_t tb__ev_own_clock_id(const struct tb_ev_writer *ew)
  * importer adds it as a signed number (an owed END written after the
  * snapshot of a fresh state goes back).
  */
-static inline uint64_t tb__ev_tval(const struct tb_ev_writer *ew,
-				   uint64_t ts)
+TB__ALWAYS uint64_t tb__ev_tval(const struct tb_ev_writer *ew,
+			       uint64_t ts)
 {
 	return ew->flags & TB_EV_DELTA_TIME ? ts - ew->last : ts;
 }
@@ -2871,7 +2871,7 @@ TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
 	bool dbl = val && val->type == TB_ARG_T_DOUBLE;
 	struct tb_writer *w = ew->w;
 	struct tb__ev_site *st;
-	uint32_t te, size;
+	uint32_t te, size, tvlen;
 	uint8_t vlen[TB__EV_SITE_ARGS];
 	struct tb_span s;
 	uint64_t ts, tv;
@@ -2899,7 +2899,8 @@ TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
 	}
 	ts = tb_ev_now(ew);
 	tv = tb__ev_tval(ew, ts);
-	size = 1u + tb_pb_varint_len(tv) + st->hlen + 1u + te;
+	tvlen = tb_pb_varint_len(tv);
+	size = 1u + tvlen + st->hlen + 1u + te;
 	p = tb_writer_begin_packet(w, size);
 	ret = p ? TB_OK : tb_writer_open(w, size, 0, &s);
 	if (!ret) {
@@ -2907,7 +2908,17 @@ TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
 
 		p = p ? p : s.begin;
 		*p = (uint8_t)tb__pb_key(TB__TP_TIMESTAMP, TB_PB_VARINT);
+#if TB__EV_DIRECT && TB__PB_WIDE
+		/*
+		 * a long timestamp (BOOTTIME) as one word: 8 bytes fit, as
+		 * the TrackEvent's tag, length and type follow it
+		 */
+		TB_BUG_ON(tvlen >= 4 && size < 9);
+		p = tvlen >= 4 ? tb__pb_varint_wide_at(p + 1, tv, tvlen) :
+				 tb__pb_varint_at(p + 1, tv);
+#else
 		p = tb__pb_varint_at(p + 1, tv);
+#endif
 		tb__copy(p, st->tmpl, st->clen);
 		p[st->hlen] = (uint8_t)te;
 		o.p = p + st->clen;
