@@ -504,13 +504,16 @@ firmware-e2e: have-firmware-e2e build/tbtrace build/firmware/fwcheck
 	@s=$$(date +%s); sh examples/firmware/e2e.sh && \
 	sh examples/firmware/size.sh && \
 	sh examples/firmware/profile.sh an385 3 5 1 6 && \
+	sh examples/firmware/profile.sh microbit 3 6 && \
 	echo "firmware-e2e: $$(( $$(date +%s) - s )) s"
 
-# Where an event's instructions go on the Cortex-M3 (QEMU's instruction
-# trace, examples/firmware/profile.sh; make firmware-e2e prints it too).
+# Where an event's instructions go on the Cortex-M3, and an instant's and
+# a packet's on the M0 (QEMU's instruction trace,
+# examples/firmware/profile.sh; make firmware-e2e prints it too).
 .PHONY: firmware-profile
 firmware-profile: have-firmware-e2e
-	@sh examples/firmware/profile.sh an385 3 5 1 6
+	@sh examples/firmware/profile.sh an385 3 5 1 6 && \
+	sh examples/firmware/profile.sh microbit 3 6
 
 firmware-size: have-firmware-e2e
 	@sh examples/firmware/size.sh
