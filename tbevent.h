@@ -495,7 +495,8 @@ struct tb_category {
 	struct tb_category var = TB_CATEGORY_INIT(name, on)
 #define TB_CATEGORY_DECLARE(var)	extern struct tb_category var
 
-static inline bool tb_category_enabled(const struct tb_category *c)
+/* Inlined at -Os too: every macro's first step, a load and a branch. */
+TB__ALWAYS bool tb_category_enabled(const struct tb_category *c)
 {
 	/* relaxed: a switch; a late look costs an event or two, no more */
 	return tb_atomic_load(&c->enabled, TB_RLX) != 0;
