@@ -1014,6 +1014,8 @@ struct tb_ev_writer {
 	const struct tb_ev_clock *clock;	/* NULL: CLOCK_BOOTTIME */
 	uint32_t gen;		/* the ring's generation last seen */
 	uint32_t epoch;		/* this incremental state; 0: none yet */
+	uint32_t ready;		/* epoch while the fast path may write: */
+				/* no fresh state due, no END owed; else 0 */
 	uint32_t next_iid;
 	uint32_t nintern;
 	uint32_t ntracks;
@@ -1769,11 +1771,21 @@ static inline uint32_t tb__ev_seq(struct tb_ev_writer *ew, bool uses)
 	return seq;
 }
 
+/*
+ * After ->fresh, ->nends or ->epoch changed: the one word the fast path
+ * compares with a kept event's epoch (tb__ev_site_write()).
+ */
+static inline void tb__ev_set_ready(struct tb_ev_writer *ew)
+{
+	ew->ready = ew->fresh || ew->nends ? 0 : ew->epoch;
+}
+
 /* A write failed: the packet is lost, and so is the state after it. */
 static inline int tb__ev_lost(struct tb_ev_writer *ew, int ret)
 {
 	ew->stats.lost++;
 	ew->fresh = 1;
+	tb__ev_set_ready(ew);
 	ew->owed = 1;
 	return ret;
 }
@@ -2092,6 +2104,7 @@ TB__EV_SLOW int tb__ev_restart(struct tb_ev_writer *ew)
 	ew->clear = 1;
 	if (!++ew->epoch)
 		ew->epoch = 1;
+	tb__ev_set_ready(ew);
 	ew->stats.states++;
 	if (ew->overflow) {		/* room for the strings in use now */
 		TB_MEMSET(ew->intern, 0, sizeof(ew->intern));
@@ -2128,6 +2141,7 @@ static inline int tb__ev_check_state(struct tb_ev_writer *ew)
 		if (!ew->fresh)
 			ew->stats.generations++;
 		ew->fresh = 1;
+		tb__ev_set_ready(ew);
 	}
 	return ew->fresh ? tb__ev_restart(ew) : TB_OK;
 }
@@ -2643,6 +2657,7 @@ TB__EV_SLOW int tb__ev_pay_ends(struct tb_ev_writer *ew)
 		ew->stats.ends_late++;
 		ew->owed = 0;
 		ew->nends--;
+		tb__ev_set_ready(ew);
 		for (i = 0; i < ew->nends; i++)
 			ew->ends[i] = ew->ends[i + 1];
 	}
@@ -2658,6 +2673,7 @@ static inline void tb__ev_owe_end(struct tb_ev_writer *ew,
 	ew->ends[ew->nends].t = t;
 	ew->ends[ew->nends].ts = ts ? ts : tb_ev_now(ew);
 	ew->nends++;
+	tb__ev_set_ready(ew);
 }
 
 /* ------------------------------------------------------------------------
@@ -2884,8 +2900,7 @@ TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
 		return TB__EV_NOT_FAST;
 	st = tb__ev_site_of(ew, key, type);
 	if (st->key != key || st->shape != tb__ev_shape(type, dbl, nargs) ||
-	    st->cat != cat || st->epoch != ew->epoch ||
-	    (ew->fresh | ew->nends) ||
+	    st->cat != cat || st->epoch != ew->ready ||
 	    tb_ring_generation(w->ring) != ew->gen)
 		return TB__EV_NOT_FAST;
 	te = st->te;
@@ -3077,6 +3092,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	ew->gen = tb_ring_generation(w->ring);
 	ew->next_iid = 1;
 	ew->fresh = 1;
+	tb__ev_set_ready(ew);
 #if TB__EV_HAVE_COUNTER
 	if ((flags & TB_EV_FAST_CLOCK) && !clock)
 		tb__ev_fast_init(&ew->fast);
@@ -3296,6 +3312,7 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 		if (ew->ends[i].t != track)
 			ew->ends[j++] = ew->ends[i];
 	ew->nends = (uint8_t)j;
+	tb__ev_set_ready(ew);
 	if (ew->track == track)
 		ew->track = NULL;
 	for (i = 0; i < ew->ntracks; i++)
@@ -3306,8 +3323,10 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 /* Starts a fresh incremental state before the next event. */
 static inline void tb_ev_reset(struct tb_ev_writer *ew)
 {
-	if (ew->config == TB__EV_CONFIG)
+	if (ew->config == TB__EV_CONFIG) {
 		ew->fresh = 1;
+		tb__ev_set_ready(ew);
+	}
 }
 
 /*
@@ -3333,6 +3352,7 @@ static inline int tb_ev_writer_finish(struct tb_ev_writer *ew)
 	if (!ew->owed)
 		return TB_OK;
 	ew->fresh = 1;
+	tb__ev_set_ready(ew);
 	return tb__ev_check_state(ew);
 }
 

@@ -2456,12 +2456,20 @@ static uint64_t kept_ref(void *ctx)
 	return *(uint64_t *)ctx + 5000000;
 }
 
-/* One macro event, forced down the general path when @general. */
+/*
+ * One macro event, forced down the general path when @general; after it,
+ * the word the fast path checks says what the state says: the epoch when
+ * no fresh state is due and no END is owed, else 0 (a stale epoch there
+ * would write kept bytes into a state that lost them; a stale 0 sends
+ * every event the general way).
+ */
 #define KEPT(e, general, ev)						\
 	do {								\
 		if (general)						\
 			memset((e)->ew.sites, 0, sizeof((e)->ew.sites)); \
 		ev;							\
+		ck_assert_uint_eq((e)->ew.ready, (e)->ew.fresh ||	\
+				  (e)->ew.nends ? 0 : (e)->ew.epoch);	\
 	} while (0)
 
 /*
