@@ -4,6 +4,8 @@
 #   make test    every check suite (installs missing packages first)
 #   make test-loaded  make test, its suites beside LOAD (8) busy loops (CI)
 #   make bench   throughput tables beside a memcpy baseline
+#   make bench-instr  instructions per event beside the raw write of the
+#                same bytes (callgrind), and where an instant's go
 #   make tsan | asan | m32 | fuzz | headers | install | uninstall | clean
 #   make lint    no function over 80 lines in the library and the checker
 #   make consumers  a consumer project built through pkg-config, CMake and
@@ -26,7 +28,8 @@
 #                M4F, M7, M33 and RV32 with and without A: streamed over
 #                the UART and dumped after a fault, checked; nested
 #                interrupts, the masked RMWs; the table of
-#                docs/firmware.md (make firmware-docs rewrites it)
+#                docs/firmware.md (make firmware-docs rewrites it), and
+#                where an event's instructions go (firmware-profile)
 #   make freertos-e2e  FreeRTOS traced through its own hooks (tbfreertos.h)
 #                under QEMU, both ways, its CPU time per task checked
 #                against the kernel's; FREERTOS_KERNEL=path to the kernel
@@ -500,7 +503,17 @@ have-firmware-e2e:
 firmware-e2e: have-firmware-e2e build/tbtrace build/firmware/fwcheck
 	@s=$$(date +%s); sh examples/firmware/e2e.sh && \
 	sh examples/firmware/size.sh && \
+	sh examples/firmware/profile.sh an385 3 5 1 6 && \
+	sh examples/firmware/profile.sh microbit 3 6 && \
 	echo "firmware-e2e: $$(( $$(date +%s) - s )) s"
+
+# Where an event's instructions go on the Cortex-M3, and an instant's and
+# a packet's on the M0 (QEMU's instruction trace,
+# examples/firmware/profile.sh; make firmware-e2e prints it too).
+.PHONY: firmware-profile
+firmware-profile: have-firmware-e2e
+	@sh examples/firmware/profile.sh an385 3 5 1 6 && \
+	sh examples/firmware/profile.sh microbit 3 6
 
 firmware-size: have-firmware-e2e
 	@sh examples/firmware/size.sh
@@ -571,6 +584,13 @@ $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)
 
 bench: deps $(addprefix $(BUILD)/,$(BENCHES))
 	@set -e; for b in $(BENCHES); do ./$(BUILD)/$$b; done
+
+# Instructions per event (callgrind: a count the load of a shared
+# machine does not move), beside the raw write of the same bytes, and
+# where an instant's go (bench/instr.sh).  Needs valgrind.
+.PHONY: bench-instr
+bench-instr: deps $(BUILD)/bench_event
+	@sh bench/instr.sh $(BUILD)/bench_event $(BUILD)/instr
 
 $(BUILD)/%: examples/%.c $(HEADERS) $(TOOL_HEADERS) $(wildcard examples/*.h) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@ -pthread

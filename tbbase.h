@@ -55,6 +55,21 @@
 #ifndef TB_MEMCMP
 #define TB_MEMCMP(a, b, n)	memcmp((a), (b), (n))
 #endif
+/*
+ * A few instructions every write runs (an atomic's), inlined even where
+ * the compiler optimises for size: a call would cost as much again.
+ */
+#if defined(__GNUC__)
+#define TB__ALWAYS	static inline __attribute__((always_inline))
+#else
+#define TB__ALWAYS	static inline
+#endif
+/* A fast path: inlined, unless the build optimises for size. */
+#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
+#define TB__HOT		static inline __attribute__((always_inline))
+#else
+#define TB__HOT		static inline
+#endif
 /* A rare path, kept out of line so that its callers' fast paths stay small. */
 #if defined(__GNUC__)
 #define TB__COLD	static __attribute__((noinline, unused))
@@ -212,6 +227,75 @@ static inline const char *tb_strerror(int result)
 	case TB_LIMIT: return "limit reached";
 	}
 	return "unknown result";
+}
+
+/*
+ * A short copy inline: a packet or a field of a few dozen bytes, where a
+ * call to memcpy() costs more than the copy (and a firmware's memcpy may
+ * be a byte loop).  Where the target loads and stores words at any
+ * address (x86, aarch64, ARMv7-M and up: __ARM_FEATURE_UNALIGNED), as
+ * small copies are done best: the first and the last two words, which
+ * may overlap (a byte written twice, with the same value), and for more
+ * than two words a loop of two words at a time before them; no loop a
+ * compiler could turn back into a memcpy() call.  Bytes elsewhere
+ * (ARMv6-M, RISC-V).  Longer than TB__COPY_INLINE: TB_MEMCPY.
+ */
+#define TB__COPY_INLINE	64u
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
+#define TB__COPY_WORD	8
+#elif defined(__GNUC__) && (defined(__i386__) || \
+	defined(__ARM_FEATURE_UNALIGNED))
+#define TB__COPY_WORD	4
+#else
+#define TB__COPY_WORD	0	/* bytes: no word loads at any address */
+#endif
+
+#if TB__COPY_WORD
+/* @n bytes, @w <= @n <= 2 * @w: the first and the last @w of them. */
+#define TB__COPY_ENDS(d, s, n, w)					\
+	do {								\
+		__builtin_memcpy((d), (s), (w));			\
+		__builtin_memcpy((d) + (n) - (w), (s) + (n) - (w), (w)); \
+	} while (0)
+#endif
+
+TB__HOT void tb__copy(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = (uint8_t *)dst;
+	const uint8_t *s = (const uint8_t *)src;
+#if TB__COPY_WORD
+	const size_t w = TB__COPY_WORD;
+	size_t i;
+
+	if (n > TB__COPY_INLINE) {
+		TB_MEMCPY(d, s, n);
+	} else if (n > 2 * w) {
+		for (i = 0; i + 2 * w < n; i += 2 * w)
+			TB__COPY_ENDS(d + i, s + i, 2 * w, w);
+		TB__COPY_ENDS(d + n - 2 * w, s + n - 2 * w, 2 * w, w);
+	} else if (n >= w) {
+		TB__COPY_ENDS(d, s, n, w);
+	} else if (w == 8 && n >= 4) {
+		TB__COPY_ENDS(d, s, n, 4);
+	} else if (n >= 2) {
+		TB__COPY_ENDS(d, s, n, 2);
+	} else if (n) {
+		*d = *s;
+	}
+#else
+	if (n > TB__COPY_INLINE) {
+		TB_MEMCPY(d, s, n);
+		return;
+	}
+	for (; n >= 4; n -= 4, d += 4, s += 4) {	/* four bytes a turn */
+		d[0] = s[0];
+		d[1] = s[1];
+		d[2] = s[2];
+		d[3] = s[3];
+	}
+	while (n--)
+		*d++ = *s++;
+#endif
 }
 
 /*

@@ -866,8 +866,8 @@ static inline bool tb__w_claim(const struct tb_ring *r, uint32_t pos,
  * still open) Acquired with a larger count.  The writer, which holds the
  * chunk's address, calls the _word form.
  */
-static inline bool tb__w_publish_word(uint32_t *word, uint32_t *seen,
-				      uint32_t want)
+TB__ALWAYS bool tb__w_publish_word(uint32_t *word, uint32_t *seen,
+				   uint32_t want)
 {
 	if (tb_state_of(*seen) != TB_ACQUIRED)
 		return false;
@@ -892,7 +892,7 @@ static inline bool tb__w_publish(const struct tb_ring *r, uint32_t pos,
 }
 
 /* Reuse: Complete(n) -> Acquired(n), every other field unchanged. */
-static inline bool tb__w_reuse_word(uint32_t *word, uint32_t *seen)
+TB__ALWAYS bool tb__w_reuse_word(uint32_t *word, uint32_t *seen)
 {
 	if (tb_state_of(*seen) != TB_COMPLETE)
 		return false;
@@ -1589,6 +1589,78 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 }
 
 /*
+ * A packet written in place, for an encoder that knows its size first:
+ * tb_writer_begin_packet() opens a fragment of @len bytes in the chunk
+ * this writer kept (reuse: Complete -> Acquired) and returns its first
+ * byte; the caller writes exactly @len bytes from there and
+ * tb_writer_end_packet() publishes them.  NULL when no chunk is kept, it
+ * has less room, or the reader took it meanwhile (then nothing is held):
+ * open the packet with tb_writer_open() instead (it claims a chunk),
+ * and end it with tb_writer_end_packet() all the same.  The fast path of
+ * every write (tb_writer_write_packet() is these two and a copy).  A
+ * chunk is kept only with room for a fragment (tb__writer_cacheable()):
+ * fewer than TB_FRAG_MAX fragments, dir - width > payload, so the room
+ * is one subtraction here.
+ */
+TB__ALWAYS uint8_t *tb_writer_begin_packet(struct tb_writer *w, size_t len)
+{
+	struct tb_frag_cursor *c = &w->cur;
+	uint32_t seen = w->word;
+
+	if (w->own != TB__OWN_CACHED || len > c->dir - c->width - c->payload)
+		return NULL;
+	if (!tb__w_reuse_word(tb__writer_word(w), &seen)) {
+		w->own = TB__OWN_NONE;	/* the reader took it */
+		return NULL;
+	}
+	w->word = tb__state_with(seen, TB_ACQUIRED);
+	w->own = TB__OWN_ACQUIRED;
+	c->open = 1;
+	return c->chunk + c->payload;
+}
+
+/*
+ * Closes the open fragment at @size bytes (it fits) and publishes it:
+ * Acquired(n) -> Complete(n + 1), with "continues on next" when @more.
+ * The chunk stays cached unless @more, a relocation, a loss owed or its
+ * room says otherwise (tb__writer_cacheable()).  A lost publication is a
+ * scrape: tb__writer_publish_lost().  tb__writer_try_publish() with no
+ * fragment open, as every close is: no continuation can be pending here
+ * (a chunk published with one is never kept, and the claim of the next
+ * clears it).
+ */
+TB__HOT int tb__writer_reclose(struct tb_writer *w, uint32_t size, bool more)
+{
+	struct tb_frag_cursor *c = &w->cur;
+	uint32_t seen = w->word, want;
+
+	tb__frag_end(c, size);
+	w->cont_next = more;
+	want = tb__state_with(seen & ~TB_NFRAGS_MASK, TB_COMPLETE) |
+	       c->nfrags << TB_NFRAGS_SHIFT | (more ? TB_F_CONT_NEXT : 0);
+	if (!tb__w_publish_word(tb__writer_word(w), &seen, want))
+		return tb__writer_publish_lost(w, seen, 0);
+	w->word = want;
+	w->pub_off = c->payload;
+	w->own = TB__OWN_CACHED;
+	/* tb__writer_cacheable(), with cont_next = @more */
+	if (more || w->relocated || w->loss_owed || tb_frag_room(c) <= 0)
+		tb__writer_forget(w);
+	return TB_OK;
+}
+
+/*
+ * Ends the packet tb_writer_begin_packet(), or tb_writer_open() without
+ * flags, opened: publishes its @len bytes (no more than the range handed
+ * out).  tb_writer_close(w, len, 0) without its checks of the caller.
+ * TB_DROPPED or TB_EPROTO as tb_writer_close() says them.
+ */
+TB__HOT int tb_writer_end_packet(struct tb_writer *w, uint32_t len)
+{
+	return tb__writer_reclose(w, len, false);
+}
+
+/*
  * Opens a fragment of at least @min bytes in the cached chunk when it has
  * the room: true, with @span set.  False when it has not (the chunk stays
  * cached) or when the reader took it meanwhile (nothing is held now).
@@ -1596,18 +1668,12 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 static inline bool tb__writer_reuse(struct tb_writer *w, size_t min,
 				    struct tb_span *span)
 {
-	int32_t room = tb_frag_room(&w->cur);
-	uint32_t seen = w->word;
+	uint8_t *p = tb_writer_begin_packet(w, min);
 
-	if (w->own != TB__OWN_CACHED || room < 0 || min > (uint32_t)room)
+	if (!p)
 		return false;
-	if (!tb__w_reuse_word(tb__writer_word(w), &seen)) {
-		w->own = TB__OWN_NONE;	/* the reader took it */
-		return false;
-	}
-	w->word = tb__state_with(w->word, TB_ACQUIRED);
-	w->own = TB__OWN_ACQUIRED;
-	tb__frag_begin(&w->cur, &span->begin, &span->end);
+	span->begin = p;
+	span->end = w->cur.chunk + w->cur.dir - w->cur.width;
 	return true;
 }
 
@@ -1660,11 +1726,9 @@ static inline int tb_writer_close(struct tb_writer *w, uint32_t size,
 		return TB_EINVAL;	/* TB_OPEN_CONT_PREV, or unknown */
 	if (w->own != TB__OWN_ACQUIRED || !w->cur.open)
 		return TB_ENOTOPEN;
-	if (tb_frag_close(&w->cur, size))
-		return TB_ESIZE;
-	if (flags & TB_CLOSE_CONT_NEXT)
-		w->cont_next = 1;
-	return tb__writer_publish(w, 0);
+	if (size > w->cur.dir - w->cur.width - w->cur.payload)
+		return TB_ESIZE;	/* as tb_frag_close() would say */
+	return tb__writer_reclose(w, size, flags & TB_CLOSE_CONT_NEXT);
 }
 
 /*
@@ -1734,31 +1798,17 @@ static inline int tb_writer_release(struct tb_writer *w)
 	return ret;
 }
 
-/*
- * Writes one whole packet, split over as many chunks as it needs with the
- * continuation flags.  Anything but TB_OK means the packet is lost (a
- * prefix may have been published; the reader discards it when the next
- * chunk does not continue it) and data loss is owed.
- */
-static inline int tb_writer_write_packet(struct tb_writer *w,
-					 const void *data, size_t len)
+/* tb_writer_write_packet() past its fast path: fragment by fragment. */
+TB__COLD int tb__writer_write_split(struct tb_writer *w, const uint8_t *p,
+				    size_t len)
 {
-	const uint8_t *p = (const uint8_t *)data;
 	unsigned cont = 0;
 	struct tb_span s;
 
-	/* The common case: the cached chunk takes the whole packet. */
-	if (tb__writer_reuse(w, len, &s)) {
-		if (len)
-			TB_MEMCPY(s.begin, p, len);
-		tb__frag_end(&w->cur, (uint32_t)len);
-		return tb__writer_publish(w, 0);
-	}
 	for (;;) {
 		uint32_t min = len < TB_SPLIT_MIN ? (uint32_t)len :
 						    TB_SPLIT_MIN;
 		uint32_t n;
-		bool more;
 		int ret = tb_writer_open(w, min, cont, &s);
 
 		if (ret) {
@@ -1773,16 +1823,32 @@ static inline int tb_writer_write_packet(struct tb_writer *w,
 #endif
 		if (n)
 			TB_MEMCPY(s.begin, p, n);
-		more = n < len;
-		ret = tb_writer_close(w, n, more ? TB_CLOSE_CONT_NEXT : 0);
-		if (ret)
+		ret = tb_writer_close(w, n, n < len ? TB_CLOSE_CONT_NEXT : 0);
+		if (ret || n == len)
 			return ret;
-		if (!more)
-			return TB_OK;
 		p += n;
 		len -= n;
 		cont = TB_OPEN_CONT_PREV;
 	}
+}
+
+/*
+ * Writes one whole packet, split over as many chunks as it needs with the
+ * continuation flags.  Anything but TB_OK means the packet is lost (a
+ * prefix may have been published; the reader discards it when the next
+ * chunk does not continue it) and data loss is owed.
+ */
+static inline int tb_writer_write_packet(struct tb_writer *w,
+					 const void *data, size_t len)
+{
+	/* The common case: the kept chunk takes the whole packet. */
+	uint8_t *d = tb_writer_begin_packet(w, len);
+
+	if (d) {
+		tb__copy(d, data, len);
+		return tb_writer_end_packet(w, (uint32_t)len);
+	}
+	return tb__writer_write_split(w, (const uint8_t *)data, len);
 }
 
 /* ------------------------------------------------------------------------

@@ -319,8 +319,8 @@ static inline void tb_atomic_store(uint32_t *p, uint32_t v, int mo)
  * builtins reject a failure order stronger than the success order, so
  * there release/acquire becomes acq_rel/acquire: stronger, never weaker.
  */
-static inline bool tb_atomic_cas(uint32_t *p, uint32_t *seen, uint32_t want,
-			    int ok, int fail)
+TB__ALWAYS bool tb_atomic_cas(uint32_t *p, uint32_t *seen, uint32_t want,
+			 int ok, int fail)
 {
 	tb__seam(p, TB_TEST_CAS, *seen, want, ok, fail);
 #if TB_ATOMIC_MASK

@@ -15,6 +15,8 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "tbevent.h"
 #include "tbevent_config_unit.h"
@@ -135,6 +137,49 @@ START_TEST(test_theirs_refused_here)
 }
 END_TEST
 
+TB_CATEGORY_DEFINE(cat_on, "on", 1);
+
+/*
+ * The macros on a writer of the other unit, which it allocated at its own
+ * (smaller) size and which ends where an unmapped page starts: refused
+ * before a byte past its end is read.  The macros' kept events are a table
+ * at this unit's offsets: looked up first, the lookup of a counter track
+ * whose entry lies past the other unit's size faulted here.
+ */
+START_TEST(test_theirs_never_read_past_its_end)
+{
+	size_t small = unit_writer_size(), i, past = 0;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = (small + pg - 1) / pg * pg + pg;
+	struct tb_track t[64];
+	struct tb_ev_writer *ew;
+	uint8_t *m;
+
+	unseen();
+	m = (uint8_t *)mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	ck_assert_int_eq(mprotect(m + len - pg, pg, PROT_NONE), 0);
+	ew = (struct tb_ev_writer *)(void *)(m + len - pg - small);
+	ck_assert_int_eq(unit_init(ew, &f.w), TB_OK);
+	ck_assert_int_eq(tb_ev_writer_init(&f.ew, &f.w, NULL, NULL, 0),
+			 TB_OK);
+	for (i = 0; i < 64; i++) {
+		tb_track_counter(&t[i], 0x100 + i, NULL, "c", TB_UNIT_COUNT);
+		/* where this unit's layout keeps the track's counter */
+		past += (size_t)((uint8_t *)tb__ev_site_of(&f.ew, &t[i],
+							   TB_EV_COUNTER) -
+				 (uint8_t *)&f.ew) >= small;
+		TB_TRACE_COUNTER_W(ew, &cat_on, &t[i], i);
+		ck_assert_int_eq(tb_ev_counter(ew, &cat_on, &t[i], 1),
+				 TB_ECONFIG);
+	}
+	ck_assert_uint_gt(past, 0);	/* the lookup would have faulted */
+	ck_assert_uint_eq(written(), 0);
+	munmap(m, len);
+}
+END_TEST
+
 START_TEST(test_a_writer_never_set_up_is_refused)
 {
 	struct tb_ev_writer ew;
@@ -156,6 +201,7 @@ int main(void)
 	tcase_add_test(tc, test_ours_refused_by_the_other_unit);
 	tcase_add_test(tc, test_theirs_refused_here);
 	tcase_add_test(tc, test_a_writer_never_set_up_is_refused);
+	tcase_add_test(tc, test_theirs_never_read_past_its_end);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
