@@ -2489,7 +2489,7 @@ static void kept_script(struct tenv *e, struct tb_track *ctr, bool g)
 		v = r % 3 ? (int64_t)r * 1000003 : -(int64_t)r;
 		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_a, "Work",
 					    TB_ARG_UINT("seq", r << (r * 5)),
-					    TB_ARG_STR("s", "abc" + r % 4)));
+					    TB_ARG_STR("s", &"abc"[r % 4])));
 		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_a, "Mark"));
 		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_b, "Mark"));
 		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_a, "Every",
