@@ -2,7 +2,10 @@
 #
 #   make demo    the main job: writer threads -> ring -> service -> demo.pftrace
 #   make test    every check suite (installs missing packages first)
+#   make test-loaded  make test, its suites beside LOAD (8) busy loops (CI)
 #   make bench   throughput tables beside a memcpy baseline
+#   make bench-instr  instructions per event beside the raw write of the
+#                same bytes (callgrind), and where an instant's go
 #   make tsan | asan | m32 | fuzz | headers | install | uninstall | clean
 #   make lint    no function over 80 lines in the library and the checker
 #   make consumers  a consumer project built through pkg-config, CMake and
@@ -25,7 +28,8 @@
 #                M4F, M7, M33 and RV32 with and without A: streamed over
 #                the UART and dumped after a fault, checked; nested
 #                interrupts, the masked RMWs; the table of
-#                docs/firmware.md (make firmware-docs rewrites it)
+#                docs/firmware.md (make firmware-docs rewrites it), and
+#                where an event's instructions go (firmware-profile)
 #   make freertos-e2e  FreeRTOS traced through its own hooks (tbfreertos.h)
 #                under QEMU, both ways, its CPU time per task checked
 #                against the kernel's; FREERTOS_KERNEL=path to the kernel
@@ -60,11 +64,15 @@ CXX_TESTS += $(addsuffix -c++11,$(CXX_TESTS))
 RUN_CXX	?= $(CXX_TESTS)
 # Examples that check themselves and exit non-zero when they fail; each
 # gets build/NAME.pftrace as its argument, and a trace it writes there must
-# pass tbtrace stat (Perfetto's importer's rules).
-RUN_EXAMPLES ?= quickstart events first_trace
+# pass tbtrace stat (Perfetto's importer's rules).  first_trace-c99 is
+# first_trace built as strict C99 (no _GNU_SOURCE), as a reader of
+# docs/events.md may build it; given a path it cannot write, it must fail
+# saying why.
+RUN_EXAMPLES ?= quickstart events first_trace first_trace-c99 service_loop \
+	central_buffer
 BENCHES	:= $(patsubst bench/%.c,bench_%,$(wildcard bench/*.c))
 FUZZERS	:= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
-EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c))
+EXAMPLES := $(patsubst examples/%.c,%,$(wildcard examples/*.c)) first_trace-c99
 TOOLS	:= tbtrace
 TEST_DEPS := $(HEADERS) $(TOOL_HEADERS) $(wildcard test/*.h) $(wildcard examples/*.h)
 
@@ -154,6 +162,31 @@ $(BUILD):
 test check: deps headers
 	@$(MAKE) --no-print-directory run-tests
 
+# check's own timeout is 4 s per test: on a loaded machine (CI, a new
+# user's, load 20 on 2 cores) that is a timing assertion, and it failed
+# tests that take half a second quiet.  A test's timeout only catches a
+# hang: every test case that sets none gets TEST_TIMEOUT seconds (times
+# CK_TIMEOUT_MULTIPLIER where a runner sets one), those that run long set
+# more, none less.
+TEST_TIMEOUT ?= 60
+
+# make test with its suites run beside LOAD busy loops, as CI runs it
+# (built first, unloaded: a build has nothing to time); the loops end
+# with the run, pass or fail.  (8 loops on 2 cores: a suite ran 10x to
+# 1000x slower than quiet, and every one must still pass.)
+LOAD	?= 8
+.PHONY: test-loaded run-tests-built
+test-loaded: deps headers
+	@$(MAKE) --no-print-directory run-tests-built
+	@pids=""; trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq $(LOAD)); do sh -c 'while :; do :; done' & \
+	pids="$$pids $$!"; done; s=$$(date +%s); \
+	echo "test-loaded: the suites beside $(LOAD) busy loops"; \
+	$(MAKE) --no-print-directory run-tests; rc=$$?; \
+	echo "test-loaded: $$(( $$(date +%s) - s )) s, exit $$rc"; exit $$rc
+
+run-tests-built: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
+
 # Every suite runs, even after one failed; one line at the end says how
 # many passed and failed, and make fails if any did.  Tests that run the
 # examples (cross-process) find them in TB_BUILD_DIR.
@@ -161,7 +194,8 @@ test check: deps headers
 run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 	@pass=0; fail=0; failed=""; for t in $(TESTS) $(RUN_CXX); do \
 	echo "== $$t"; \
-	if TB_BUILD_DIR=$(BUILD) $(RUNNER) ./$(BUILD)/$$t; then \
+	if TB_BUILD_DIR=$(BUILD) CK_DEFAULT_TIMEOUT=$(TEST_TIMEOUT) \
+	    $(RUNNER) ./$(BUILD)/$$t; then \
 	pass=$$((pass + 1)); else fail=$$((fail + 1)); failed="$$failed $$t"; fi; \
 	done; for t in $(RUN_EXAMPLES); do echo "== example $$t"; \
 	o=$(BUILD)/$$t.pftrace; rm -f $$o; \
@@ -169,25 +203,42 @@ run-tests: $(addprefix $(BUILD)/,$(TESTS) $(RUN_CXX) $(EXAMPLES) $(TOOLS))
 	$(RUNNER) ./$(BUILD)/tbtrace stat $$o >/dev/null; }; then \
 	pass=$$((pass + 1)); echo "ok"; \
 	else fail=$$((fail + 1)); failed="$$failed $$t"; fi; done; \
+	echo "== example first_trace-c99, a path it cannot write"; \
+	if ! $(RUNNER) ./$(BUILD)/first_trace-c99 $(BUILD)/no-such-dir/x \
+	    2>$(BUILD)/first_trace.err && grep -q . $(BUILD)/first_trace.err; \
+	then pass=$$((pass + 1)); echo "ok: $$(cat $(BUILD)/first_trace.err)"; \
+	else fail=$$((fail + 1)); failed="$$failed first_trace-c99-error"; fi; \
 	echo "tests ($(BUILD)): $$pass passed, $$fail failed$${failed:+:$$failed}"; \
 	[ $$fail = 0 ]
 
 # Each public header, and each header of the tooling, compiles alone
 # (twice, to check its guard) as C99 with gcc and clang, and as C++11 and
-# C++17 with g++ and clang++, when they are there.
+# C++17 with g++ and clang++, when they are there, clean of implicit
+# conversions too (users build with -Wconversion); the demo compiles
+# under gcc's ThreadSanitizer without a warning (-Wtsan); none compiles
+# with a header of another release (tools/version-check.sh).
+HDR_WARN := -Wconversion -Wsign-conversion
 headers: deps
 	@set -e; for h in $(wildcard $(HEADERS) $(TOOL_HEADERS)); do \
 	for cc in gcc $$(command -v clang >/dev/null && echo clang); do \
 	printf '#include "%s"\n#include "%s"\n' $$h $$h | \
-	$$cc -std=c99 $(WARN) -pedantic -I. -x c -fsyntax-only - || exit 1; \
+	$$cc -std=c99 $(WARN) $(HDR_WARN) -pedantic -I. -x c -fsyntax-only - || exit 1; \
 	done; \
 	for cxx in g++ $$(command -v clang++ >/dev/null && echo clang++); do \
 	for std in c++11 c++17; do \
 	printf '#include "%s"\n#include "%s"\n' $$h $$h | \
-	$$cxx -std=$$std $(WARN) -I. -x c++ -fsyntax-only - || exit 1; \
+	$$cxx -std=$$std $(WARN) $(HDR_WARN) -I. -x c++ -fsyntax-only - || exit 1; \
 	done; done; done; \
-	echo "headers: each compiles on its own as C99, C++11 and C++17"; \
-	sh tools/readme-check.sh
+	echo "headers: each compiles on its own as C99, C++11 and C++17, $(HDR_WARN)"; \
+	gcc -std=c99 $(WARN) -D_GNU_SOURCE -I. -O1 -fsanitize=thread \
+		-c examples/demo.c -o /dev/null; \
+	printf '#define TB_OK 0\n#include "tbring.h"\n' | gcc -std=c99 -I. \
+		-x c -fsyntax-only - 2>&1 | grep -q "TB_OK is already defined" || { \
+		echo "headers: a TB_OK defined before tbbase.h is not named" >&2; \
+		exit 1; }; \
+	echo "headers: the demo compiles under gcc -fsanitize=thread with no warning"; \
+	sh tools/readme-check.sh; \
+	CC=gcc sh tools/version-check.sh $(HEADERS)
 
 # Short functions: none over FN_MAX lines in the library headers and the
 # checker (tools/fnlen.sh lists each one longer, longest first).  CI runs
@@ -318,6 +369,7 @@ cross-run:
 	@fail=0; for t in $(TESTS) $(X_CXX_TESTS); do \
 	s=$$(date +%s); \
 	if TB_BUILD_DIR=$(X_BUILD) TB_EXEC_WRAP="$(X_QEMU)" \
+	    CK_DEFAULT_TIMEOUT=$(TEST_TIMEOUT) \
 	    CK_TIMEOUT_MULTIPLIER=$(QEMU_TIMEOUT_MULTIPLIER) \
 	    $(X_QEMU) ./$(X_BUILD)/$$t > $(X_BUILD)/$$t.log 2>&1; then r=ok; \
 	else r=FAILED; fail=1; fi; \
@@ -451,7 +503,17 @@ have-firmware-e2e:
 firmware-e2e: have-firmware-e2e build/tbtrace build/firmware/fwcheck
 	@s=$$(date +%s); sh examples/firmware/e2e.sh && \
 	sh examples/firmware/size.sh && \
+	sh examples/firmware/profile.sh an385 3 5 1 6 && \
+	sh examples/firmware/profile.sh microbit 3 6 && \
 	echo "firmware-e2e: $$(( $$(date +%s) - s )) s"
+
+# Where an event's instructions go on the Cortex-M3, and an instant's and
+# a packet's on the M0 (QEMU's instruction trace,
+# examples/firmware/profile.sh; make firmware-e2e prints it too).
+.PHONY: firmware-profile
+firmware-profile: have-firmware-e2e
+	@sh examples/firmware/profile.sh an385 3 5 1 6 && \
+	sh examples/firmware/profile.sh microbit 3 6
 
 firmware-size: have-firmware-e2e
 	@sh examples/firmware/size.sh
@@ -523,8 +585,18 @@ $(BUILD)/bench_%: bench/%.c $(HEADERS) $(wildcard bench/*.h) | $(BUILD)
 bench: deps $(addprefix $(BUILD)/,$(BENCHES))
 	@set -e; for b in $(BENCHES); do ./$(BUILD)/$$b; done
 
+# Instructions per event (callgrind: a count the load of a shared
+# machine does not move), beside the raw write of the same bytes, and
+# where an instant's go (bench/instr.sh).  Needs valgrind.
+.PHONY: bench-instr
+bench-instr: deps $(BUILD)/bench_event
+	@sh bench/instr.sh $(BUILD)/bench_event $(BUILD)/instr
+
 $(BUILD)/%: examples/%.c $(HEADERS) $(TOOL_HEADERS) $(wildcard examples/*.h) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(EXTRA) $< -o $@ -pthread
+
+$(BUILD)/first_trace-c99: examples/first_trace.c $(HEADERS) | $(BUILD)
+	$(CC) -std=c99 -pedantic $(WARN) -I. -g $(CFLAGS) $(EXTRA) $< -o $@
 
 demo: deps $(BUILD)/demo
 	./$(BUILD)/demo
@@ -538,7 +610,8 @@ INC_DIR	= $(DESTDIR)$(PREFIX)/include/tbring
 PC_DIR	= $(DESTDIR)$(PREFIX)/lib/pkgconfig
 CMAKE_DIR = $(DESTDIR)$(PREFIX)/lib/cmake/tbring
 SUBST	= sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-	      -e 's|@MAJOR@|$(firstword $(subst ., ,$(VERSION)))|'
+	      -e 's|@MAJOR@|$(word 1,$(subst ., ,$(VERSION)))|g' \
+	      -e 's|@MINOR@|$(word 2,$(subst ., ,$(VERSION)))|g'
 
 install: $(BUILD)/tbtrace
 	install -d $(INC_DIR) $(PC_DIR) $(CMAKE_DIR) $(DESTDIR)$(PREFIX)/bin

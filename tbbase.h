@@ -11,8 +11,9 @@
  * can act on), small positive numbers are the ring reader's outcomes.
  *
  * A vendor may define, before including any tbring header:
- *   TB_MEMCPY(dst, src, n), TB_MEMSET(dst, c, n)
- *	the byte copy and fill (firmware with its own, a checked one);
+ *   TB_MEMCPY(dst, src, n), TB_MEMSET(dst, c, n), TB_MEMCMP(a, b, n)
+ *	the byte copy, fill and compare (firmware with its own, a checked
+ *	one); tbevent.h also takes TB_STRLEN(s);
  *   TB_BUG_ON(cond)
  *	the check of internal invariants and caller contracts: traps in
  *	debug builds (__builtin_trap() with GNU C, assert() elsewhere),
@@ -34,12 +35,40 @@
 #define TBRING_VERSION_MINOR	2
 #define TBRING_VERSION_PATCH	0
 #define TBRING_VERSION_STRING	"0.2.0"
+/*
+ * The release as one number, major * 10000 + minor * 100 + patch.  Every
+ * header defines its own TB<NAME>_H_VERSION to it and refuses to compile
+ * (#error) with a header of another release: a vendor who updates one
+ * header updates them all.  `make headers` checks both.
+ */
+#define TBRING_VERSION		(TBRING_VERSION_MAJOR * 10000 + \
+				 TBRING_VERSION_MINOR * 100 + \
+				 TBRING_VERSION_PATCH)
+#define TBBASE_H_VERSION	TBRING_VERSION
 
 #ifndef TB_MEMCPY
 #define TB_MEMCPY(dst, src, n)	memcpy((dst), (src), (n))
 #endif
 #ifndef TB_MEMSET
 #define TB_MEMSET(dst, c, n)	memset((dst), (c), (n))
+#endif
+#ifndef TB_MEMCMP
+#define TB_MEMCMP(a, b, n)	memcmp((a), (b), (n))
+#endif
+/*
+ * A few instructions every write runs (an atomic's), inlined even where
+ * the compiler optimises for size: a call would cost as much again.
+ */
+#if defined(__GNUC__)
+#define TB__ALWAYS	static inline __attribute__((always_inline))
+#else
+#define TB__ALWAYS	static inline
+#endif
+/* A fast path: inlined, unless the build optimises for size. */
+#if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
+#define TB__HOT		static inline __attribute__((always_inline))
+#else
+#define TB__HOT		static inline
 #endif
 /* A rare path, kept out of line so that its callers' fast paths stay small. */
 #if defined(__GNUC__)
@@ -56,6 +85,16 @@
 #include <assert.h>
 #define TB_BUG_ON(cond)	assert(!(cond))
 #endif
+#endif
+
+/*
+ * Our names start with tb_ and TB_; so do termbox2.h's (TB_OK, TB_ERR,
+ * tb_strerror(), ...), and the two cannot share a translation unit: use
+ * them in different files (every function here is static inline, so
+ * nothing clashes when linking).  Said here, not 100 errors later.
+ */
+#ifdef TB_OK
+#error "tbbase.h: TB_OK is already defined (termbox2.h?): use tbring in another file"
 #endif
 
 #ifdef __cplusplus
@@ -188,6 +227,75 @@ static inline const char *tb_strerror(int result)
 	case TB_LIMIT: return "limit reached";
 	}
 	return "unknown result";
+}
+
+/*
+ * A short copy inline: a packet or a field of a few dozen bytes, where a
+ * call to memcpy() costs more than the copy (and a firmware's memcpy may
+ * be a byte loop).  Where the target loads and stores words at any
+ * address (x86, aarch64, ARMv7-M and up: __ARM_FEATURE_UNALIGNED), as
+ * small copies are done best: the first and the last two words, which
+ * may overlap (a byte written twice, with the same value), and for more
+ * than two words a loop of two words at a time before them; no loop a
+ * compiler could turn back into a memcpy() call.  Bytes elsewhere
+ * (ARMv6-M, RISC-V).  Longer than TB__COPY_INLINE: TB_MEMCPY.
+ */
+#define TB__COPY_INLINE	64u
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
+#define TB__COPY_WORD	8
+#elif defined(__GNUC__) && (defined(__i386__) || \
+	defined(__ARM_FEATURE_UNALIGNED))
+#define TB__COPY_WORD	4
+#else
+#define TB__COPY_WORD	0	/* bytes: no word loads at any address */
+#endif
+
+#if TB__COPY_WORD
+/* @n bytes, @w <= @n <= 2 * @w: the first and the last @w of them. */
+#define TB__COPY_ENDS(d, s, n, w)					\
+	do {								\
+		__builtin_memcpy((d), (s), (w));			\
+		__builtin_memcpy((d) + (n) - (w), (s) + (n) - (w), (w)); \
+	} while (0)
+#endif
+
+TB__HOT void tb__copy(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = (uint8_t *)dst;
+	const uint8_t *s = (const uint8_t *)src;
+#if TB__COPY_WORD
+	const size_t w = TB__COPY_WORD;
+	size_t i;
+
+	if (n > TB__COPY_INLINE) {
+		TB_MEMCPY(d, s, n);
+	} else if (n > 2 * w) {
+		for (i = 0; i + 2 * w < n; i += 2 * w)
+			TB__COPY_ENDS(d + i, s + i, 2 * w, w);
+		TB__COPY_ENDS(d + n - 2 * w, s + n - 2 * w, 2 * w, w);
+	} else if (n >= w) {
+		TB__COPY_ENDS(d, s, n, w);
+	} else if (w == 8 && n >= 4) {
+		TB__COPY_ENDS(d, s, n, 4);
+	} else if (n >= 2) {
+		TB__COPY_ENDS(d, s, n, 2);
+	} else if (n) {
+		*d = *s;
+	}
+#else
+	if (n > TB__COPY_INLINE) {
+		TB_MEMCPY(d, s, n);
+		return;
+	}
+	for (; n >= 4; n -= 4, d += 4, s += 4) {	/* four bytes a turn */
+		d[0] = s[0];
+		d[1] = s[1];
+		d[2] = s[2];
+		d[3] = s[3];
+	}
+	while (n--)
+		*d++ = *s++;
+#endif
 }
 
 /*

@@ -28,9 +28,18 @@
  */
 #ifndef TBBRIDGE_H
 #define TBBRIDGE_H
+#define TBBRIDGE_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbring.h"
 #include "tbuffer.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBRING_H_VERSION != TBBRIDGE_H_VERSION
+#error "tbbridge.h needs the tbring.h of its own release"
+#endif
+#if TBUFFER_H_VERSION != TBBRIDGE_H_VERSION
+#error "tbbridge.h needs the tbuffer.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -120,6 +120,22 @@
  *   defaults are set.  Off by default: a reader that ignores defaults
  *   would put those events on the trace-global track.
  *
+ * TB_EV_DELTA_TIME (an option of tb_ev_writer_init())
+ *   Each timestamp goes out as the distance from the one before it on
+ *   the sequence, on an incremental clock (ClockSnapshot.Clock
+ *   is_incremental; scoped to the sequence: the writer's own clock id if
+ *   it is one of 64..127, else 64): two or three bytes where BOOTTIME in
+ *   nanoseconds takes six or more.  Every fresh state snapshots that
+ *   clock with BOOTTIME, and the state's first timestamp counts from
+ *   the snapshot.  Perfetto's importer adds each delta, in file order,
+ *   to the clock's last time (as a signed number: an END owed and
+ *   written late goes back), so the events land on the same nanosecond
+ *   as with absolute timestamps (test_tbevent proves it on one run
+ *   written both ways).  Every packet after the state's first says
+ *   SEQ_NEEDS_INCREMENTAL_STATE: after a loss the importer skips them
+ *   until the next state, whose snapshot gives the deltas their base
+ *   again.  Off by default: a reader must know incremental clocks.
+ *
  * Slices under loss
  *   For tracks in its table the writer keeps a stack of the slices it
  *   began (64 deep): when a BEGIN could not be written, its END is not
@@ -197,25 +213,37 @@
  *     2^30 bytes.  Slice stacks 64 deep per track; deeper slices are
  *     written as if their BEGIN always was.
  *   - TB_EV_INTERN_SLOTS, TB_EV_NAME_BYTES, TB_EV_TRACKS, TB_EV_FLOWS,
- *     TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size struct tb_ev_writer and the
- *     encoder's stack frame: define them the same in every translation
- *     unit, before including this header.  A writer set up (and so
- *     allocated: its size is this unit's) in a unit whose sizes differ
- *     is refused by every call here with TB_ECONFIG (tb_ev_forget_track()
- *     and tb_ev_reset() leave it alone).
+ *     TB_EV_SITES, TB_EV_OWED_ENDS and TB_EV_MAX_ARGS size struct
+ *     tb_ev_writer and the encoder's stack frame: define them the same
+ *     in every translation unit, before including this header
+ *     (docs/events.md: one configuration).  A writer set up in a unit
+ *     whose sizes differ is refused by every call here with TB_ECONFIG
+ *     (tb_ev_forget_track() and tb_ev_reset() leave it alone); with GNU
+ *     C on a hosted ELF system, a program whose units differ refuses
+ *     every tb_ev_writer_init() (TB_ECONFIG), so that none writes a
+ *     writer allocated at another unit's size.
  *   - Tracks must outlive the writers that used them (or be dropped from
  *     them with tb_ev_forget_track()), and their names stay static.
  *
  * C99, no allocation; needs tbring.h and tbpb.h (and <time.h> on hosted
- * builds for the default clock); TB_MEMCMP (memcmp) may be replaced like
- * tbbase.h's TB_MEMCPY.  Works with TB_NO_FUTEX and
+ * builds for the default clock); TB_MEMCMP (tbbase.h's) and TB_STRLEN
+ * may be replaced like TB_MEMCPY.  Works with TB_NO_FUTEX and
  * TB_ATOMIC_BUILTINS=1, and as C++.
  */
 #ifndef TBEVENT_H
 #define TBEVENT_H
+#define TBEVENT_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbring.h"
 #include "tbpb.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBRING_H_VERSION != TBEVENT_H_VERSION
+#error "tbevent.h needs the tbring.h of its own release"
+#endif
+#if TBPB_H_VERSION != TBEVENT_H_VERSION
+#error "tbevent.h needs the tbpb.h of its own release"
+#endif
 
 #ifndef TB_EV_INTERN_SLOTS
 #define TB_EV_INTERN_SLOTS	64	/* a power of two */
@@ -235,6 +263,9 @@
 #ifndef TB_EV_FLOWS
 #define TB_EV_FLOWS		16	/* open flows a writer remembers */
 #endif
+#ifndef TB_EV_SITES
+#define TB_EV_SITES		8	/* events kept encoded, 2, 4, 8... */
+#endif
 
 typedef char tb__ev_slots_check[TB_EV_INTERN_SLOTS >= 4 &&
 				!(TB_EV_INTERN_SLOTS &
@@ -245,21 +276,24 @@ typedef char tb__ev_ends_check[TB_EV_OWED_ENDS >= 1 &&
 typedef char tb__ev_names_check[TB_EV_NAME_BYTES >= 16 &&
 				TB_EV_NAME_BYTES <= 65535 ? 1 : -1];
 typedef char tb__ev_flows_check[TB_EV_FLOWS >= 1 ? 1 : -1];
+typedef char tb__ev_sites_check[TB_EV_SITES >= 2 &&
+				!(TB_EV_SITES & (TB_EV_SITES - 1)) ? 1 : -1];
 
 /*
- * The sizes of struct tb_ev_writer's tables, hashed into one nonzero word
+ * The sizes of struct tb_ev_writer's tables, hashed into one word above 1
  * that tb_ev_writer_init() stores first in the writer and every other call
  * compares (one load and a compare per event): a writer set up where the
  * sizes differ is refused with TB_ECONFIG, never read with the wrong
  * layout.  (A link-time check would need a symbol that one translation
- * unit defines; this header asks no file to own anything.)
+ * unit defines; this header asks no file to own anything.  The
+ * program-wide check after extern "C" shares a weak one instead.)
  */
 #define TB__EV_MIX(h, v)	(((uint32_t)(h) ^ (uint32_t)(v)) * 0x01000193u)
 #define TB__EV_CONFIG							\
 	TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(TB__EV_MIX(		\
 	0x811c9dc5u, TB_EV_INTERN_SLOTS), TB_EV_TRACKS), TB_EV_OWED_ENDS), \
-	TB_EV_NAME_BYTES), TB_EV_FLOWS)
-typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
+	TB_EV_NAME_BYTES), TB_EV_FLOWS ^ TB_EV_SITES << 16)
+typedef char tb__ev_config_check[TB__EV_CONFIG > 1u ? 1 : -1];
 
 /* The default clock: CLOCK_BOOTTIME where the platform declares it. */
 #if !defined(TB_EV_HAVE_BOOTTIME)
@@ -272,10 +306,6 @@ typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 #else
 #define TB_EV_HAVE_BOOTTIME	0
 #endif
-#endif
-
-#ifndef TB_MEMCMP
-#define TB_MEMCMP(a, b, n)	memcmp((a), (b), (n))
 #endif
 
 #ifndef TB_STRLEN
@@ -299,6 +329,17 @@ typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 #else
 #define TB__EV_SLOW	static inline
 #endif
+/*
+ * The fast path (tb__ev_site_write()) is one function every macro calls; where
+ * the compiler optimises for size, out of line.
+ */
+#if defined(__GNUC__) && defined(__OPTIMIZE_SIZE__)
+#define TB__EV_FASTFN	static __attribute__((noinline, unused))
+#elif defined(__GNUC__)
+#define TB__EV_FASTFN	static inline __attribute__((always_inline))
+#else
+#define TB__EV_FASTFN	static inline
+#endif
 #if defined(__GNUC__) && !defined(__OPTIMIZE_SIZE__)
 #define TB__EV_HOT	static inline __attribute__((always_inline))
 #define TB__EV_DIRECT	1
@@ -310,6 +351,52 @@ typedef char tb__ev_config_check[TB__EV_CONFIG != 0u ? 1 : -1];
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * One configuration per program, where the toolchain lets a header see
+ * the whole program (GNU C, ELF, hosted): every unit that includes this
+ * header states its TB__EV_CONFIG before main() (a constructor) in one
+ * word that all units share (a weak definition: the linker keeps one), and
+ * a second, different one marks the program mixed (1).  In a mixed
+ * program every tb_ev_writer_init() refuses (TB_ECONFIG) before it writes
+ * a byte: a writer allocated in one unit and set up in another would be
+ * written at the set-up unit's size.  Elsewhere (freestanding builds,
+ * other compilers, or TB_EV_NO_UNIT_CHECK) only the check per call above
+ * remains, and docs/events.md says how to keep one configuration.
+ */
+#if defined(__GNUC__) && defined(__ELF__) && defined(__STDC_HOSTED__) && \
+	__STDC_HOSTED__ && !defined(TB_EV_NO_UNIT_CHECK)
+#define TB__EV_UNIT_CHECK	1
+extern uint32_t tb__ev_units;
+__attribute__((weak)) uint32_t tb__ev_units;
+
+__attribute__((constructor)) static void tb__ev_unit_says(void)
+{
+	uint32_t seen = 0;
+
+	/* relaxed: before main() or in dlopen(); the word orders nothing */
+	if (!__atomic_compare_exchange_n(&tb__ev_units, &seen, TB__EV_CONFIG,
+					 false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED) &&
+	    seen != TB__EV_CONFIG)
+		__atomic_store_n(&tb__ev_units, 1u, __ATOMIC_RELAXED);
+}
+#else
+#define TB__EV_UNIT_CHECK	0
+#endif
+
+/* Whether this program's units agree on the sizes (as far as seen). */
+static inline bool tb__ev_units_agree(void)
+{
+#if TB__EV_UNIT_CHECK
+	/* relaxed: pairs with the constructors' stores, nothing else */
+	uint32_t u = __atomic_load_n(&tb__ev_units, __ATOMIC_RELAXED);
+
+	return !u || u == TB__EV_CONFIG;
+#else
+	return true;
+#endif
+}
 
 /* ------------------------------------------------------------------------
  * Perfetto's field numbers and enum values, each checked against the
@@ -380,6 +467,7 @@ enum {
 	TB__CS_CLOCKS = 1,
 	TB__CK_CLOCK_ID = 1,
 	TB__CK_TIMESTAMP = 2,
+	TB__CK_INCREMENTAL = 3,
 };
 
 /* TracePacket.SequenceFlags */
@@ -407,7 +495,8 @@ struct tb_category {
 	struct tb_category var = TB_CATEGORY_INIT(name, on)
 #define TB_CATEGORY_DECLARE(var)	extern struct tb_category var
 
-static inline bool tb_category_enabled(const struct tb_category *c)
+/* Inlined at -Os too: every macro's first step, a load and a branch. */
+TB__ALWAYS bool tb_category_enabled(const struct tb_category *c)
 {
 	/* relaxed: a switch; a late look costs an event or two, no more */
 	return tb_atomic_load(&c->enabled, TB_RLX) != 0;
@@ -821,6 +910,7 @@ struct tb_ev_event {
 #define TB_EV_NO_INTERN		1u	/* names inline, no iids */
 #define TB_EV_DEFAULTS		2u	/* TracePacketDefaults (top) */
 #define TB_EV_FAST_CLOCK	4u	/* BOOTTIME from the CPU's counter */
+#define TB_EV_DELTA_TIME	8u	/* timestamps as deltas (top) */
 
 struct tb_ev_stats {
 	uint32_t events;	/* event packets written (+ ends_late) */
@@ -889,6 +979,34 @@ enum {				/* struct tb__ev_fast.on */
 	TB__EV_FAST_DEAD,	/* the counter jumped: BOOTTIME, the floor */
 };
 
+/*
+ * An event kept encoded (the fast path, tb__ev_site_write()): what a call
+ * site of the macros writes every time but its timestamp and values,
+ * encoded once per incremental state.  tmpl holds, in the packet's
+ * order: the clock id and sequence flags, the TrackEvent's tag, a byte
+ * for its length (at hlen), its fixed fields (category, name, type,
+ * track) and a counter's value tag, up to clen; then for each annotation
+ * its tag, a byte for its length, its name field and its value's tag
+ * (alen[i] bytes in all).
+ */
+#define TB__EV_SITE_ARGS	4	/* annotations of an event kept */
+#define TB__EV_TMPL		64	/* >= 7 + 30 + 8 * TB__EV_SITE_ARGS */
+
+struct tb__ev_site {
+	const void *key;	/* its name, or track (END, COUNTER) */
+	const struct tb_category *cat;
+	struct tb__ev_track *slot;	/* its track's entry */
+	const char *aname[TB__EV_SITE_ARGS];	/* its annotations' names */
+	uint32_t epoch;		/* the state it was encoded in; 0: none */
+	uint32_t shape;		/* type, TB_EV_DOUBLE << 8, items << 16 */
+	uint8_t hlen;
+	uint8_t clen;
+	uint8_t te;		/* the TrackEvent's fixed bytes */
+	uint8_t atype[TB__EV_SITE_ARGS];
+	uint8_t alen[TB__EV_SITE_ARGS];
+	uint8_t tmpl[TB__EV_TMPL];
+};
+
 struct tb_ev_writer {
 	uint32_t config;	/* TB__EV_CONFIG where it was set up */
 	struct tb_writer *w;
@@ -896,6 +1014,8 @@ struct tb_ev_writer {
 	const struct tb_ev_clock *clock;	/* NULL: CLOCK_BOOTTIME */
 	uint32_t gen;		/* the ring's generation last seen */
 	uint32_t epoch;		/* this incremental state; 0: none yet */
+	uint32_t ready;		/* epoch while the fast path may write: */
+				/* no fresh state due, no END owed; else 0 */
 	uint32_t next_iid;
 	uint32_t nintern;
 	uint32_t ntracks;
@@ -911,12 +1031,14 @@ struct tb_ev_writer {
 	uint32_t nflows;	/* open flows in flows[], oldest first */
 	uint64_t forgot;	/* hash bits of written flows forgotten */
 	uint64_t stamp;		/* descriptors' timestamp; 0: now */
+	uint64_t last;		/* the last timestamp written (DELTA) */
 	struct tb_ev_stats stats;
 	struct tb__ev_fast fast;	/* TB_EV_FAST_CLOCK */
 	struct tb__ev_end ends[TB_EV_OWED_ENDS];
 	struct tb__ev_track tracks[TB_EV_TRACKS];
 	struct tb__ev_flow flows[TB_EV_FLOWS];
 	struct tb__ev_intern intern[TB_EV_INTERN_SLOTS];
+	struct tb__ev_site sites[TB_EV_SITES];
 	char names[TB_EV_NAME_BYTES];
 };
 
@@ -1081,11 +1203,32 @@ static inline uint64_t tb_ev_now(struct tb_ev_writer *ew)
 #endif
 }
 
-/* The writer's clock id, 0 for BOOTTIME (the default: none needed). */
+/*
+ * The clock id the writer's timestamps are on, 0 for BOOTTIME (the
+ * default: none needed).  With TB_EV_DELTA_TIME an incremental clock,
+ * which must be scoped to the sequence: the writer's own id if it is
+ * one, else the first such id (64).
+ */
 static inline uint32_t tb__ev_own_clock_id(const struct tb_ev_writer *ew)
 {
-	return ew->clock && ew->clock->id != TB_CLOCK_BOOTTIME ?
-	       ew->clock->id : 0;
+	uint32_t id = ew->clock ? ew->clock->id : TB_CLOCK_BOOTTIME;
+
+	if (ew->flags & TB_EV_DELTA_TIME)
+		return id >= TB_CLOCK_USER ? id : TB_CLOCK_USER;
+	return id != TB_CLOCK_BOOTTIME ? id : 0;
+}
+
+/*
+ * What a packet's timestamp field carries for time @ts: @ts, or with
+ * TB_EV_DELTA_TIME its distance from the last timestamp written on the
+ * sequence (the state's clock snapshot for the first), modulo 2^64: the
+ * importer adds it as a signed number (an owed END written after the
+ * snapshot of a fresh state goes back).
+ */
+TB__ALWAYS uint64_t tb__ev_tval(const struct tb_ev_writer *ew,
+			       uint64_t ts)
+{
+	return ew->flags & TB_EV_DELTA_TIME ? ts - ew->last : ts;
 }
 
 /*
@@ -1576,18 +1719,26 @@ static inline uint32_t tb__ev_head_size(const struct tb_ev_writer *ew,
 	return n;
 }
 
-TB__EV_HOT void tb__ev_head_put_m(struct tb__ev_out *o, bool m,
-				  const struct tb_ev_writer *ew, bool ts,
-				  uint64_t t, uint32_t seq)
+/* The header after the timestamp (and without one, none): id, flags. */
+TB__EV_HOT void tb__ev_head_rest_m(struct tb__ev_out *o, bool m,
+				   const struct tb_ev_writer *ew, bool ts,
+				   uint32_t seq)
 {
 	uint32_t id = tb__ev_clock_id(ew);
 
-	if (ts)
-		tb__ev_pu(o, m, TB__TP_TIMESTAMP, t);
 	if (ts && id)
 		tb__ev_pu(o, m, TB__TP_TIMESTAMP_CLOCK_ID, id);
 	if (seq)
 		tb__ev_pu(o, m, TB__TP_SEQUENCE_FLAGS, seq);
+}
+
+TB__EV_HOT void tb__ev_head_put_m(struct tb__ev_out *o, bool m,
+				  const struct tb_ev_writer *ew, bool ts,
+				  uint64_t t, uint32_t seq)
+{
+	if (ts)
+		tb__ev_pu(o, m, TB__TP_TIMESTAMP, t);
+	tb__ev_head_rest_m(o, m, ew, ts, seq);
 }
 
 static inline void tb__ev_head_put(struct tb__ev_out *o,
@@ -1614,9 +1765,19 @@ static inline uint32_t tb__ev_seq(struct tb_ev_writer *ew, bool uses)
 {
 	uint32_t seq = tb__ev_take_clear(ew);
 
-	if (uses || (!seq && (ew->flags & TB_EV_DEFAULTS)))
+	if (uses ||
+	    (!seq && (ew->flags & (TB_EV_DEFAULTS | TB_EV_DELTA_TIME))))
 		seq |= TB_SEQ_NEEDS_INCREMENTAL_STATE;
 	return seq;
+}
+
+/*
+ * After ->fresh, ->nends or ->epoch changed: the one word the fast path
+ * compares with a kept event's epoch (tb__ev_site_write()).
+ */
+static inline void tb__ev_set_ready(struct tb_ev_writer *ew)
+{
+	ew->ready = ew->fresh || ew->nends ? 0 : ew->epoch;
 }
 
 /* A write failed: the packet is lost, and so is the state after it. */
@@ -1624,6 +1785,7 @@ static inline int tb__ev_lost(struct tb_ev_writer *ew, int ret)
 {
 	ew->stats.lost++;
 	ew->fresh = 1;
+	tb__ev_set_ready(ew);
 	ew->owed = 1;
 	return ret;
 }
@@ -1671,6 +1833,7 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 	bool named = t->name && (t->kind == TB_TRACK_CUSTOM ||
 				 t->kind == TB_TRACK_COUNTER);
 	uint64_t ts = ew->stamp ? ew->stamp : tb_ev_now(ew);
+	uint64_t tv = tb__ev_tval(ew, ts);
 	struct tb__ev_out o;
 	int ret;
 
@@ -1680,11 +1843,11 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 	     (named ? tb__ev_lsize(TB__TD_NAME, nlen) : 0) +
 	     (field ? tb__ev_lsize(field, inner) : 0);
 	seq = tb__ev_seq(ew, false);
-	size = tb__ev_head_size(ew, true, ts, seq) +
+	size = tb__ev_head_size(ew, true, tv, seq) +
 	       tb__ev_lsize(TB__TP_TRACK_DESCRIPTOR, td);
 	if (tb__ev_out_open(&o, ew->w, size, 0))
 		return tb__ev_lost(ew, o.ret);
-	tb__ev_head_put(&o, ew, true, ts, seq);
+	tb__ev_head_put(&o, ew, true, tv, seq);
 	tb__ev_put_hdr(&o, TB__TP_TRACK_DESCRIPTOR, td);
 	tb__ev_put_uint(&o, TB__TD_UUID, t->uuid);
 	if (t->parent)
@@ -1711,6 +1874,7 @@ TB__EV_SLOW int tb__ev_describe(struct tb_ev_writer *ew,
 	if (ret)
 		return tb__ev_lost(ew, ret);
 	ew->owed = 0;
+	ew->last = ts;
 	ew->stats.descriptors++;
 	return TB_OK;
 }
@@ -1760,8 +1924,9 @@ static inline bool tb__ev_wants_snapshot(const struct tb_ev_writer *ew)
 {
 	const struct tb_ev_clock *c = ew->clock;
 
-	return c && c->id != TB_CLOCK_BOOTTIME && c->ref_id &&
-	       c->ref_id != c->id;
+	return (ew->flags & TB_EV_DELTA_TIME) ||
+	       (c && c->id != TB_CLOCK_BOOTTIME && c->ref_id &&
+		c->ref_id != c->id);
 }
 
 static inline uint64_t tb__ev_ref_now(const struct tb_ev_clock *c)
@@ -1775,28 +1940,42 @@ static inline uint64_t tb__ev_ref_now(const struct tb_ev_clock *c)
 #endif
 }
 
-static inline uint32_t tb__ev_clock_size(uint32_t id, uint64_t ts)
+/* A ClockSnapshot.Clock: id, timestamp, and is_incremental when @inc. */
+static inline uint32_t tb__ev_clock_size(uint32_t id, uint64_t ts, bool inc)
 {
 	return tb__ev_vsize(TB__CK_CLOCK_ID, id) +
-	       tb__ev_vsize(TB__CK_TIMESTAMP, ts);
+	       tb__ev_vsize(TB__CK_TIMESTAMP, ts) +
+	       (inc ? tb__ev_vsize(TB__CK_INCREMENTAL, 1) : 0);
 }
 
 static inline void tb__ev_clock_put(struct tb__ev_out *o, uint32_t id,
-				    uint64_t ts)
+				    uint64_t ts, bool inc)
 {
-	tb__ev_put_hdr(o, TB__CS_CLOCKS, tb__ev_clock_size(id, ts));
+	tb__ev_put_hdr(o, TB__CS_CLOCKS, tb__ev_clock_size(id, ts, inc));
 	tb__ev_put_uint(o, TB__CK_CLOCK_ID, id);
 	tb__ev_put_uint(o, TB__CK_TIMESTAMP, ts);
+	if (inc)
+		tb__ev_put_uint(o, TB__CK_INCREMENTAL, 1);
 }
 
+/*
+ * The writer's clock read together with BOOTTIME: its own reading, and
+ * the reference's (or the same one, for a clock on BOOTTIME).  With
+ * TB_EV_DELTA_TIME the state's timestamps count from it.
+ */
 TB__EV_SLOW int tb__ev_snapshot(struct tb_ev_writer *ew)
 {
 	const struct tb_ev_clock *c = ew->clock;
-	uint64_t mine = c->now(c->ctx), ref = tb__ev_ref_now(c);
+	bool inc = (ew->flags & TB_EV_DELTA_TIME) != 0;
+	uint32_t id = tb__ev_own_clock_id(ew);
+	uint64_t mine = tb_ev_now(ew);
+	uint64_t ref = !c || c->id == TB_CLOCK_BOOTTIME ? mine :
+		       tb__ev_ref_now(c);
 	uint32_t cs = tb__ev_lsize(TB__CS_CLOCKS,
-				   tb__ev_clock_size(c->id, mine)) +
+				   tb__ev_clock_size(id, mine, inc)) +
 		      tb__ev_lsize(TB__CS_CLOCKS,
-				   tb__ev_clock_size(c->ref_id, ref));
+				   tb__ev_clock_size(TB_CLOCK_BOOTTIME, ref,
+						     false));
 	uint32_t seq = tb__ev_seq(ew, false);
 	uint32_t size = tb__ev_head_size(ew, false, 0, seq) +
 			tb__ev_lsize(TB__TP_CLOCK_SNAPSHOT, cs);
@@ -1807,12 +1986,13 @@ TB__EV_SLOW int tb__ev_snapshot(struct tb_ev_writer *ew)
 		return tb__ev_lost(ew, o.ret);
 	tb__ev_head_put(&o, ew, false, 0, seq);
 	tb__ev_put_hdr(&o, TB__TP_CLOCK_SNAPSHOT, cs);
-	tb__ev_clock_put(&o, c->id, mine);
-	tb__ev_clock_put(&o, c->ref_id, ref);
+	tb__ev_clock_put(&o, id, mine, inc);
+	tb__ev_clock_put(&o, TB_CLOCK_BOOTTIME, ref, false);
 	ret = tb__ev_out_close(&o);
 	if (ret)
 		return tb__ev_lost(ew, ret);
 	ew->owed = 0;
+	ew->last = mine;
 	ew->stats.snapshots++;
 	return TB_OK;
 }
@@ -1924,6 +2104,7 @@ TB__EV_SLOW int tb__ev_restart(struct tb_ev_writer *ew)
 	ew->clear = 1;
 	if (!++ew->epoch)
 		ew->epoch = 1;
+	tb__ev_set_ready(ew);
 	ew->stats.states++;
 	if (ew->overflow) {		/* room for the strings in use now */
 		TB_MEMSET(ew->intern, 0, sizeof(ew->intern));
@@ -1960,6 +2141,7 @@ static inline int tb__ev_check_state(struct tb_ev_writer *ew)
 		if (!ew->fresh)
 			ew->stats.generations++;
 		ew->fresh = 1;
+		tb__ev_set_ready(ew);
 	}
 	return ew->fresh ? tb__ev_restart(ew) : TB_OK;
 }
@@ -2097,6 +2279,7 @@ static inline bool tb__ev_has_flows(const struct tb_ev_event *ev)
  */
 struct tb__ev_plan {
 	uint64_t ts;
+	uint64_t tv;		/* what its timestamp field carries */
 	const uint8_t *ufield;	/* the track_uuid field, encoded */
 	uint32_t ulen;		/* its bytes; 0: none (uuid 0) */
 	uint8_t ubuf[TB__EV_UFIELD];	/* where it is encoded if not cached */
@@ -2141,6 +2324,30 @@ static inline void tb__ev_plan_track(const struct tb_ev_writer *ew,
 static inline bool tb__ev_is_annotation(uint32_t type)
 {
 	return type >= TB_ARG_T_BOOL && type <= TB_ARG_T_POINTER;
+}
+
+/* An annotation's value field: DebugAnnotation's number is its type's + 1. */
+static inline uint32_t tb__ev_value_field(const struct tb_arg *a)
+{
+	return a->type + 1u;
+}
+
+typedef char tb__ev_value_fields_check[
+	TB__DA_BOOL == TB_ARG_T_BOOL + 1 && TB__DA_UINT == TB_ARG_T_UINT + 1 &&
+	TB__DA_INT == TB_ARG_T_INT + 1 && TB__DA_DOUBLE == TB_ARG_T_DOUBLE + 1 &&
+	TB__DA_STRING == TB_ARG_T_STRING + 1 &&
+	TB__DA_POINTER == TB_ARG_T_POINTER + 1 ? 1 : -1];
+
+/* A varint annotation's value (bool, uint, int, pointer) as encoded. */
+static inline uint64_t tb__ev_value_bits(const struct tb_arg *a)
+{
+	return a->type == TB_ARG_T_INT ? (uint64_t)a->v.i : a->v.u;
+}
+
+static inline unsigned tb__ev_value_wire(const struct tb_arg *a)
+{
+	return a->type == TB_ARG_T_DOUBLE ? TB_PB_FIXED64 :
+	       a->type == TB_ARG_T_STRING ? TB_PB_LEN : TB_PB_VARINT;
 }
 
 /* The bytes of an annotation's value field. */
@@ -2188,6 +2395,22 @@ TB__EV_HOT void tb__ev_value_put(struct tb__ev_out *o, bool m,
 	}
 }
 
+/* A counter's value field: @d with @dbl, else @i. */
+static inline uint32_t tb__ev_counter_size(bool dbl, int64_t i)
+{
+	return dbl ? tb__pb_tag_len(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
+		     tb__ev_vsize(TB__TE_COUNTER_VALUE, (uint64_t)i);
+}
+
+TB__EV_HOT void tb__ev_counter_put(struct tb__ev_out *o, bool m, bool dbl,
+				   int64_t i, double d)
+{
+	if (dbl)
+		tb__ev_pf(o, m, TB__TE_DOUBLE_COUNTER_VALUE, tb__ev_dbits(d));
+	else
+		tb__ev_pu(o, m, TB__TE_COUNTER_VALUE, (uint64_t)i);
+}
+
 static inline bool tb__ev_has_cat(const struct tb_ev_event *ev)
 {
 	return ev->cat && ev->cat->name && ev->type != TB_EV_SLICE_END &&
@@ -2221,10 +2444,9 @@ TB__EV_HOT void tb__ev_plan(struct tb_ev_writer *ew,
 	te += tb__ev_vsize(TB__TE_TYPE, ev->type);
 	te += pl->ulen;
 	if (ev->type == TB_EV_COUNTER)
-		te += ev->flags & TB_EV_DOUBLE ?
-		      tb__pb_tag_len(TB__TE_DOUBLE_COUNTER_VALUE) + 8 :
-		      tb__ev_vsize(TB__TE_COUNTER_VALUE,
-				   (uint64_t)ev->value.i);
+		te += tb__ev_counter_size(ev->flags & TB_EV_DOUBLE,
+					  ev->flags & TB_EV_DOUBLE ? 0 :
+					  ev->value.i);
 	for (i = 0; i < ev->nargs; i++) {
 		const struct tb_arg *a = &ev->args[i];
 
@@ -2249,9 +2471,24 @@ TB__EV_HOT void tb__ev_plan(struct tb_ev_writer *ew,
 	pl->id = id;
 	/* a counter value needs its track's descriptor, this state's */
 	pl->seq = tb__ev_seq(ew, iids || ev->type == TB_EV_COUNTER);
-	pl->size = tb__ev_head_size(ew, true, pl->ts, pl->seq) +
+	pl->size = tb__ev_head_size(ew, true, pl->tv, pl->seq) +
 		   (id ? tb__ev_lsize(TB__TP_INTERNED_DATA, id) : 0) +
 		   tb__ev_lsize(TB__TP_TRACK_EVENT, te);
+}
+
+/* The TrackEvent's fields every event of a call site has the same. */
+TB__EV_HOT void tb__ev_fixed_put_m(struct tb__ev_out *o, bool m,
+				   const struct tb_ev_event *ev,
+				   const struct tb__ev_plan *pl)
+{
+	if (pl->has_cat)
+		tb__ev_str_put(o, m, &pl->cat, TB__TE_CATEGORY_IIDS,
+			       TB__TE_CATEGORIES);
+	if (pl->has_name)
+		tb__ev_str_put(o, m, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
+	tb__ev_pu(o, m, TB__TE_TYPE, ev->type);
+	if (pl->ulen)
+		tb__ev_pr(o, m, pl->ufield, pl->ulen);
 }
 
 TB__EV_HOT void tb__ev_body_put_m(struct tb__ev_out *o, bool m,
@@ -2261,7 +2498,7 @@ TB__EV_HOT void tb__ev_body_put_m(struct tb__ev_out *o, bool m,
 {
 	uint32_t i;
 
-	tb__ev_head_put_m(o, m, ew, true, pl->ts, pl->seq);
+	tb__ev_head_put_m(o, m, ew, true, pl->tv, pl->seq);
 	if (pl->id) {
 		tb__ev_ph(o, m, TB__TP_INTERNED_DATA, pl->id);
 		if (pl->has_cat)
@@ -2273,20 +2510,11 @@ TB__EV_HOT void tb__ev_body_put_m(struct tb__ev_out *o, bool m,
 				tb__ev_entry_put(o, m, &pl->an[i]);
 	}
 	tb__ev_ph(o, m, TB__TP_TRACK_EVENT, pl->te);
-	if (pl->has_cat)
-		tb__ev_str_put(o, m, &pl->cat, TB__TE_CATEGORY_IIDS,
-			       TB__TE_CATEGORIES);
-	if (pl->has_name)
-		tb__ev_str_put(o, m, &pl->name, TB__TE_NAME_IID, TB__TE_NAME);
-	tb__ev_pu(o, m, TB__TE_TYPE, ev->type);
-	if (pl->ulen)
-		tb__ev_pr(o, m, pl->ufield, pl->ulen);
-	if (ev->type == TB_EV_COUNTER && ev->flags & TB_EV_DOUBLE)
-		tb__ev_pf(o, m, TB__TE_DOUBLE_COUNTER_VALUE,
-				   tb__ev_dbits(ev->value.d));
-	else if (ev->type == TB_EV_COUNTER)
-		tb__ev_pu(o, m, TB__TE_COUNTER_VALUE,
-				(uint64_t)ev->value.i);
+	tb__ev_fixed_put_m(o, m, ev, pl);
+	if (ev->type == TB_EV_COUNTER)
+		tb__ev_counter_put(o, m, ev->flags & TB_EV_DOUBLE,
+				   ev->flags & TB_EV_DOUBLE ? 0 : ev->value.i,
+				   ev->flags & TB_EV_DOUBLE ? ev->value.d : 0);
 	for (i = 0; i < ev->nargs; i++) {
 		const struct tb_arg *a = &ev->args[i];
 
@@ -2379,12 +2607,15 @@ TB__EV_HOT int tb__ev_write(struct tb_ev_writer *ew,
 	tb__ev_plan_track(ew, pl, t, *slot);
 	if (!pl->ts)
 		pl->ts = tb_ev_now(ew);
+	pl->tv = tb__ev_tval(ew, pl->ts);
 	tb__ev_plan(ew, ev, pl);
 	if (!tb__ev_out_open(&o, ew->w, pl->size, 0))
 		tb__ev_body_put(&o, ew, ev, pl);
 	ret = tb__ev_out_close(&o);
 	if (ret)
 		tb__ev_lost(ew, ret);
+	else
+		ew->last = pl->ts;
 	return ret;
 }
 
@@ -2426,6 +2657,7 @@ TB__EV_SLOW int tb__ev_pay_ends(struct tb_ev_writer *ew)
 		ew->stats.ends_late++;
 		ew->owed = 0;
 		ew->nends--;
+		tb__ev_set_ready(ew);
 		for (i = 0; i < ew->nends; i++)
 			ew->ends[i] = ew->ends[i + 1];
 	}
@@ -2441,6 +2673,312 @@ static inline void tb__ev_owe_end(struct tb_ev_writer *ew,
 	ew->ends[ew->nends].t = t;
 	ew->ends[ew->nends].ts = ts ? ts : tb_ev_now(ew);
 	ew->nends++;
+	tb__ev_set_ready(ew);
+}
+
+/* ------------------------------------------------------------------------
+ * The fast path: events kept encoded.  An event of the macros - literal
+ * names, only annotations with literal names as items, on the writer's
+ * track (a counter on its counter track) - is, once its strings are
+ * interned and its track described, the same bytes at every call but for
+ * its timestamp and values: after the general path wrote one with
+ * nothing new to intern, tb__ev_site_fill() keeps those bytes (struct
+ * tb__ev_site, per writer, found by the name's or the track's address),
+ * and tb__ev_site_write() writes the next ones from them: the timestamp, a
+ * copy, the values, no planner, no lookups.  They hold for the state
+ * they were encoded in (the epoch: a fresh state, a loss, a generation
+ * all start a new one); anything else goes the general way: a flow, a
+ * track or time item, a name by content, an END owed, a fresh state due.
+ */
+#define TB__EV_NOT_FAST	1	/* tb__ev_site_write(): the general path */
+
+/* The key of a call site: its name; an END's first annotation, else its
+ * track; a counter's track. */
+static inline const void *tb__ev_site_key(unsigned type, const char *name,
+					  const struct tb_track *t,
+					  const struct tb_arg *args,
+					  uint32_t nargs)
+{
+	if (type == TB_EV_COUNTER)
+		return t;
+	if (type != TB_EV_SLICE_END)
+		return name;
+	return nargs ? (const void *)args[0].name : (const void *)t;
+}
+
+/*
+ * The kept event of @key, @type: in one of two entries (a pair, so that
+ * two call sites whose keys hash alike do not evict each other at every
+ * event), the first when neither has it.
+ */
+TB__ALWAYS struct tb__ev_site *tb__ev_site_of(struct tb_ev_writer *ew,
+					      const void *key, unsigned type)
+{
+	uintptr_t k = (uintptr_t)key;
+	struct tb__ev_site *st =
+		&ew->sites[(k >> 3 ^ k >> 11 ^ type) & (TB_EV_SITES - 1)];
+	struct tb__ev_site *other = &ew->sites[(st - ew->sites) ^ 1];
+
+	return st->key != key && other->key == key &&
+	       (other->shape & 0xffu) == type ? other : st;
+}
+
+/* Where to keep the event of @key, @type: its entry, else a stale one. */
+static inline struct tb__ev_site *tb__ev_site_for(struct tb_ev_writer *ew,
+						  const void *key,
+						  unsigned type)
+{
+	struct tb__ev_site *st = tb__ev_site_of(ew, key, type);
+	struct tb__ev_site *other = &ew->sites[(st - ew->sites) ^ 1];
+
+	if ((st->key == key && (st->shape & 0xffu) == type) ||
+	    st->epoch != ew->epoch || other->epoch == ew->epoch)
+		return st;
+	return other;
+}
+
+/* What a kept event must match besides its key: type, value, items. */
+static inline uint32_t tb__ev_shape(unsigned type, unsigned dbl,
+				    uint32_t nargs)
+{
+	return type | dbl << 8 | nargs << 16;
+}
+
+/*
+ * After the general path wrote @ev on @slot's track, planned as @pl:
+ * keeps its bytes for the fast path when the next events of its call
+ * site will have them too.  That is, it came from the macros (@key, see
+ * tb__ev_site_write()), every string of it is interned and none was new in
+ * this packet (no interned data), it did not open the state (no CLEARED
+ * flag), its track is in the table and described, and it has at most
+ * TB__EV_SITE_ARGS items, all annotations named by literals.  The
+ * encoders are the general path's own, so the bytes are the same.
+ */
+TB__EV_SLOW void tb__ev_site_fill(struct tb_ev_writer *ew,
+				  const struct tb_ev_event *ev,
+				  const struct tb__ev_plan *pl,
+				  struct tb__ev_track *slot, const void *key)
+{
+	uint8_t buf[TB__EV_TMPL + TB__EV_FAST];
+	const bool m = !TB__EV_DIRECT;	/* -Os: the general path's puts */
+	struct tb__ev_site *st;
+	struct tb__ev_out o;
+	uint32_t i;
+
+	if (!slot || slot->epoch != ew->epoch || pl->id ||
+	    (pl->seq & TB_SEQ_INCREMENTAL_STATE_CLEARED) ||
+	    (pl->has_cat && !pl->cat.iid) ||
+	    (pl->has_name && !pl->name.iid) ||
+	    ev->nargs > TB__EV_SITE_ARGS)
+		return;
+	for (i = 0; i < ev->nargs; i++)
+		if (!tb__ev_is_annotation(ev->args[i].type) ||
+		    !(ev->args[i].flags & TB_ARG_STATIC_NAME) ||
+		    !pl->an[i].iid)
+			return;
+	st = tb__ev_site_for(ew, key, ev->type);
+	o.p = o.frag = buf;		/* puts that never reach its end */
+	o.end = buf + sizeof(buf);
+	o.w = NULL;
+	o.ret = TB_OK;
+	tb__ev_head_rest_m(&o, m, ew, true, pl->seq);
+	o.p = tb__pb_tag_at(o.p, TB__TP_TRACK_EVENT, TB_PB_LEN);
+	st->hlen = (uint8_t)(o.p - buf);
+	o.p++;				/* the TrackEvent's length */
+	tb__ev_fixed_put_m(&o, m, ev, pl);
+	if (ev->type == TB_EV_COUNTER)	/* the value's tag */
+		o.p = (ev->flags & TB_EV_DOUBLE) ?
+		      tb__pb_tag_at(o.p, TB__TE_DOUBLE_COUNTER_VALUE,
+				    TB_PB_FIXED64) :
+		      tb__pb_tag_at(o.p, TB__TE_COUNTER_VALUE, TB_PB_VARINT);
+	st->clen = (uint8_t)(o.p - buf);
+	st->te = (uint8_t)(st->clen - st->hlen - 1u);
+	for (i = 0; i < ev->nargs; i++) {
+		uint8_t *a = o.p;
+
+		o.p = tb__pb_tag_at(o.p, TB__TE_DEBUG_ANNOTATIONS, TB_PB_LEN);
+		o.p++;			/* the annotation's length */
+		tb__ev_str_put(&o, m, &pl->an[i], TB__DA_NAME_IID,
+			       TB__DA_NAME);
+		o.p = tb__pb_tag_at(o.p, tb__ev_value_field(&ev->args[i]),
+				    tb__ev_value_wire(&ev->args[i]));
+		st->alen[i] = (uint8_t)(o.p - a);
+		st->aname[i] = ev->args[i].name;
+		st->atype[i] = (uint8_t)ev->args[i].type;
+	}
+	TB_BUG_ON(o.p > buf + TB__EV_TMPL);
+	TB_MEMCPY(st->tmpl, buf, (size_t)(o.p - buf));
+	st->key = key;
+	st->cat = ev->cat;
+	st->slot = slot;
+	st->shape = tb__ev_shape(ev->type, (ev->flags & TB_EV_DOUBLE) != 0,
+				 ev->nargs);
+	st->epoch = ew->epoch;
+}
+
+/*
+ * A kept event's annotations: @te, the TrackEvent's bytes so far, plus
+ * theirs, or 0x80 and more when they are not those kept (or one does not
+ * fit a byte of length); each value's bytes in @vlen.
+ */
+TB__EV_SLOW uint32_t tb__ev_site_args(const struct tb__ev_site *st,
+				      const struct tb_arg *args,
+				      uint32_t nargs, uint32_t te,
+				      uint8_t *vlen)
+{
+	uint32_t i, n;
+
+	for (i = 0; i < nargs; i++) {
+		const struct tb_arg *a = &args[i];
+
+		if (a->type != st->atype[i] || a->name != st->aname[i] ||
+		    !(a->flags & TB_ARG_STATIC_NAME))
+			return 0x80u;
+		n = a->type == TB_ARG_T_DOUBLE ? 8u :
+		    a->type == TB_ARG_T_STRING ?
+		    (a->len < 0x80u ? 1u + a->len : 0x80u) :
+		    tb_pb_varint_len(tb__ev_value_bits(a));
+		vlen[i] = (uint8_t)(n < 0x80u ? n : 0x80u);
+		n += st->alen[i];
+		te += n > 0x81u ? 0x80u : n;
+	}
+	return te;
+}
+
+/* Writes a kept event's annotations at @p: kept bytes, then each value. */
+TB__EV_SLOW void tb__ev_site_args_put(uint8_t *p,
+				      const struct tb__ev_site *st,
+				      const struct tb_arg *args,
+				      uint32_t nargs, const uint8_t *vlen)
+{
+	const uint8_t *q = st->tmpl + st->clen;
+	uint32_t i;
+
+	for (i = 0; i < nargs; i++) {
+		const struct tb_arg *a = &args[i];
+
+		tb__copy(p, q, st->alen[i]);
+		p[1] = (uint8_t)(st->alen[i] - 2u + vlen[i]);
+		p += st->alen[i];
+		q += st->alen[i];
+		if (a->type == TB_ARG_T_DOUBLE) {
+			p = tb__pb_fixed64_bits(p, tb__ev_dbits(a->v.d));
+		} else if (a->type == TB_ARG_T_STRING) {
+			*p = (uint8_t)a->len;
+			tb__copy(p + 1, a->v.s, a->len);
+			p += 1 + a->len;
+		} else {
+			p = tb__pb_varint_at(p, tb__ev_value_bits(a));
+		}
+	}
+}
+
+/*
+ * Writes the event of a macro's call site from its kept bytes: @type,
+ * @cat, @key (tb__ev_site_key()), @args; a counter's value in @val (an
+ * INT or a DOUBLE item).  TB__EV_NOT_FAST when it has none kept, or when
+ * anything calls for the general path (see above); else what the general
+ * path would have returned, with the same stack, stats and state.
+ */
+TB__ALWAYS int tb__ev_site_write(struct tb_ev_writer *ew, unsigned type,
+				 const struct tb_category *cat,
+				 const void *key, const struct tb_arg *args,
+				 uint32_t nargs, const struct tb_arg *val)
+{
+	bool dbl = val && val->type == TB_ARG_T_DOUBLE;
+	struct tb_writer *w = ew->w;
+	struct tb__ev_site *st;
+	uint32_t te, size, tvlen;
+	uint8_t vlen[TB__EV_SITE_ARGS];
+	struct tb_span s;
+	uint64_t ts, tv;
+	uint8_t *p;
+	int ret;
+
+	/* first: the table's offset is this unit's layout (the config) */
+	if (ew->config != TB__EV_CONFIG)
+		return TB__EV_NOT_FAST;
+	st = tb__ev_site_of(ew, key, type);
+	if (st->key != key || st->shape != tb__ev_shape(type, dbl, nargs) ||
+	    st->cat != cat || st->epoch != ew->ready ||
+	    tb_ring_generation(w->ring) != ew->gen)
+		return TB__EV_NOT_FAST;
+	te = st->te;
+	if (val)		/* its tag is kept: the value's bytes */
+		te += dbl ? 8u : tb_pb_varint_len((uint64_t)val->v.i);
+	if (nargs && (te = tb__ev_site_args(st, args, nargs, te, vlen)) >=
+		     0x80u)
+		return TB__EV_NOT_FAST;
+	if (type == TB_EV_SLICE_END && !tb__ev_pop(st->slot)) {
+		ew->stats.ends_skipped++;
+		return TB_OK;		/* its BEGIN is not in the trace */
+	}
+	ts = tb_ev_now(ew);
+	tv = tb__ev_tval(ew, ts);
+	tvlen = tb_pb_varint_len(tv);
+	size = 1u + tvlen + st->hlen + 1u + te;
+	p = tb_writer_begin_packet(w, size);
+	ret = p ? TB_OK : tb_writer_open(w, size, 0, &s);
+	if (!ret) {
+		struct tb__ev_out o;
+
+		p = p ? p : s.begin;
+		*p = (uint8_t)tb__pb_key(TB__TP_TIMESTAMP, TB_PB_VARINT);
+#if TB__EV_DIRECT && TB__PB_WIDE
+		/*
+		 * a long timestamp (BOOTTIME) as one word: 8 bytes fit, as
+		 * the TrackEvent's tag, length and type follow it
+		 */
+		TB_BUG_ON(tvlen >= 4 && size < 9);
+		p = tvlen >= 4 ? tb__pb_varint_wide_at(p + 1, tv, tvlen) :
+				 tb__pb_varint_at(p + 1, tv);
+#else
+		p = tb__pb_varint_at(p + 1, tv);
+#endif
+		tb__copy(p, st->tmpl, st->clen);
+		p[st->hlen] = (uint8_t)te;
+		o.p = p + st->clen;
+		if (val)
+			o.p = dbl ? tb__pb_fixed64_bits(o.p,
+							tb__ev_dbits(val->v.d)) :
+			      tb__pb_varint_at(o.p, (uint64_t)val->v.i);
+		if (nargs)
+			tb__ev_site_args_put(o.p, st, args, nargs, vlen);
+		ret = tb_writer_end_packet(w, size);
+	} else {
+		tb_writer_record_loss(w);
+	}
+	if (ret) {
+		tb__ev_lost(ew, ret);
+		ew->stats.not_written++;
+		if (type == TB_EV_SLICE_END)
+			tb__ev_owe_end(ew, st->slot->t, ts);
+	} else {
+		ew->stats.events++;
+		ew->owed = 0;
+		ew->last = ts;
+	}
+	if (type == TB_EV_SLICE_BEGIN)
+		tb__ev_push(st->slot, ret == TB_OK);
+	return ret;
+}
+
+/*
+ * The key of @ev's call site (on @t) if it is one of the macros' that the
+ * fast path takes (tb__ev_macro()), else NULL: no track
+ * item, a literal name (by address) for a slice or an instant.
+ */
+static inline const void *tb__ev_fill_key(const struct tb_ev_writer *ew,
+					  const struct tb_ev_event *ev,
+					  const struct tb_track *t)
+{
+	if (ev->type == TB_EV_COUNTER)
+		return ev->track == t ? t : NULL;
+	if (ev->track || t != ew->track ||
+	    (ev->type != TB_EV_SLICE_END &&
+	     !(ev->flags & TB_EV_STATIC_NAME)))
+		return NULL;
+	return tb__ev_site_key(ev->type, ev->name, t, ev->args, ev->nargs);
 }
 
 /*
@@ -2454,6 +2992,7 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	struct tb__ev_track *slot;
 	struct tb__ev_plan pl;
 	const struct tb_track *t;
+	const void *key;
 	int ret;
 
 	if (ew->config != TB__EV_CONFIG)
@@ -2472,6 +3011,9 @@ static inline int tb__ev_emit(struct tb_ev_writer *ew,
 	ret = ew->nends ? tb__ev_pay_ends(ew) : TB_OK;
 	if (!ret)
 		ret = tb__ev_write(ew, ev, t, &pl, &slot);
+	key = ret ? NULL : tb__ev_fill_key(ew, ev, t);
+	if (key)		/* a macro's: keep it for the next ones */
+		tb__ev_site_fill(ew, ev, &pl, slot, key);
 	if (ev->nargs && tb__ev_has_flows(ev))
 		tb__ev_flows_after(ew, ev, ret == TB_OK);
 	if (ret) {
@@ -2533,8 +3075,10 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	int ret;
 
 	if (!ew || !w || (flags & ~(TB_EV_NO_INTERN | TB_EV_DEFAULTS |
-				     TB_EV_FAST_CLOCK)))
+				     TB_EV_FAST_CLOCK | TB_EV_DELTA_TIME)))
 		return TB_EINVAL;
+	if (!tb__ev_units_agree())
+		return TB_ECONFIG;	/* a mixed program */
 	ret = tb__ev_clock_check(clock);
 	if (ret)
 		return ret;
@@ -2548,6 +3092,7 @@ static inline int tb_ev_writer_init(struct tb_ev_writer *ew,
 	ew->gen = tb_ring_generation(w->ring);
 	ew->next_iid = 1;
 	ew->fresh = 1;
+	tb__ev_set_ready(ew);
 #if TB__EV_HAVE_COUNTER
 	if ((flags & TB_EV_FAST_CLOCK) && !clock)
 		tb__ev_fast_init(&ew->fast);
@@ -2608,20 +3153,62 @@ static inline int tb__ev_event(struct tb_ev_writer *ew, unsigned type,
 	return tb__ev_emit(ew, &ev);
 }
 
-static inline int tb__ev_counter(struct tb_ev_writer *ew,
-				 const struct tb_category *cat,
-				 const struct tb_track *track, bool dbl,
-				 int64_t i, double d)
+/* tb__ev_macro() when the fast path did not take the event. */
+TB__EV_SLOW int tb__ev_macro_slow(struct tb_ev_writer *ew, unsigned type,
+				  const struct tb_category *cat,
+				  const void *obj, const struct tb_arg *args,
+				  uint32_t nargs)
 {
 	struct tb_ev_event ev;
 
-	tb__ev_fill(&ev, TB_EV_COUNTER, cat, NULL, track, NULL, 0);
-	ev.flags = dbl ? TB_EV_DOUBLE : 0;
-	if (dbl)
-		ev.value.d = d;
-	else
-		ev.value.i = i;
+	if (type != TB_EV_COUNTER)
+		return tb__ev_event(ew, type, TB_EV_STATIC_NAME, cat,
+				    (const char *)obj, args, nargs);
+	tb__ev_fill(&ev, TB_EV_COUNTER, cat, NULL,
+		    (const struct tb_track *)obj, NULL, 0);
+	if (args->type == TB_ARG_T_DOUBLE) {
+		ev.flags = TB_EV_DOUBLE;
+		ev.value.d = args->v.d;
+	} else {
+		ev.value.i = args->v.i;
+	}
 	return tb__ev_emit(ew, &ev);
+}
+
+/*
+ * What the macros call, and the counter functions: an event of @type in
+ * @cat, @obj its literal name (NULL for an END) or a counter's track;
+ * @args its items, or a counter's value (one INT or DOUBLE item).  The
+ * fast path (tb__ev_site_write()) when it has the event kept, else the
+ * general one.  One function (out of line where the build optimises for
+ * size) holds the fast path for every call site.
+ */
+TB__EV_FASTFN int tb__ev_macro(struct tb_ev_writer *ew, unsigned type,
+			       const struct tb_category *cat, const void *obj,
+			       const struct tb_arg *args, uint32_t nargs)
+{
+	const void *key = obj;
+	int ret;
+
+	if (type == TB_EV_COUNTER)
+		ret = tb__ev_site_write(ew, type, cat, key, NULL, 0, args);
+	else if ((key = tb__ev_site_key(type, (const char *)obj, ew->track,
+					 args, nargs)) != NULL)
+		ret = tb__ev_site_write(ew, type, cat, key, args, nargs, NULL);
+	else
+		ret = TB__EV_NOT_FAST;
+	return ret != TB__EV_NOT_FAST ? ret :
+	       tb__ev_macro_slow(ew, type, cat, obj, args, nargs);
+}
+
+TB__HOT int tb__ev_counter(struct tb_ev_writer *ew,
+			   const struct tb_category *cat,
+			   const struct tb_track *track, bool dbl, int64_t i,
+			   double d)
+{
+	struct tb_arg v = dbl ? tb_arg_double(NULL, d) : tb_arg_int(NULL, i);
+
+	return tb__ev_macro(ew, TB_EV_COUNTER, cat, track, &v, 1);
 }
 
 /*
@@ -2725,6 +3312,7 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 		if (ew->ends[i].t != track)
 			ew->ends[j++] = ew->ends[i];
 	ew->nends = (uint8_t)j;
+	tb__ev_set_ready(ew);
 	if (ew->track == track)
 		ew->track = NULL;
 	for (i = 0; i < ew->ntracks; i++)
@@ -2735,8 +3323,10 @@ static inline void tb_ev_forget_track(struct tb_ev_writer *ew,
 /* Starts a fresh incremental state before the next event. */
 static inline void tb_ev_reset(struct tb_ev_writer *ew)
 {
-	if (ew->config == TB__EV_CONFIG)
+	if (ew->config == TB__EV_CONFIG) {
 		ew->fresh = 1;
+		tb__ev_set_ready(ew);
+	}
 }
 
 /*
@@ -2762,6 +3352,7 @@ static inline int tb_ev_writer_finish(struct tb_ev_writer *ew)
 	if (!ew->owed)
 		return TB_OK;
 	ew->fresh = 1;
+	tb__ev_set_ready(ew);
 	return tb__ev_check_state(ew);
 }
 
@@ -2863,6 +3454,8 @@ static inline void tb_ev_set_current(struct tb_ev_writer *ew)
 #define TB__EV_CAT(a, b)	TB__EV_CAT2(a, b)
 #define TB__EV_UNIQ(p)		TB__EV_CAT(p, __LINE__)
 #define TB__EV_NARGS(a)	((uint32_t)(sizeof(a) / sizeof((a)[0])) - 1u)
+/* The items, or NULL when there are none: then the array is not built. */
+#define TB__EV_ARGS(a)	(TB__EV_NARGS(a) ? (a) : NULL)
 
 #define TB__TRACE(ew, type, cat, name, ...)				\
 	do {								\
@@ -2872,9 +3465,8 @@ static inline void tb_ev_set_current(struct tb_ev_writer *ew)
 			if (tb__w) {					\
 				const struct tb_arg tb__a[] = {		\
 					__VA_ARGS__ };			\
-				tb__ev_event(tb__w, (type),		\
-					     TB_EV_STATIC_NAME, tb__c,	\
-					     (name), tb__a,		\
+				tb__ev_macro(tb__w, (type), tb__c,	\
+					     (name), TB__EV_ARGS(tb__a), \
 					     TB__EV_NARGS(tb__a));	\
 			}						\
 		}							\

@@ -26,8 +26,14 @@
  */
 #ifndef TBFRAG_H
 #define TBFRAG_H
+#define TBFRAG_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbbase.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBBASE_H_VERSION != TBFRAG_H_VERSION
+#error "tbfrag.h needs the tbbase.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -121,7 +127,7 @@ static inline void tb_frag_cursor_init(struct tb_frag_cursor *c,
  * may be opened (255 fragments, or not even room for the size entry).  0
  * is a legal answer: an empty fragment still fits.
  */
-static inline int32_t tb_frag_room(const struct tb_frag_cursor *c)
+TB__ALWAYS int32_t tb_frag_room(const struct tb_frag_cursor *c)
 {
 	/* each at most chunk_size (32 KiB): negative when none fits */
 	int32_t room = (int32_t)c->dir - (int32_t)c->width -
@@ -160,7 +166,7 @@ static inline int tb_frag_open(struct tb_frag_cursor *c, uint8_t **begin,
 }
 
 /* tb_frag_close() once its caller knows @size fits the open fragment. */
-static inline void tb__frag_end(struct tb_frag_cursor *c, uint32_t size)
+TB__ALWAYS void tb__frag_end(struct tb_frag_cursor *c, uint32_t size)
 {
 	c->dir -= c->width;
 	tb__frag_put_le(c->chunk + c->dir, c->width, size);

@@ -44,8 +44,10 @@
  *
  * Tasks as threads
  *   Each task created gets a slot of the pool TB_RTOS_DEFINE() gave: its
- *   own ring writer (id TB_RTOS_WRITER_ID + 1 + slot), event writer and
- *   thread track.  TB_EV_CURRENT is the running task's event writer
+ *   own ring writer, event writer and thread track.  A deleted task's
+ *   slot and writers serve a later task, under a writer id of its own
+ *   (TB_RTOS_WRITER_ID + 1 on, one per task for the life of the boot:
+ *   docs/firmware.md, "Streaming").  TB_EV_CURRENT is the running task's event writer
  *   (tb_rtos_current(): one load, set by the switch hook), so the plain
  *   TB_TRACE_* macros in task code write on that task's own sequence and
  *   track: a task preempted in the middle of an event leaves its packet
@@ -67,7 +69,13 @@
  *   waits (TB_DROP: a full ring loses the packet, counted in stats.lost,
  *   and the next packet starts the kernel's state afresh).  Interrupts
  *   above configMAX_SYSCALL_INTERRUPT_PRIORITY may not call these hooks,
- *   as they may not call FreeRTOS.  The hooks that only note what a task
+ *   as they may not call FreeRTOS.  A ring with a platform wait
+ *   (TB_WAIT_HOOK/TB_WAKE_HOOK, tbsync.h) is never woken from PendSV or
+ *   an interrupt handler; from a hook in a task it may be, inside the
+ *   hook's mask, so TB_WAKE_HOOK must be a ...FromISR() call there
+ *   (vTaskNotifyGiveFromISR(): taskENTER/EXIT_CRITICAL() would lift the
+ *   mask on its way out), or define none and let the reader poll.
+ *   The hooks that only note what a task
  *   blocks on store into that task's slot.  Nothing allocates: the pool
  *   and every buffer are in struct tb_rtos and the TB_RTOS_DEFINE()
  *   array, static.
@@ -89,6 +97,7 @@
  */
 #ifndef TBFREERTOS_H
 #define TBFREERTOS_H
+#define TBFREERTOS_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #if !defined(__ASSEMBLER__) && !defined(__IAR_SYSTEMS_ASM__)
 
@@ -99,6 +108,11 @@
 #define TB_EV_CURRENT	tb_rtos_current()
 #endif
 #include "tbevent.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBEVENT_H_VERSION != TBFREERTOS_H_VERSION
+#error "tbfreertos.h needs the tbevent.h of its own release"
+#endif
 
 #ifndef TB_RTOS_PID
 #define TB_RTOS_PID		1	/* the firmware's process */
@@ -197,7 +211,8 @@ struct tb_rtos_stats {
 	uint32_t isrs;			/* traceISR_ENTER()s */
 	uint32_t packets;		/* kernel packets written */
 	uint32_t lost;			/* kernel packets the ring refused */
-	uint32_t untraced;		/* tasks created with the pool full */
+	uint32_t untraced;		/* tasks created with the pool full
+					   or the writer ids used up */
 };
 
 /* The most room a kernel packet asks (a switch whose prev blocked on a
@@ -220,6 +235,7 @@ struct tb_rtos {
 	uint32_t epoch;			/* the kernel's incremental state */
 	uint32_t gen;			/* the ring's generation seen */
 	uint32_t next_tid;
+	uint32_t next_wid;		/* tasks' writer ids given out */
 	uint64_t flows;
 	uint64_t proc_uuid, irq_uuid;
 	struct tb_track proc;		/* the tasks' threads' parent */
@@ -504,7 +520,7 @@ static inline int tb__rtos_describe(uint64_t uuid, int32_t tid,
 		p = tb__rk_uint(p, TB__RK_TD_PARENT, tb_rtos.proc_uuid);
 		p = tb__rk_open(p, TB__RK_TD_THREAD, &in);
 		p = tb__rk_u32(p, TB__RK_THD_PID, TB_RTOS_PID);
-		p = tb__rk_u32(p, TB__RK_THD_TID, tid);
+		p = tb__rk_u32(p, TB__RK_THD_TID, (uint32_t)tid);
 		p = tb__rk_str(p, TB__RK_THD_NAME, name);
 	}
 	p = tb__rk_close(in, p);
@@ -559,7 +575,7 @@ static inline uint8_t *tb__rtos_fe_open(uint8_t *p, uint64_t ts,
 	p = tb__rk_open(p, TB__RK_FB_EVENT, mark);
 	p = tb__rk_uint(p, TB__RK_FE_TS, ts);
 	return tb__rk_u32(p, TB__RK_FE_PID, !tb_rtos.started ? 0 :
-					    tb__rtos_tid(tb_rtos.running));
+			  (uint32_t)tb__rtos_tid(tb_rtos.running));
 }
 
 static inline uint8_t *tb__rtos_bundle(uint8_t *p, uint8_t **mark)
@@ -692,16 +708,16 @@ TB__RTOS_HOT void tb__rtos_switch(struct tb_rtos_task *prev, bool ready,
 	p = tb__rk_open(p, TB__RK_FE_SWITCH, &ss);
 	p = tb__rk_bytes(p, TB__RK_SS_PREV_COMM, pn, n1);
 	p = tb__rk_u32(p, TB__RK_SS_PREV_PID, (uint32_t)ptid);
-	p = tb__rk_u32(p, TB__RK_SS_PREV_PRIO, prev ? prev->prio : 0);
+	p = tb__rk_u32(p, TB__RK_SS_PREV_PRIO, prev ? (uint32_t)prev->prio : 0);
 	p = tb__rk_uint(p, TB__RK_SS_PREV_STATE, state);
 	p = tb__rk_bytes(p, TB__RK_SS_NEXT_COMM, nn, n2);
-	p = tb__rk_u32(p, TB__RK_SS_NEXT_PID, tb__rtos_tid(next));
-	p = tb__rk_u32(p, TB__RK_SS_NEXT_PRIO, prio);
+	p = tb__rk_u32(p, TB__RK_SS_NEXT_PID, (uint32_t)tb__rtos_tid(next));
+	p = tb__rk_u32(p, TB__RK_SS_NEXT_PRIO, (uint32_t)prio);
 	p = tb__rk_close(e, tb__rk_close(ss, p));
 	if (w.iid) {	/* after the switch: the state it left is blocked */
 		p = tb__rtos_fe_open(p, ts, &e);
 		p = tb__rk_open(p, TB__RK_FE_BLOCKED, &ss);
-		p = tb__rk_u32(p, TB__RK_BR_PID, prev->tid);
+		p = tb__rk_u32(p, TB__RK_BR_PID, (uint32_t)prev->tid);
 		p = tb__rk_uint(p, TB__RK_BR_CALLER, w.iid);
 		p = tb__rk_close(e, tb__rk_close(ss, p));
 	}
@@ -744,8 +760,8 @@ TB__RTOS_HOT void tb__rtos_waking(const struct tb_rtos_task *t,
 	p = tb__rtos_fe_open(p, ts, &e);
 	p = tb__rk_open(p, TB__RK_FE_WAKING, &sw);
 	p = tb__rk_bytes(p, TB__RK_SW_COMM, name, n);
-	p = tb__rk_u32(p, TB__RK_SW_PID, tid);
-	p = tb__rk_u32(p, TB__RK_SW_PRIO, prio);
+	p = tb__rk_u32(p, TB__RK_SW_PID, (uint32_t)tid);
+	p = tb__rk_u32(p, TB__RK_SW_PRIO, (uint32_t)prio);
 	p = tb__rk_uint(p, TB__RK_SW_SUCCESS, 1);
 	p = tb__rk_uint(p, TB__RK_SW_TARGET_CPU, 0);
 	p = tb__rk_close(sw, p);
@@ -925,20 +941,29 @@ static inline void tb_rtos_name_object(const void *obj, const char *name,
 
 /*
  * A task's writers, once there is a ring: a free set (there is one for
- * each slot but the idle task's), its writer id by its place.
+ * each slot but the idle task's) under a writer id no writer had before
+ * in this boot.  A reused id would be one sequence to the host: a
+ * stream host that lost the new writer's first state would restate the
+ * old one's interned names on its events.  Once the ids are used up
+ * (65535 - TB_RTOS_WRITER_ID tasks), a new task has no writers
+ * (stats.untraced): its own events are lost, never misnamed.
  */
 static inline void tb__rtos_task_writers(struct tb_rtos_task *t)
 {
 	struct tb_rtos_writers *wr = NULL;
-	uint32_t i, id;
+	uint32_t i, id = TB_RTOS_WRITER_ID + 1u + tb_rtos.next_wid;
 
+	if (id > 0xffffu) {
+		tb_rtos.stats.untraced++;
+		return;
+	}
 	for (i = 0; i + 1 < tb_rtos_ntasks && !wr; i++)
 		if (!tb_rtos_writer_sets[i].owner)
 			wr = &tb_rtos_writer_sets[i];
 	if (!wr)
 		return;		/* cannot happen: the last slot is idle's */
 	wr->owner = t;
-	id = TB_RTOS_WRITER_ID + 1u + (uint32_t)(wr - tb_rtos_writer_sets);
+	tb_rtos.next_wid++;
 	tb_writer_init(&wr->w, tb_rtos.ring, (uint16_t)id, 0, TB_DROP,
 		       wr->scratch);
 	tb_ev_writer_init(&wr->ev, &wr->w, &t->track, tb_rtos.clock, 0);

@@ -76,8 +76,14 @@
  */
 #ifndef TBLINK_H
 #define TBLINK_H
+#define TBLINK_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbring.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBRING_H_VERSION != TBLINK_H_VERSION
+#error "tblink.h needs the tbring.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

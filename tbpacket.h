@@ -14,8 +14,14 @@
  */
 #ifndef TBPACKET_H
 #define TBPACKET_H
+#define TBPACKET_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbring.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBRING_H_VERSION != TBPACKET_H_VERSION
+#error "tbpacket.h needs the tbring.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

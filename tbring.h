@@ -150,13 +150,15 @@
  *   - A writer never reserves behind its own last position while that
  *     may be unresolved, even after a stray store put write_pos back:
  *     it keeps one past its last reservation as a floor and reserves
- *     there instead when write_pos is behind it by less than a ring, or
+ *     there instead when write_pos is behind it by at most a ring, or
  *     when the floor is less than a ring ahead of read_pos.  Anywhere
  *     else a write_pos behind the floor is an honest ring 2^31 or more
  *     positions on, and the writer reserves at write_pos: an idle writer
  *     is never locked out.  Within a ring short of a multiple of 2^32
  *     positions the two look alike; the writer takes its floor then,
- *     skipping at most num_chunks - 1 positions (holes).
+ *     skipping at most num_chunks positions (holes).  A floor a whole
+ *     ring ahead of read_pos is full: the writer moves write_pos up to
+ *     it, so that the reader resolves the positions in between.
  *   - A writer that abandons an open fragment in a chunk holding no other
  *     fragment publishes Complete with zero fragments, which the reader
  *     resolves as a hole.
@@ -197,9 +199,18 @@
  */
 #ifndef TBRING_H
 #define TBRING_H
+#define TBRING_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbfrag.h"
 #include "tbsync.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBFRAG_H_VERSION != TBRING_H_VERSION
+#error "tbring.h needs the tbfrag.h of its own release"
+#endif
+#if TBSYNC_H_VERSION != TBRING_H_VERSION
+#error "tbring.h needs the tbsync.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -759,33 +770,34 @@ static inline void tb_ring_bump_generation(const struct tb_ring *r)
  * or an honest ring 2^31 or more positions past a writer that sat idle.
  * The floor matters only while the writer's last position may be
  * unresolved: a claim succeeds only within a ring ahead of the reader,
- * so a position the reader could hand on before that one is less than a
- * ring behind the floor.  The writer takes the floor when @wr is that
- * close behind it (whatever read_pos says: a stray store can put it back
- * too), or when the floor is less than a ring ahead of @rd (which mends
- * a write_pos put back behind read_pos).  Anywhere else the floor is
- * long resolved and says nothing: taking it would be TB_FULL on an empty
- * ring, every time.  A floor taken is less than a ring ahead of
- * read_pos, or of a write_pos the reader catches up with, so a drained
- * ring has room for it.
+ * so a position the reader could hand on before that one is at most a
+ * ring behind the floor (a whole ring when the ring was full).  The
+ * writer takes the floor when @wr is that close behind it (whatever
+ * read_pos says: a stray store can put it back too), or when the floor
+ * is less than a ring ahead of @rd (which mends a write_pos put back
+ * behind read_pos).  Anywhere else the floor is long resolved and says
+ * nothing: taking it would be TB_FULL on an empty ring, every time.  A
+ * floor taken is at most a ring ahead of read_pos, or of a write_pos the
+ * reader catches up with; a whole ring ahead, the writer moves write_pos
+ * up to it (tb__w_reserve_from()), so a drained ring has room for it.
  */
 static inline uint32_t tb__pos_floor(uint32_t wr, uint32_t rd, uint32_t floor,
 				     uint32_t num_chunks)
 {
 	if (!(tb__pos_distance(wr, floor) & 0x80000000u))
 		return wr;	/* at or past the floor: the honest case */
-	return tb__pos_distance(floor, wr) < num_chunks ||
+	return tb__pos_distance(floor, wr) <= num_chunks ||
 	       tb__pos_distance(floor, rd) < num_chunks ? floor : wr;
 }
 
 /*
  * Reserve a logical position: TB_OK with *@pos, or TB_FULL with the
- * sampled read_pos in *@read_sample (write_pos untouched).  A lost
- * write_pos CAS reserves nothing and is retried at no cost.  @floor, when
- * not NULL, is one past the caller's last reservation (see
- * tb__writer_claim()): where tb__pos_floor() says it holds, a write_pos
- * behind it, which only a stray store can make, is taken as *@floor, and
- * the CAS moves it past.
+ * sampled read_pos in *@read_sample (write_pos untouched, unless moved up
+ * to a floor a whole ring ahead of read_pos).  A lost write_pos CAS
+ * reserves nothing and is retried at no cost.  @floor, when not NULL, is
+ * one past the caller's last reservation (see tb__writer_claim()): where
+ * tb__pos_floor() says it holds, a write_pos behind it is taken as
+ * *@floor, and the CAS moves it past.
  */
 static inline int tb__w_reserve_from(const struct tb_ring *r,
 				       const uint32_t *floor, uint32_t *pos,
@@ -809,6 +821,17 @@ static inline int tb__w_reserve_from(const struct tb_ring *r,
 		wr = tb_atomic_load(&h->write_pos, TB_RLX);
 		at = floor ? tb__pos_floor(wr, rd, *floor, r->num_chunks) : wr;
 		if (tb__pos_distance(at, rd) >= r->num_chunks) {
+			/*
+			 * A floor a whole ring ahead waits for the position
+			 * a ring behind it, which the reader resolves only
+			 * once write_pos is past it: move write_pos up to
+			 * the floor (what it skips are holes).  Relaxed, a
+			 * ticket as below; a lost CAS leaves it to the next.
+			 */
+			if (at != wr &&
+			    tb__pos_distance(at, rd) == r->num_chunks)
+				tb_atomic_cas(&h->write_pos, &wr, at, TB_RLX,
+					      TB_RLX);
 			*read_sample = rd;
 			return TB_FULL;
 		}
@@ -848,8 +871,8 @@ static inline bool tb__w_claim(const struct tb_ring *r, uint32_t pos,
  * still open) Acquired with a larger count.  The writer, which holds the
  * chunk's address, calls the _word form.
  */
-static inline bool tb__w_publish_word(uint32_t *word, uint32_t *seen,
-				      uint32_t want)
+TB__ALWAYS bool tb__w_publish_word(uint32_t *word, uint32_t *seen,
+				   uint32_t want)
 {
 	if (tb_state_of(*seen) != TB_ACQUIRED)
 		return false;
@@ -874,7 +897,7 @@ static inline bool tb__w_publish(const struct tb_ring *r, uint32_t pos,
 }
 
 /* Reuse: Complete(n) -> Acquired(n), every other field unchanged. */
-static inline bool tb__w_reuse_word(uint32_t *word, uint32_t *seen)
+TB__ALWAYS bool tb__w_reuse_word(uint32_t *word, uint32_t *seen)
 {
 	if (tb_state_of(*seen) != TB_COMPLETE)
 		return false;
@@ -1585,6 +1608,78 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 }
 
 /*
+ * A packet written in place, for an encoder that knows its size first:
+ * tb_writer_begin_packet() opens a fragment of @len bytes in the chunk
+ * this writer kept (reuse: Complete -> Acquired) and returns its first
+ * byte; the caller writes exactly @len bytes from there and
+ * tb_writer_end_packet() publishes them.  NULL when no chunk is kept, it
+ * has less room, or the reader took it meanwhile (then nothing is held):
+ * open the packet with tb_writer_open() instead (it claims a chunk),
+ * and end it with tb_writer_end_packet() all the same.  The fast path of
+ * every write (tb_writer_write_packet() is these two and a copy).  A
+ * chunk is kept only with room for a fragment (tb__writer_cacheable()):
+ * fewer than TB_FRAG_MAX fragments, dir - width > payload, so the room
+ * is one subtraction here.
+ */
+TB__ALWAYS uint8_t *tb_writer_begin_packet(struct tb_writer *w, size_t len)
+{
+	struct tb_frag_cursor *c = &w->cur;
+	uint32_t seen = w->word;
+
+	if (w->own != TB__OWN_CACHED || len > c->dir - c->width - c->payload)
+		return NULL;
+	if (!tb__w_reuse_word(tb__writer_word(w), &seen)) {
+		w->own = TB__OWN_NONE;	/* the reader took it */
+		return NULL;
+	}
+	w->word = tb__state_with(seen, TB_ACQUIRED);
+	w->own = TB__OWN_ACQUIRED;
+	c->open = 1;
+	return c->chunk + c->payload;
+}
+
+/*
+ * Closes the open fragment at @size bytes (it fits) and publishes it:
+ * Acquired(n) -> Complete(n + 1), with "continues on next" when @more.
+ * The chunk stays cached unless @more, a relocation, a loss owed or its
+ * room says otherwise (tb__writer_cacheable()).  A lost publication is a
+ * scrape: tb__writer_publish_lost().  tb__writer_try_publish() with no
+ * fragment open, as every close is: no continuation can be pending here
+ * (a chunk published with one is never kept, and the claim of the next
+ * clears it).
+ */
+TB__HOT int tb__writer_reclose(struct tb_writer *w, uint32_t size, bool more)
+{
+	struct tb_frag_cursor *c = &w->cur;
+	uint32_t seen = w->word, want;
+
+	tb__frag_end(c, size);
+	w->cont_next = more;
+	want = tb__state_with(seen & ~TB_NFRAGS_MASK, TB_COMPLETE) |
+	       c->nfrags << TB_NFRAGS_SHIFT | (more ? TB_F_CONT_NEXT : 0);
+	if (!tb__w_publish_word(tb__writer_word(w), &seen, want))
+		return tb__writer_publish_lost(w, seen, 0);
+	w->word = want;
+	w->pub_off = c->payload;
+	w->own = TB__OWN_CACHED;
+	/* tb__writer_cacheable(), with cont_next = @more */
+	if (more || w->relocated || w->loss_owed || tb_frag_room(c) <= 0)
+		tb__writer_forget(w);
+	return TB_OK;
+}
+
+/*
+ * Ends the packet tb_writer_begin_packet(), or tb_writer_open() without
+ * flags, opened: publishes its @len bytes (no more than the range handed
+ * out).  tb_writer_close(w, len, 0) without its checks of the caller.
+ * TB_DROPPED or TB_EPROTO as tb_writer_close() says them.
+ */
+TB__HOT int tb_writer_end_packet(struct tb_writer *w, uint32_t len)
+{
+	return tb__writer_reclose(w, len, false);
+}
+
+/*
  * Opens a fragment of at least @min bytes in the cached chunk when it has
  * the room: true, with @span set.  False when it has not (the chunk stays
  * cached) or when the reader took it meanwhile (nothing is held now).
@@ -1592,18 +1687,12 @@ static inline int tb__writer_publish(struct tb_writer *w, uint32_t used)
 static inline bool tb__writer_reuse(struct tb_writer *w, size_t min,
 				    struct tb_span *span)
 {
-	int32_t room = tb_frag_room(&w->cur);
-	uint32_t seen = w->word;
+	uint8_t *p = tb_writer_begin_packet(w, min);
 
-	if (w->own != TB__OWN_CACHED || room < 0 || min > (uint32_t)room)
+	if (!p)
 		return false;
-	if (!tb__w_reuse_word(tb__writer_word(w), &seen)) {
-		w->own = TB__OWN_NONE;	/* the reader took it */
-		return false;
-	}
-	w->word = tb__state_with(w->word, TB_ACQUIRED);
-	w->own = TB__OWN_ACQUIRED;
-	tb__frag_begin(&w->cur, &span->begin, &span->end);
+	span->begin = p;
+	span->end = w->cur.chunk + w->cur.dir - w->cur.width;
 	return true;
 }
 
@@ -1656,11 +1745,9 @@ static inline int tb_writer_close(struct tb_writer *w, uint32_t size,
 		return TB_EINVAL;	/* TB_OPEN_CONT_PREV, or unknown */
 	if (w->own != TB__OWN_ACQUIRED || !w->cur.open)
 		return TB_ENOTOPEN;
-	if (tb_frag_close(&w->cur, size))
-		return TB_ESIZE;
-	if (flags & TB_CLOSE_CONT_NEXT)
-		w->cont_next = 1;
-	return tb__writer_publish(w, 0);
+	if (size > w->cur.dir - w->cur.width - w->cur.payload)
+		return TB_ESIZE;	/* as tb_frag_close() would say */
+	return tb__writer_reclose(w, size, flags & TB_CLOSE_CONT_NEXT);
 }
 
 /*
@@ -1730,31 +1817,17 @@ static inline int tb_writer_release(struct tb_writer *w)
 	return ret;
 }
 
-/*
- * Writes one whole packet, split over as many chunks as it needs with the
- * continuation flags.  Anything but TB_OK means the packet is lost (a
- * prefix may have been published; the reader discards it when the next
- * chunk does not continue it) and data loss is owed.
- */
-static inline int tb_writer_write_packet(struct tb_writer *w,
-					 const void *data, size_t len)
+/* tb_writer_write_packet() past its fast path: fragment by fragment. */
+TB__COLD int tb__writer_write_split(struct tb_writer *w, const uint8_t *p,
+				    size_t len)
 {
-	const uint8_t *p = (const uint8_t *)data;
 	unsigned cont = 0;
 	struct tb_span s;
 
-	/* The common case: the cached chunk takes the whole packet. */
-	if (tb__writer_reuse(w, len, &s)) {
-		if (len)
-			TB_MEMCPY(s.begin, p, len);
-		tb__frag_end(&w->cur, (uint32_t)len);
-		return tb__writer_publish(w, 0);
-	}
 	for (;;) {
 		uint32_t min = len < TB_SPLIT_MIN ? (uint32_t)len :
 						    TB_SPLIT_MIN;
 		uint32_t n;
-		bool more;
 		int ret = tb_writer_open(w, min, cont, &s);
 
 		if (ret) {
@@ -1769,16 +1842,32 @@ static inline int tb_writer_write_packet(struct tb_writer *w,
 #endif
 		if (n)
 			TB_MEMCPY(s.begin, p, n);
-		more = n < len;
-		ret = tb_writer_close(w, n, more ? TB_CLOSE_CONT_NEXT : 0);
-		if (ret)
+		ret = tb_writer_close(w, n, n < len ? TB_CLOSE_CONT_NEXT : 0);
+		if (ret || n == len)
 			return ret;
-		if (!more)
-			return TB_OK;
 		p += n;
 		len -= n;
 		cont = TB_OPEN_CONT_PREV;
 	}
+}
+
+/*
+ * Writes one whole packet, split over as many chunks as it needs with the
+ * continuation flags.  Anything but TB_OK means the packet is lost (a
+ * prefix may have been published; the reader discards it when the next
+ * chunk does not continue it) and data loss is owed.
+ */
+static inline int tb_writer_write_packet(struct tb_writer *w,
+					 const void *data, size_t len)
+{
+	/* The common case: the kept chunk takes the whole packet. */
+	uint8_t *d = tb_writer_begin_packet(w, len);
+
+	if (d) {
+		tb__copy(d, data, len);
+		return tb_writer_end_packet(w, (uint32_t)len);
+	}
+	return tb__writer_write_split(w, (const uint8_t *)data, len);
 }
 
 /* ------------------------------------------------------------------------

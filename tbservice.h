@@ -43,10 +43,22 @@
  */
 #ifndef TBSERVICE_H
 #define TBSERVICE_H
+#define TBSERVICE_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbbridge.h"
 #include "tbsync.h"
 #include "tbtrace.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBBRIDGE_H_VERSION != TBSERVICE_H_VERSION
+#error "tbservice.h needs the tbbridge.h of its own release"
+#endif
+#if TBSYNC_H_VERSION != TBSERVICE_H_VERSION
+#error "tbservice.h needs the tbsync.h of its own release"
+#endif
+#if TBTRACE_H_VERSION != TBSERVICE_H_VERSION
+#error "tbservice.h needs the tbtrace.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -28,8 +28,14 @@
  */
 #ifndef TBSYNC_H
 #define TBSYNC_H
+#define TBSYNC_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbbase.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBBASE_H_VERSION != TBSYNC_H_VERSION
+#error "tbsync.h needs the tbbase.h of its own release"
+#endif
 
 /*
  * The atomics underneath (see "Atomics" below): ck_pr by default,
@@ -313,8 +319,8 @@ static inline void tb_atomic_store(uint32_t *p, uint32_t v, int mo)
  * builtins reject a failure order stronger than the success order, so
  * there release/acquire becomes acq_rel/acquire: stronger, never weaker.
  */
-static inline bool tb_atomic_cas(uint32_t *p, uint32_t *seen, uint32_t want,
-			    int ok, int fail)
+TB__ALWAYS bool tb_atomic_cas(uint32_t *p, uint32_t *seen, uint32_t want,
+			 int ok, int fail)
 {
 	tb__seam(p, TB_TEST_CAS, *seen, want, ok, fail);
 #if TB_ATOMIC_MASK
@@ -359,7 +365,20 @@ static inline void tb_atomic_add(uint32_t *p, uint32_t v)
 static inline void tb__fence_full(void)
 {
 #if TB_ATOMIC_BUILTINS
+#if defined(__SANITIZE_THREAD__) && !defined(__clang__) && __GNUC__ >= 11
+	/*
+	 * gcc warns that ThreadSanitizer does not model fences (-Wtsan).
+	 * This one orders a store before a load of two atomics (the futex
+	 * handshakes); what they guard is published by release and
+	 * acquire, which TSan does see.
+	 */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#pragma GCC diagnostic pop
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 #else
 	ck_pr_fence_memory();
 #endif
@@ -621,8 +640,13 @@ static inline bool tb_bell_wake(struct tb_bell *b)
 {
 	uint32_t one = 1;
 
-	/* relaxed: the futex word below carries the wake, not this flag */
-	if (tb_atomic_load(&b->sleeping, TB_RLX) &&
+	/*
+	 * Relaxed: the futex word below carries the wake, not this flag.
+	 * Never from an interrupt handler, where the platform's wake may not
+	 * run (TB_WAKE_HOOK): the flag stays set for the next writer outside
+	 * one, or the reader sleeps to its timeout.
+	 */
+	if (tb_atomic_load(&b->sleeping, TB_RLX) && !TB_IN_INTERRUPT() &&
 	    tb_atomic_cas(&b->sleeping, &one, 0, TB_RLX, TB_RLX)) {
 		tb_atomic_add(&b->seq, 1);
 		tb__wake(&b->seq);

@@ -22,9 +22,18 @@
  */
 #ifndef TBTRACE_H
 #define TBTRACE_H
+#define TBTRACE_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbtracefmt.h"
 #include "tbuffer.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBTRACEFMT_H_VERSION != TBTRACE_H_VERSION
+#error "tbtrace.h needs the tbtracefmt.h of its own release"
+#endif
+#if TBUFFER_H_VERSION != TBTRACE_H_VERSION
+#error "tbtrace.h needs the tbuffer.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,8 +14,14 @@
  */
 #ifndef TBTRACEFMT_H
 #define TBTRACEFMT_H
+#define TBTRACEFMT_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include "tbpb.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBPB_H_VERSION != TBTRACEFMT_H_VERSION
+#error "tbtracefmt.h needs the tbpb.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {

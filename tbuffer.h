@@ -111,6 +111,7 @@
  */
 #ifndef TBUFFER_H
 #define TBUFFER_H
+#define TBUFFER_H_VERSION 200	/* tbbase.h: TBRING_VERSION */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -121,6 +122,11 @@
 #endif
 
 #include "tbpb.h"
+
+/* Headers of one release only: a mixed copy does not compile. */
+#if TBPB_H_VERSION != TBUFFER_H_VERSION
+#error "tbuffer.h needs the tbpb.h of its own release"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,7 +157,15 @@ extern "C" {
 #define TB_BUF_MAX_PAYLOAD	0xffffu
 #define TB_BUF_PATCH_SIZE	4u
 #define TB_BUF_ID_WINDOW	0x40000000u	/* max id span in a sequence */
+/*
+ * Empty sequences kept for what they remember (the last chunk read, for
+ * gaps and for re-admitting an evicted scraped chunk); once more than
+ * TB_BUF_GC_THRESHOLD are empty, the oldest are swept.  Overridable (the
+ * fuzzer sweeps often with a small table).
+ */
+#ifndef TB_BUF_KEEP_EMPTY_SEQ
 #define TB_BUF_KEEP_EMPTY_SEQ	1024u
+#endif
 #define TB_BUF_GC_THRESHOLD	(TB_BUF_KEEP_EMPTY_SEQ + 128u)
 
 enum tb_buf_policy {
@@ -2057,7 +2071,8 @@ static inline int tb_buf_copy_packed(struct tb_buf *b,
 	total = data + n;		/* a byte of length each, */
 	if (any >= 0x80u)		/* unless a fragment needs more */
 		for (i = 0; i < n; i++)
-			total += (sizes[i] >= 0x80u) + (sizes[i] >= 0x4000u);
+			total += (uint64_t)((sizes[i] >= 0x80u) +
+					    (sizes[i] >= 0x4000u));
 	src.vec = NULL;
 	src.packed = (const uint8_t *)payload;
 	src.sizes = sizes;
@@ -2298,7 +2313,7 @@ static inline unsigned tb__buf_read_run(struct tb_buf *b,
 	struct tb__buf_hdr *c;
 	struct tb_buf_ident id;
 	const uint8_t *p;
-	uint32_t size, off, start, len, next, end;
+	uint32_t size, off, start, len = 0, next = 0, end;
 	uint16_t producer, writer;
 	unsigned n = 0;
 

@@ -22,6 +22,8 @@
  *   slice-args: BEGIN with two annotations (uint, string), END with one
  *   slice-own-clock: the caller's clock (a counter): the encoder alone
  *   slice-defaults: TB_EV_DEFAULTS (no track_uuid on the writer's track)
+ *   slice-delta, instant-delta, counter-delta: TB_EV_DELTA_TIME
+ *       (timestamps as deltas on an incremental clock)
  *   instant / instant-dynamic: one INSTANT named by a literal (the
  *       macro: interned by address) and by a buffer (tb_ev_instant():
  *       interned by content, hashed and compared on every event); the
@@ -50,7 +52,17 @@
  * Bytes per event count every packet written (descriptors and interned
  * data included), divided by the events.
  *
- * usage: bench_event [-l | --list] [PATTERN...]  (bench.h: rows by name)
+ * Instructions.  bench_event --count N [PATTERN...] times nothing: for
+ * each row with a baseline it reaches the steady state (the warm-up and
+ * the capture above), then runs the operation N times in count_layer()
+ * and writes its captured packets N times in count_raw(), the ring not
+ * drained in between (N operations fit it; chunk claims are in, as in
+ * real use).  Under callgrind (bench/instr.sh, make bench-instr) each
+ * function's inclusive instructions over N are the row's instructions
+ * per operation, the layer's and the raw write's.
+ *
+ * usage: bench_event [-l | --list] [--count N] [PATTERN...]
+ *        (bench.h: rows by name)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +96,9 @@ enum op {
 	OP_COUNTER_FAST,
 	OP_SLICE_OWN_CLOCK,
 	OP_SLICE_DEFAULTS,
+	OP_SLICE_DELTA,
+	OP_INSTANT_DELTA,
+	OP_COUNTER_DELTA,
 	OP_SLICE_COPY,
 	OP_SLICE_OFF,
 	OP_COUNTER_OFF,
@@ -112,6 +127,9 @@ static const struct row rows[] = {
 	{ "counter-fast", OP_COUNTER_FAST, 1, "int64 value, fast clock" },
 	{ "slice-own-clock", OP_SLICE_OWN_CLOCK, 1, "BEGIN + END, no clock" },
 	{ "slice-defaults", OP_SLICE_DEFAULTS, 1, "BEGIN + END, defaults" },
+	{ "slice-delta", OP_SLICE_DELTA, 1, "BEGIN + END, delta times" },
+	{ "instant-delta", OP_INSTANT_DELTA, 1, "INSTANT, delta times" },
+	{ "counter-delta", OP_COUNTER_DELTA, 1, "int64 value, delta times" },
 	{ "slice-copy", OP_SLICE_COPY, 1, "encode to buffer + write" },
 	{ "slice-off", OP_SLICE_OFF, 0, "BEGIN + END, disabled" },
 	{ "counter-off", OP_COUNTER_OFF, 0, "counter, disabled" },
@@ -241,6 +259,17 @@ static void setup(struct bench *b, const struct tb_ev_clock *clock,
 	}
 }
 
+/* The writer a row runs on: its clock and flags. */
+static void setup_row(struct bench *b, const struct row *rw)
+{
+	setup(b, rw->op == OP_SLICE_OWN_CLOCK ? &own : NULL,
+	      rw->op == OP_SLICE_DEFAULTS ? TB_EV_DEFAULTS :
+	      rw->op == OP_SLICE_DELTA || rw->op == OP_INSTANT_DELTA ||
+	      rw->op == OP_COUNTER_DELTA ? TB_EV_DELTA_TIME :
+	      rw->op == OP_SLICE_FAST || rw->op == OP_COUNTER_FAST ||
+	      rw->op == OP_CLOCK_FAST ? TB_EV_FAST_CLOCK : 0);
+}
+
 static void teardown(struct bench *b)
 {
 	free(b->mem);
@@ -268,6 +297,7 @@ static void copy_emit(struct tb_ev_writer *ew, unsigned type,
 		return;
 	tb__ev_plan_track(ew, &pl, ew->track, slot);
 	pl.ts = tb_ev_now(ew);
+	pl.tv = pl.ts;
 	tb__ev_plan(ew, &ev, &pl);
 	o.w = NULL;
 	o.p = o.frag = buf;
@@ -279,7 +309,9 @@ static void copy_emit(struct tb_ev_writer *ew, unsigned type,
 		tb__ev_lost(ew, TB_FULL);
 }
 
-static inline void run_op(struct bench *b, enum op op, uint32_t i)
+static inline __attribute__((always_inline)) void run_op(struct bench *b,
+							 enum op op,
+							 uint32_t i)
 {
 	struct tb_ev_writer *ew = &b->ew;
 
@@ -288,6 +320,7 @@ static inline void run_op(struct bench *b, enum op op, uint32_t i)
 	case OP_SLICE_FAST:
 	case OP_SLICE_OWN_CLOCK:
 	case OP_SLICE_DEFAULTS:
+	case OP_SLICE_DELTA:
 		TB_TRACE_BEGIN_W(ew, &cat_on, "HandleRequest");
 		TB_TRACE_END_W(ew, &cat_on);
 		break;
@@ -308,6 +341,7 @@ static inline void run_op(struct bench *b, enum op op, uint32_t i)
 		break;
 	}
 	case OP_INSTANT:
+	case OP_INSTANT_DELTA:
 		TB_TRACE_INSTANT_W(ew, &cat_on, "QueryDatabase");
 		break;
 	case OP_INSTANT_DYN:
@@ -315,6 +349,7 @@ static inline void run_op(struct bench *b, enum op op, uint32_t i)
 		break;
 	case OP_COUNTER:
 	case OP_COUNTER_FAST:
+	case OP_COUNTER_DELTA:
 		TB_TRACE_COUNTER_W(ew, &cat_on, &b->ctr, i & 1023);
 		break;
 	case OP_COUNTER_DOUBLE:
@@ -399,6 +434,58 @@ static void capture(struct bench *b, enum op op)
 	b->capturing = 0;
 }
 
+/*
+ * --count: the layer's operation @n times, then the raw write of its
+ * packets @n times (out of line: callgrind counts each function).
+ */
+#define COUNT_MAX	20000u	/* operations that fit the ring undrained */
+
+static __attribute__((noinline)) void count_layer(struct bench *b,
+						   enum op op, uint32_t n)
+{
+	uint32_t i;
+
+	/* a loop per operation, as a call site has it: no dispatch */
+#define COUNT(o) case o: for (i = 0; i < n; i++) run_op(b, o, i); break
+	switch (op) {
+	COUNT(OP_SLICE); COUNT(OP_SLICE_ARGS); COUNT(OP_SLICE_ARGS_DYN);
+	COUNT(OP_INSTANT); COUNT(OP_INSTANT_DYN); COUNT(OP_COUNTER);
+	COUNT(OP_COUNTER_DOUBLE); COUNT(OP_SLICE_FAST); COUNT(OP_COUNTER_FAST);
+	COUNT(OP_SLICE_OWN_CLOCK); COUNT(OP_SLICE_DEFAULTS);
+	COUNT(OP_SLICE_DELTA); COUNT(OP_INSTANT_DELTA); COUNT(OP_COUNTER_DELTA);
+	COUNT(OP_SLICE_COPY); COUNT(OP_SLICE_OFF); COUNT(OP_COUNTER_OFF);
+	COUNT(OP_CLOCK); COUNT(OP_CLOCK_FAST);
+	}
+#undef COUNT
+}
+
+static __attribute__((noinline)) int count_raw(struct bench *b, uint32_t n)
+{
+	uint32_t i, j;
+	int bad = 0;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < b->ncap; j++)
+			bad |= tb_writer_write_packet(&b->w, b->cap[j],
+						      b->caplen[j]);
+	return bad;
+}
+
+/* A row's writer in the steady state, and the bytes of one operation. */
+static struct bench *row_bench(const struct row *rw, uint32_t *bytes)
+{
+	struct bench *b = (struct bench *)malloc(sizeof(*b));
+	uint32_t j;
+
+	if (!b)
+		exit(1);
+	setup_row(b, rw);
+	capture(b, rw->op);
+	for (*bytes = 0, j = 0; j < b->ncap; j++)
+		*bytes += b->caplen[j];
+	return b;
+}
+
 static int lost(const struct bench *b)
 {
 	return b->ew.stats.lost || b->ew.stats.not_written;
@@ -407,20 +494,11 @@ static int lost(const struct bench *b)
 static int run_row(const struct row *rw, unsigned runs)
 {
 	double layer[BENCH_MAX_RUNS] = { 0 }, raw[BENCH_MAX_RUNS] = { 0 };
-	struct bench *b = (struct bench *)malloc(sizeof(*b));
-	uint32_t bytes = 0;
-	unsigned r, j;
+	uint32_t bytes;
+	struct bench *b = row_bench(rw, &bytes);
+	unsigned r;
 	int ok;
 
-	if (!b)
-		exit(1);
-	setup(b, rw->op == OP_SLICE_OWN_CLOCK ? &own : NULL,
-	      rw->op == OP_SLICE_DEFAULTS ? TB_EV_DEFAULTS :
-	      rw->op == OP_SLICE_FAST || rw->op == OP_COUNTER_FAST ||
-	      rw->op == OP_CLOCK_FAST ? TB_EV_FAST_CLOCK : 0);
-	capture(b, rw->op);
-	for (j = 0; j < b->ncap; j++)
-		bytes += b->caplen[j];
 	for (r = 0; r < runs; r++) {
 		layer[r] = time_layer(b, rw->op);
 		raw[r] = rw->baseline ? time_raw(b) : 0;
@@ -448,6 +526,24 @@ static int run_row(const struct row *rw, unsigned runs)
 	teardown(b);
 	free(b);
 	return ok;
+}
+
+/* One row under --count: the steady state, then the counted loops. */
+static int count_row(const struct row *rw, uint32_t n)
+{
+	uint32_t bytes;
+	struct bench *b = row_bench(rw, &bytes);
+	int bad;
+
+	count_layer(b, rw->op, n);
+	drain(b, 0);
+	bad = count_raw(b, n);
+	drain(b, 0);
+	printf("%-16s %u operations, %u B each%s\n", rw->name, n, bytes,
+	       bad || lost(b) ? ": VERIFY FAILED (a write failed)" : "");
+	teardown(b);
+	free(b);
+	return !bad && !lost(b);
 }
 
 /* ------------------------------------------------------------------------
@@ -611,6 +707,21 @@ int main(int argc, char **argv)
 	snprintf(dyn_table, sizeof(dyn_table), "%s", "table");
 	snprintf(dyn_end, sizeof(dyn_end), "%s", "end_seq");
 	names[NROWS] = "bytes";
+	if (argc > 2 && !strcmp(argv[1], "--count")) {
+		unsigned long n = strtoul(argv[2], NULL, 10);
+
+		if (!n || n > COUNT_MAX) {
+			fprintf(stderr, "bench: --count N: 1..%u\n",
+				COUNT_MAX);
+			return 2;
+		}
+		argv[2] = argv[0];
+		bench_select(argc - 2, argv + 2, names, NROWS, sel);
+		for (i = 0; i < NROWS; i++)
+			if (sel[i] && rows[i].baseline)
+				failed += !count_row(&rows[i], (uint32_t)n);
+		return failed ? 1 : 0;
+	}
 	bench_select(argc, argv, names, NROWS + 1, sel);
 	printf("tbevent bench: one writer, %u chunks of %u B, TB_DROP; %u "
 	       "operations per run in\nbatches of %u (the ring drained, "

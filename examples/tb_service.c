@@ -122,6 +122,7 @@ struct svc {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	uint32_t changes;	/* atomic: the registry changed */
+	uint32_t stop;		/* atomic: main_loop() is done */
 	/* every producer ever connected, under lock */
 	struct producer **all;
 	unsigned nall, capall;
@@ -264,8 +265,18 @@ static void *service_main(void *arg)
 	struct svc *v = arg;
 
 	for (;;) {
-		if (tb_service_stopping(&v->s))
-			__atomic_store_n(&v->changes, 1, __ATOMIC_RELEASE);
+		/*
+		 * The stop is this thread's to make, after a sync that sees
+		 * every departure main_loop() took before it asked: stopped
+		 * from the main thread, a pass could see the stop before the
+		 * registry saw a producer's bye, and its summary said
+		 * "connected".  Acquire: pairs with the release in main().
+		 */
+		if (__atomic_load_n(&v->stop, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&v->changes, 1, __ATOMIC_RELAXED);
+			sync_registry(v);
+			tb_service_stop(&v->s);	/* the last pass */
+		}
 		/* sync_registry()'s registry only: no ring data */
 		sync_registry(v);
 		if (!tb_service_poll(&v->s, now_ms()))
@@ -982,7 +993,9 @@ int main(int argc, char **argv)
 	       v.opt.trace_path, v.opt.period_ms ? "every period" :
 	       "at the end");
 	main_loop(&v);
-	tb_service_stop(&v.s);
+	/* release: the departures main_loop() took; service_main() stops */
+	__atomic_store_n(&v.stop, 1, __ATOMIC_RELEASE);
+	tb_service_wake(&v.s);
 	pthread_join(v.thread, NULL);
 	if (close(v.trace - 1) || v.out.error) {
 		fprintf(stderr, "tb_service: writing %s failed\n",

@@ -5,17 +5,18 @@
  *
  * The input is a program.  Its first bytes choose the ring (2, 4 or 8 chunks
  * of 256 or 512 bytes: writes fail often), the writers' flags (interning
- * or not, TB_EV_DEFAULTS) and clock (BOOTTIME, or a sequence-scoped one
- * with BOOTTIME as its reference).  The tables are small on purpose
- * (TB_EV_TRACKS 3 for 12 tracks, 16 interning slots, 96 bytes of copied
- * names, 4 open flows, 2 owed ENDs).  Then each byte picks one operation
- * of one of two writers: a slice begins or ends (on its own track or
- * another), an instant named from a reused buffer (with an annotation
- * whose name is in another reused buffer), an instant with a long or an
- * empty string, a counter, a flow started, continued or ended, the
- * reader drains, the ring's generation is bumped, a service "overwrite"
- * (what was read so far is thrown away, the next packet of each sequence
- * carries previous_packet_dropped, the generation is bumped), a reset.
+ * or not, TB_EV_DEFAULTS, TB_EV_DELTA_TIME) and clock (BOOTTIME, or a
+ * sequence-scoped one with BOOTTIME as its reference).  The tables are
+ * small on purpose (TB_EV_TRACKS 3 for 12 tracks, 16 interning slots, 96
+ * bytes of copied names, 4 open flows, 2 owed ENDs).  Then each byte picks
+ * one operation of one of two writers: a slice begins or ends (on its own
+ * track or another; the macros' fast path on its own), an instant named
+ * from a reused buffer (with an annotation whose name is in another
+ * reused buffer), an instant with a long or an empty string, a counter,
+ * a flow started, continued or ended, the reader drains, the ring's
+ * generation is bumped, a service "overwrite" (what was read so far is
+ * thrown away, the next packet of each sequence carries
+ * previous_packet_dropped, the generation is bumped), a reset.
  * At the end every slice begun is ended, each writer finishes (retried
  * after drains), releases, and everything is drained.
  *
@@ -27,7 +28,8 @@
  *    incremental state the importer holds, decodes to the name and the
  *    annotation name the buffer held at the call; and each one written
  *    (TB_OK) after the last overwrite is there (a writer that missed
- *    the overwrite would refer to interned data the trace lost);
+ *    the overwrite would refer to interned data the trace lost), and so
+ *    is each slice the macros' fast path wrote after it (own());
  *  - every flow end in the trace has its start earlier on its sequence
  *    (each writer has its own flow ids), unless the writer counted a flow
  *    its table forgot, or an overwrite threw a written start away.
@@ -50,7 +52,7 @@
 
 #define NW		2		/* writers */
 #define MAXOPS		600
-#define MAXEXP		1024		/* instants named from a buffer */
+#define MAXEXP		1024		/* named instants, own() slices */
 #define MAXSTACK	32		/* slices open per writer */
 #define MAXSTR		512		/* interned strings per sequence */
 #define MAXFLOW		256		/* flow starts seen per sequence */
@@ -118,7 +120,7 @@ static void on_packet(void *ctx, const struct tb_packet *p)
 
 /* ---- The program's world ------------------------------------------------ */
 
-struct exp {			/* an instant named from a buffer */
+struct exp {	/* an instant named from a buffer, or an own() slice */
 	unsigned w;
 	int required;		/* written after the last overwrite */
 	int seen;
@@ -195,6 +197,33 @@ static const struct tb_track *slice_track(unsigned w, unsigned k)
 	return t[k % 5];
 }
 
+/*
+ * A slice the macros' fast path writes, its serial in an annotation: one
+ * written after the last overwrite must be in the trace (a kept event
+ * written on after the generation moved would refer to interned data the
+ * trace lost, and the importer skips it).
+ */
+static void own(unsigned w)
+{
+	struct tb_ev_stats st = S.ev[w].stats;
+	struct exp *e = &S.exp[S.nexp];
+
+	if (S.nexp == MAXEXP) {
+		TB_TRACE_BEGIN_W(&S.ev[w], &cat_f, "Own", TB_ARG_UINT("x", 0));
+		return;
+	}
+	e->w = w;
+	e->seen = 0;
+	snprintf(e->name, sizeof(e->name), "Own");
+	e->key[0] = 0;		/* no key annotation */
+	TRACE("w%u Own %u\n", w, S.nexp);
+	TB_TRACE_BEGIN_W(&S.ev[w], &cat_f, "Own",
+			 TB_ARG_UINT("serial", S.nexp));
+	e->required = S.ev[w].stats.events != st.events &&
+		      S.ev[w].stats.not_written == st.not_written;
+	S.nexp++;
+}
+
 static void begin(unsigned w, unsigned k, unsigned x)
 {
 	const struct tb_track *t = slice_track(w, k);
@@ -209,6 +238,10 @@ static void begin(unsigned w, unsigned k, unsigned x)
 	TRACE("w%u BEGIN on %u\n", w, k % 5);
 	if (x & 2)
 		tb_ev_begin(&S.ev[w], &cat_f, "Work", a, n);
+	else if (!t && (x & 4))	/* the writer's own track: the fast path */
+		own(w);
+	else if (!t)
+		TB_TRACE_BEGIN_W(&S.ev[w], &cat_f, "Bare");
 	else
 		TB_TRACE_BEGIN_W(&S.ev[w], &cat_f, "Slice", TB_ON_TRACK(t),
 				 TB_ARG_UINT("x", x));
@@ -223,7 +256,10 @@ static void end(unsigned w)
 		return;
 	a = tb_arg_track(S.stack[w][--S.depth[w]]);
 	TRACE("w%u END\n", w);
-	tb_ev_end(&S.ev[w], &cat_f, &a, 1);
+	if (a.v.t)
+		tb_ev_end(&S.ev[w], &cat_f, &a, 1);
+	else	/* the writer's own track: the fast path */
+		TB_TRACE_END_W(&S.ev[w], &cat_f);
 }
 
 /* An instant named from the reused buffer, its serial in an annotation. */
@@ -329,7 +365,8 @@ static void setup(struct in *in)
 	uint32_t n = 2u << ((g >> 1) % 3);
 	size_t len, ralen = tb_reassembly_size(NW, RA_MAX);
 	unsigned flags = (f & 1 ? TB_EV_NO_INTERN : 0) |
-			 (f & 2 ? TB_EV_DEFAULTS : 0);
+			 (f & 2 ? TB_EV_DEFAULTS : 0) |
+			 (f & 8 ? TB_EV_DELTA_TIME : 0);
 	const struct tb_ev_clock *clk = f & 4 ? &seq_clock : &boot_clock;
 
 	memset(&S, 0, sizeof(S));
@@ -544,7 +581,7 @@ static void check_named(const struct rseq *q, unsigned w,
 	      nkey ? key : "");
 	CHECK(e->w == w);
 	CHECK(!strcmp(ev, e->name));
-	keyok = nkey == 1 && !strcmp(key, e->key);
+	keyok = e->key[0] ? nkey == 1 && !strcmp(key, e->key) : !nkey;
 	CHECK(keyok);
 	CHECK(!e->seen);
 	e->seen = 1;

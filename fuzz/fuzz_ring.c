@@ -147,6 +147,8 @@ static struct fz {
 	/* a loss owed: tags above loss_at were written after it */
 	uint32_t loss_at[NW];
 	uint8_t loss_owed[NW], loss_lenient[NW];
+	uint8_t loss_why[NW];	/* LOSS_* bits since the last check */
+	unsigned loss_checked[8];
 	uint8_t must[NW][MAXTAG / 8], seen[NW][MAXTAG / 8];
 	uint8_t pkt[3 * MAXCS];
 	struct tb_reassembly ra;
@@ -601,6 +603,39 @@ static uint32_t new_tag(unsigned k, uint8_t *p, uint32_t len)
 	return t;
 }
 
+/*
+ * Why a writer owes a loss, one bit per kind.  Each kind the check above
+ * saw is a branch of its own (loss_checked()), so that coverage tells the
+ * fuzzer which kinds of loss reached the check in an honest run: a close
+ * dropped because its relocation found the ring full is many steps from
+ * a write that failed, and without its own branch an input that gets
+ * there looks like any other.
+ */
+enum {
+	LOSS_WRITE = 1,		/* write_packet failed */
+	LOSS_CLOSE = 2,		/* a close dropped its fragment */
+	LOSS_SYNC = 4,		/* a sync dropped the open fragment */
+	LOSS_RELEASE = 8,	/* a release dropped it */
+	LOSS_RECORD = 16,	/* tb_writer_record_loss() */
+};
+
+static void loss_checked(unsigned k)
+{
+	unsigned why = F.loss_why[k];
+
+	if (why & LOSS_WRITE)
+		F.loss_checked[0]++;
+	if (why & LOSS_CLOSE)
+		F.loss_checked[1]++;
+	if (why & LOSS_SYNC)
+		F.loss_checked[2]++;
+	if (why & LOSS_RELEASE)
+		F.loss_checked[3]++;
+	if (why & LOSS_RECORD)
+		F.loss_checked[4]++;
+	F.loss_why[k] = 0;
+}
+
 static void check_honest(const struct tb_chunk_view *v, uint32_t sum)
 {
 	const uint8_t *p = v->payload;
@@ -624,6 +659,7 @@ static void check_honest(const struct tb_chunk_view *v, uint32_t sum)
 			if (F.loss_owed[k] && t > F.loss_at[k]) {
 				CHECK(v->flags & TB_F_DATA_LOSS ||
 				      F.loss_lenient[k]);
+				loss_checked(k);
 				F.loss_owed[k] = 0;
 				F.loss_lenient[k] = 0;
 			}
@@ -653,11 +689,12 @@ static void check_span(const struct tb_span *s, uint32_t min)
 	CHECK((size_t)(s->end - s->begin) >= min);
 }
 
-/* Writer @k lost a packet or fragment: its next one carries the flag. */
-static void note_loss(unsigned k)
+/* Writer @k lost a packet or fragment (@why): its next one says so. */
+static void note_loss(unsigned k, unsigned why)
 {
 	F.loss_at[k] = F.next_tag[k];
 	F.loss_owed[k] = 1;
+	F.loss_why[k] |= (uint8_t)why;
 	/* a fragment open now is published later and may take the flag */
 	F.loss_lenient[k] |= (uint8_t)F.fw[k].open;
 }
@@ -676,6 +713,7 @@ static void writer_reinit(unsigned k)
 	/* a writer that dies takes what it owes with it */
 	F.loss_owed[k] = 0;
 	F.loss_lenient[k] = 0;
+	F.loss_why[k] = 0;
 	CHECK(tb_writer_init(&f->w, &F.ring, f->id, (uint16_t)(k * 7),
 			     TB_DROP, f->scratch) == TB_OK);
 	f->open = 0;
@@ -717,7 +755,7 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 		if (ret == TB_OK && !t)
 			note_untagged(k);
 		if (ret != TB_OK)
-			note_loss(k);
+			note_loss(k, LOSS_WRITE);
 		break;
 	case 1:		/* open a fragment */
 		n = get16(in);
@@ -787,7 +825,7 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 		if (ret == TB_OK && (n < 4 || !f->tag))
 			note_untagged(k);
 		if (ret == TB_DROPPED)
-			note_loss(k);
+			note_loss(k, LOSS_CLOSE);
 		break;
 	case 4:		/* sync: relocate the open fragment if scraped */
 		n = get16(in);
@@ -808,7 +846,7 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 			CHECK(ret != TB_EPROTO);
 		if (ret != TB_OK) {
 			f->open = 0;
-			note_loss(k);
+			note_loss(k, LOSS_SYNC);
 			break;
 		}
 		check_span(&f->span, n);
@@ -825,7 +863,7 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 			CHECK(ret != TB_EPROTO);
 		if (f->open || ret != TB_OK) {	/* the open one is dropped */
 			f->open = 0;
-			note_loss(k);
+			note_loss(k, LOSS_RELEASE);
 		}
 		break;
 	case 6:		/* dies: no release */
@@ -833,7 +871,7 @@ static void wop_(unsigned k, unsigned op, struct in *in)
 		break;
 	default:
 		tb_writer_record_loss(w);
-		note_loss(k);
+		note_loss(k, LOSS_RECORD);
 		break;
 	}
 }

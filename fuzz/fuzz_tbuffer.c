@@ -8,19 +8,27 @@
  * writer does (begin / continue / end fragments, patches for the header
  * of a packet left open, scraped chunks finished later, out-of-order
  * batches, lost chunks, abort markers).  A lying producer (producer 2)
- * sends random chunks, fragment vectors and patches.  Reads, partial read
- * batches, clones and overwrites (with and without a callback) interleave.
+ * sends random chunks, fragment vectors and patches.  A crowd (producer 3)
+ * fills the sequence table with many short-lived sequences at once, so
+ * that empty ones are swept and the table moves entries back.  Reads,
+ * partial read batches, clones and overwrites (with and without a
+ * callback) interleave.
  *
  * Checked on every packet of producer 1, read back or overwritten: its
  * bytes match the checksum and pattern it was written with, it belongs to
  * the writer it comes from, it was written, and each writer's packets
- * come out in strictly increasing order.  Packets of the liar are only
- * touched (ASan checks the slices).  Nothing may crash or trap.
+ * come out in strictly increasing order.  Each honest patch lands on its
+ * own chunk: a lookup that bypasses the patch cache finds the chunk
+ * exactly when the patch took, with the patch's bytes in it.  Packets of
+ * the liar and the crowd are only touched (ASan checks the slices).
+ * Nothing may crash or trap.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Few empty sequences kept: a crowd of 170 makes the table sweep. */
+#define TB_BUF_KEEP_EMPTY_SEQ	32u
 #include "tbuffer.h"
 #include "fuzz/fuzz_input.h"
 
@@ -209,11 +217,27 @@ static void commit(unsigned wi, const struct chunk *c, int complete,
 	tb_buf_copy_chunk(buf, &ci);
 }
 
+/*
+ * Whether writer @wi's open chunk must be given up: it was scraped,
+ * evicted, and then its emptied sequence swept, so the buffer no longer
+ * knows what of it was read, and would read it all again.  Lost instead.
+ */
+static int open_forgotten(unsigned wi)
+{
+	struct writer *w = &wr[wi];
+
+	if (!w->open ||
+	    tb__buf_seq_find(buf, tb__buf_key(1, (uint16_t)(wi + 1))))
+		return 0;
+	w->open = 0;
+	return 1;
+}
+
 static void finish_open(unsigned wi)
 {
 	struct writer *w = &wr[wi];
 
-	if (!w->open)
+	if (!w->open || open_forgotten(wi))
 		return;
 	commit(wi, &w->oc, 1, w->oc.cap, w->oc.nfrags);
 	w->open = 0;
@@ -226,6 +250,7 @@ static void scrape(unsigned wi, struct in *in)
 	static struct chunk s;
 	uint32_t k = 0;
 
+	open_forgotten(wi);
 	if (!w->open) {
 		build(w, wi, in, &w->oc, get(in) & 1, 0);
 		w->open = 1;
@@ -240,6 +265,33 @@ static void scrape(unsigned wi, struct in *in)
 	s = w->oc;
 	memset(s.b + w->cut, 0, sizeof(s.b) - w->cut);
 	commit(wi, &s, 0, s.cap, (uint16_t)(k < s.nfrags ? k + 1 : k));
+}
+
+/*
+ * Writer @wi's patch returned @r.  Its chunk, looked up without the patch
+ * cache (tb_buf.pkey, which a table that moved entries must forget), is
+ * in the buffer unless the patch found none (an honest chunk waiting for
+ * a patch leaves only when overwritten); a patch that took left its bytes
+ * there, and one refused as out of range ran past the payload (a scraped
+ * chunk holds only what its writer had written).
+ */
+static void check_patch(unsigned wi, int r)
+{
+	const struct writer *w = &wr[wi];
+	const struct tb__buf_seq *s =
+		tb__buf_seq_find(buf, tb__buf_key(1, (uint16_t)(wi + 1)));
+	const struct tb__buf_ref *ref =
+		s ? tb__buf_ring_find(s, w->patch_id) : NULL;
+	struct tb__buf_hdr *c = ref ? tb__buf_hdr_at(buf, ref->off) : NULL;
+
+	TRACE("patch writer %u chunk %u -> %d\n", wi, w->patch_id, r);
+	CHECK(r == TB_OK || r == TB_ENOENT || r == TB_ERANGE);
+	CHECK((r == TB_ENOENT) == !c);
+	if (r == TB_OK)
+		CHECK(!memcmp(tb__buf_payload(c) + w->patch.offset,
+			      w->patch.data, 4));
+	if (r == TB_ERANGE)
+		CHECK(w->patch.offset + 4 > c->payload_size);
 }
 
 static void honest(unsigned op, struct in *in)
@@ -275,8 +327,9 @@ static void honest(unsigned op, struct in *in)
 		break;
 	default:	/* deliver the pending patch */
 		if (w->has_patch) {
-			tb_buf_patch(buf, 1, (uint16_t)(wi + 1), w->patch_id,
-				     &w->patch, 1, false);
+			check_patch(wi, tb_buf_patch(buf, 1, (uint16_t)(wi + 1),
+						     w->patch_id, &w->patch, 1,
+						     false));
 			w->has_patch = 0;
 		}
 		break;
@@ -331,6 +384,38 @@ static void liar(unsigned op, struct in *in)
 }
 
 /* ---- Reading ------------------------------------------------------------ */
+
+static void read_some(struct tb_buf *b, struct checker *k, unsigned max);
+
+/*
+ * The crowd: up to 200 sequences of producer 3 (writers from @in), a
+ * one-byte packet each, all read at once; three crowds an input at most
+ * (they are slow).  Past TB_BUF_GC_THRESHOLD (160) empty sequences the
+ * next commit sweeps the oldest, and deleting them moves other entries of
+ * the table back, the honest writers' among them.
+ */
+static unsigned crowds;
+
+static void crowd(struct in *in)
+{
+	static const uint8_t one[2] = { 1, 0x3c };
+	struct tb_buf_chunk_in ci;
+	unsigned base = get16(in), n = 1 + get16(in) % 200, i;
+
+	memset(&ci, 0, sizeof(ci));
+	ci.producer_id = 3;
+	ci.nfrags = 1;
+	ci.complete = true;
+	ci.payload = one;
+	ci.size = sizeof(one);
+	if (++crowds > 3)
+		return;
+	for (i = 0; i < n; i++) {
+		ci.writer_id = (uint16_t)(base + i);
+		tb_buf_copy_chunk(buf, &ci);
+	}
+	read_some(buf, &chk, ~0u);
+}
 
 static void on_overwrite(void *ctx, const struct tb_buf_packet *p)
 {
@@ -393,6 +478,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tb_buf_on_overwrite(buf, on_overwrite, NULL);
 	memset(&chk, 0, sizeof(chk));
 	memset(wr, 0, sizeof(wr));
+	crowds = 0;
 	for (i = 0; i < NW; i++)
 		wr[i].next_id = (cfg & 16) ? 0xfffffff0u + i * 3 : i * 100;
 
@@ -414,6 +500,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 12:
 			clone_and_read();
+			break;
+		case 15:
+			crowd(&in);
 			break;
 		default:
 			honest(0, &in);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""Writes the seed corpora fuzz/corpus_{ring,frag,pipeline}/.
+"""Writes the seed corpora fuzz/corpus_{ring,frag,pipeline}/ and a seed of
+fuzz/corpus_tbuffer/.
 
 Each seed is a small program in the input format its target's
 LLVMFuzzerTestOneInput() reads (see the comments there); the helpers
@@ -130,6 +131,13 @@ def ring(out):
     s += attach([3, 1, 0, 0, 0, 0, 1, 0])          # misaligned
     s += attach([2, 3, 0, 0, 0, 1, 2] + list(u16(600)) + [0x40] + list(u16(1600)) + [0x22, 3, 1])
     seeds['attach_raw'] = s
+    # 9: a close whose chunk was scraped finds the ring full when it
+    #    relocates: the fragment is dropped, and writer 0's next chunk must
+    #    say "data loss" (honest run: the oracle checks the flag)
+    s = hdr(256, 2, 2) + wopen(0, 8) + wfill(0, 100) + packet(1, 20)
+    s += drain(8, True) + packet(1, 20) + packet(1, 300) + wclose(0, 40)
+    s += drain(8, True) + packet(0, 20) + drain(8, True)
+    seeds['close_dropped_owes_loss'] = s
     for k, v in seeds.items():
         open(os.path.join(out, k), 'wb').write(v)
     print(out, len(seeds), 'seeds', sum(len(v) for v in seeds.values()), 'bytes')
@@ -234,8 +242,30 @@ def pipeline(out):
     open(os.path.join(out, 'trunc_key_repro'), 'wb').write(
         cfg(256, 2, 1) + pkt(0, 8) + liar_pkt([0x08, 0x01, 0x80]) + pkt(0, 9))
 
+def tbuffer(out):
+    """Only the seeds made here; corpus_tbuffer's others came from runs."""
+    os.makedirs(out, exist_ok=True)
+    u16 = lambda v: struct.pack('<H', v)
+    def crowd(base, n): return bytes([15]) + u16(base) + u16(n - 1)
+    def commit_patched(wi, npkts, cap, pktlen):
+        return bytes([0, wi, 1, npkts - 1]) + u16(cap - 16) + u16(pktlen - 10)
+    def deliver(wi): return bytes([4 << 4, wi])
+    seeds = {}
+    # The table sweeps a crowd entry that sits in honest writer 1's home
+    # slot (512 entries: crowd writers 242.. put writer 242 + 39 there, and
+    # writer 1 lands in the next slot); writer 1's sequence moves back
+    # between two of its patches, the second of which must still find it.
+    s = bytes([3]) + crowd(242, 150) + commit_patched(0, 1, 116, 510)
+    s += deliver(0) + crowd(40000, 20) + commit_patched(0, 2, 600, 510)
+    s += deliver(0)
+    seeds['sweep_moves_a_patched_sequence'] = s
+    for k, v in seeds.items():
+        open(os.path.join(out, k), 'wb').write(v)
+    print(out, len(seeds), 'seeds', sum(len(v) for v in seeds.values()), 'bytes')
+
 if __name__ == '__main__':
     root = os.path.dirname(os.path.abspath(__file__))
     ring(os.path.join(root, 'corpus_ring'))
     frag(os.path.join(root, 'corpus_frag'))
     pipeline(os.path.join(root, 'corpus_pipeline'))
+    tbuffer(os.path.join(root, 'corpus_tbuffer'))

@@ -380,6 +380,14 @@ static inline void collect_fn(void *ctx, const struct tb_chunk_view *v)
 /* ------------------------------------------------------------------------
  * Misc.
  */
+
+/*
+ * A stall or a sleep this long (ms) is a hang: a test that must be woken
+ * waits this long, so that a lost wake-up fails it through its timeout,
+ * whatever the machine's load, and nothing checks how long it took.
+ */
+#define TB_HANG_MS	3600000u
+
 static inline uint64_t now_ms(void)
 {
 	struct timespec ts;

@@ -163,6 +163,10 @@ START_TEST(test_threads_stall_and_a_reader_drains)
 		t.join();
 	reader.join();
 	ck_assert_uint_eq(order.bad, 0);
+	// a struct named like its function (POSIX's stat): say struct
+	struct tb_ring_stats st;
+	tb_ring_stats(&ring.r, &st);
+	ck_assert_uint_eq(st.rstat[TB_RS_MALFORMED], 0);
 	for (uint32_t w = 1; w <= kWriters; w++) {
 		ck_assert_uint_eq(order.got[w], written[w].load());
 		// not vacuous; how many a scraping reader lets through depends

@@ -70,7 +70,11 @@
 
 #define E2E_PROCS	16
 #define E2E_WRITERS	8
-#define E2E_TIMEOUT_S	30	/* per test, times CK_TIMEOUT_MULTIPLIER */
+#define E2E_TIMEOUT_S	300	/* per test, times CK_TIMEOUT_MULTIPLIER */
+/* A step that takes this long hangs (times the multiplier): below the
+ * test's timeout, so that what hung is said; far above what a loaded
+ * machine takes. */
+#define E2E_HANG_MS	200000u
 
 enum e2e_role { E2E_WRITER, E2E_VICTIM, E2E_SCRIBBLER };
 
@@ -292,7 +296,7 @@ static struct e2e_proc *e2e_start(struct e2e *e, enum e2e_role role,
 /* Waits for a line in @p's output (a victim's "ready"). */
 static void e2e_wait_line(struct e2e_proc *p, const char *line)
 {
-	uint64_t end = e2e_ms() + 15000ull * e2e_mult();
+	uint64_t end = e2e_ms() + (uint64_t)E2E_HANG_MS * e2e_mult();
 	size_t ll = strlen(line);
 
 	for (;;) {
@@ -322,7 +326,7 @@ static void e2e_wait_line(struct e2e_proc *p, const char *line)
 
 static void e2e_reap_producer(struct e2e_proc *p)
 {
-	if (e2e_reap(p->pid, &p->reaped, &p->status, 20000)) {
+	if (e2e_reap(p->pid, &p->reaped, &p->status, E2E_HANG_MS)) {
 		e2e_dump(p->out);
 		ck_abort_msg("producer %d did not finish in time",
 			     (int)p->pid);
@@ -346,7 +350,7 @@ static void e2e_stop_service(struct e2e *e, int by_command)
 
 		snprintf(out, sizeof(out), "%s/command.out", e->dir);
 		pid = spawn_to("tb_producer", out, args);
-		ck_assert_int_eq(e2e_reap(pid, &reaped, &status, 10000), 0);
+		ck_assert_int_eq(e2e_reap(pid, &reaped, &status, E2E_HANG_MS), 0);
 		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 			e2e_dump(out);
 			ck_abort_msg("the stop command failed: %#x", status);
@@ -354,7 +358,8 @@ static void e2e_stop_service(struct e2e *e, int by_command)
 	} else {
 		ck_assert_int_eq(kill(e->svc, SIGTERM), 0);
 	}
-	if (e2e_reap(e->svc, &e->svc_reaped, &e->svc_status, 10000)) {
+	if (e2e_reap(e->svc, &e->svc_reaped, &e->svc_status,
+		     E2E_HANG_MS)) {
 		e2e_dump(e->svc_out);
 		ck_abort_msg("the service did not stop in time");
 	}
@@ -1211,7 +1216,7 @@ static int e2e_tbtrace(struct e2e *e, const char **args, char *out,
 
 	snprintf(out, n, "%s/tbtrace.out", e->dir);
 	pid = spawn_to("tbtrace", out, args);
-	ck_assert_int_eq(e2e_reap(pid, &reaped, &status, 20000), 0);
+	ck_assert_int_eq(e2e_reap(pid, &reaped, &status, E2E_HANG_MS), 0);
 	ck_assert_msg(WIFEXITED(status), "tbtrace died: %#x", status);
 	return WEXITSTATUS(status);
 }

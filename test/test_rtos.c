@@ -338,7 +338,7 @@ static const struct tb_ev_clock test_clock = {
 
 struct fake_tcb {
 	uint32_t number;
-	char name[16];
+	char name[64];	/* configMAX_TASK_NAME_LEN: past TB_RTOS_NAME_MAX */
 };
 
 static struct fake_tcb tcbs[4];
@@ -350,6 +350,7 @@ static struct tb_rtos_task *task(int i)
 
 static void create(int i, const char *name, int prio, bool idle)
 {
+	ck_assert_uint_lt(strlen(name), sizeof(tcbs[i].name));
 	strcpy(tcbs[i].name, name);
 	tcbs[i].number = tb_rtos_task_created(&tcbs[i], tcbs[i].name, prio,
 					      idle);
@@ -664,6 +665,105 @@ START_TEST(test_hooks_tasks_before_start)
 }
 END_TEST
 
+/*
+ * Deleted tasks' slots and writers serve tasks created after them, but
+ * never a writer id: an id names one event writer for the life of a boot
+ * (docs/firmware.md, "Streaming"), or a stream host that lost a new
+ * writer's first state would restate the old writer's interned names on
+ * the new one's events.  A is deleted by B; B deletes itself; C and D
+ * take their slots, each with an id of its own; every sequence decodes.
+ */
+START_TEST(test_hooks_deleted_tasks_ids_not_reused)
+{
+	uint16_t ids[4];
+	int i, j;
+
+	create(0, "IDLE", 0, true);
+	create(1, "A", 1, false);
+	create(2, "B", 1, false);
+	ids[0] = task(1)->wr->w.id;
+	ids[1] = task(2)->wr->w.id;
+	switch_to(-1, true, 1, 1000);
+	TB_TRACE_INSTANT(&cat_t, "a");
+	switch_to(1, true, 2, 1500);
+	tb_rtos_task_deleted(task(1));		/* B deletes A */
+	create(1, "C", 1, false);		/* A's slot, A's writers */
+	ids[2] = task(1)->wr->w.id;
+	TB_TRACE_INSTANT(&cat_t, "b");
+	tb_rtos_task_deleted(task(2));		/* B deletes itself */
+	switch_to(2, false, 1, 2000);		/* its last switch: C */
+	ck_assert_ptr_null(task(2));
+	TB_TRACE_INSTANT(&cat_t, "c");
+	create(2, "D", 1, false);		/* B's slot, B's writers */
+	ids[3] = task(2)->wr->w.id;
+	switch_to(1, true, 2, 2500);
+	TB_TRACE_INSTANT(&cat_t, "d");
+	for (i = 0; i < 4; i++)
+		for (j = i + 1; j < 4; j++)
+			ck_assert_msg(ids[i] != ids[j],
+				      "tasks %d and %d: writer id %u", i, j,
+				      ids[i]);
+	tb_rtos_stop();
+	service();
+	ck_assert(tb_check_clean(&chk));
+	ck_assert_uint_eq(chk.stats.instants, 4);
+	done();
+}
+END_TEST
+
+/* The last writer id goes to a task; the next task has no writers. */
+START_TEST(test_hooks_writer_ids_used_up)
+{
+	create(0, "IDLE", 0, true);
+	tb_rtos.next_wid = 0xffffu - TB_RTOS_WRITER_ID - 1;
+	create(1, "last", 1, false);
+	ck_assert_uint_eq(task(1)->wr->w.id, 0xffffu);
+	create(2, "none", 1, false);
+	ck_assert_ptr_null(task(2)->wr);
+	ck_assert_uint_eq(tb_rtos.stats.untraced, 1);
+	switch_to(-1, true, 2, 1000);
+	ck_assert_ptr_null(tb_rtos_current());
+	TB_TRACE_INSTANT(&cat_t, "lost");
+	switch_to(2, true, 1, 1500);
+	TB_TRACE_INSTANT(&cat_t, "kept");
+	tb_rtos_stop();
+	service();
+	ck_assert(tb_check_clean(&chk));
+	ck_assert_uint_eq(chk.stats.instants, 1);
+	ck_assert_uint_eq(cpu_of(3), 500);
+	done();
+}
+END_TEST
+
+/*
+ * The switch hooks write inside PendSV (an interrupt handler), where a
+ * platform's wake hook (TB_WAKE_HOOK: an RTOS call) may not run; tbsync.h
+ * promises it is never called from one.  A reader asleep on the doorbell
+ * (tb_bell_prepare()) stays asleep while the kernel's writer fills the
+ * ring to its loss from the handler; it wakes by its own timeout, or by a
+ * writer outside a handler (the flag stays set for it).
+ */
+START_TEST(test_hooks_never_ring_the_doorbell_from_a_handler)
+{
+	uint32_t seq = tb_bell_prepare(ring.bell);
+	int i;
+
+	create(0, "IDLE", 0, true);
+	create(1, "A", 1, false);
+	create(2, "B", 1, false);
+	test_in_isr = 1;
+	switch_to(-1, true, 1, 1000);
+	for (i = 0; !tb_rtos.stats.lost && i < 100000; i++)
+		switch_to(1 + i % 2, true, 2 - i % 2, 2000 + 10 * (uint64_t)i);
+	test_in_isr = 0;
+	ck_assert_uint_gt(tb_rtos.stats.lost, 0);	/* the ring filled */
+	ck_assert_uint_eq(tb_atomic_load(&ring.bell->sleeping, TB_RLX), 1);
+	ck_assert_uint_eq(tb_atomic_load(&ring.bell->seq, TB_RLX), seq);
+	tb_bell_cancel(ring.bell);
+	tb_rtos_stop();
+}
+END_TEST
+
 START_TEST(test_hooks_refuse_a_clock_off_the_trace)
 {
 	struct tb_ev_clock other = test_clock;
@@ -695,6 +795,9 @@ static Suite *rtos_suite(void)
 	tcase_add_test(t, test_hooks_largest_packets);
 	tcase_add_test(t, test_hooks_largest_packets_small_chunks);
 	tcase_add_test(t, test_hooks_tasks_before_start);
+	tcase_add_test(t, test_hooks_deleted_tasks_ids_not_reused);
+	tcase_add_test(t, test_hooks_writer_ids_used_up);
+	tcase_add_test(t, test_hooks_never_ring_the_doorbell_from_a_handler);
 	tcase_add_test(t, test_hooks_refuse_a_clock_off_the_trace);
 	suite_add_tcase(s, t);
 	return s;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_tbbase.c - the one result space: every code has its own number
- * and its own name, and the version macros agree with each other.
+ * and its own name, and the version macros agree with each other; the
+ * short copy (tb__copy()) copies exactly its bytes.
  */
 #include <check.h>
 #include <stdio.h>
@@ -75,6 +76,33 @@ END_TEST
 #error "tbbase.h defines TB_VERSION_*: those names are tbox's"
 #endif
 
+/*
+ * tb__copy() at every length up to past TB__COPY_INLINE (its word loop,
+ * the overlapping ends, each tail, the memcpy), at every offset of a word
+ * on both sides: exactly the n bytes asked for, the bytes around them
+ * untouched.
+ */
+START_TEST(test_short_copy_copies_exactly_its_bytes)
+{
+	uint8_t src[160], dst[160], want[160];
+	size_t n, so, dof, i;
+
+	for (i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 37 + 11);
+	for (n = 0; n <= TB__COPY_INLINE + 9; n++)
+		for (so = 0; so < 8; so++)
+			for (dof = 0; dof < 8; dof++) {
+				memset(dst, 0xa5, sizeof(dst));
+				memcpy(want, dst, sizeof(want));
+				memcpy(want + 16 + dof, src + so, n);
+				tb__copy(dst + 16 + dof, src + so, n);
+				ck_assert_msg(!memcmp(dst, want, sizeof(dst)),
+					      "n %zu, offsets %zu %zu", n, so,
+					      dof);
+			}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tbbase");
@@ -85,6 +113,7 @@ int main(void)
 	tcase_add_test(tc, test_every_code_has_its_own_number_and_name);
 	tcase_add_test(tc, test_errors_are_negative_reader_outcomes_positive);
 	tcase_add_test(tc, test_version_string_matches_the_numbers);
+	tcase_add_test(tc, test_short_copy_copies_exactly_its_bytes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

@@ -79,6 +79,8 @@
 #define CS_CLOCKS		1
 #define CLK_ID			1
 #define CLK_TS			2
+#define CLK_INCREMENTAL		3
+#define CLK_UNIT		4
 /* the service's trusted fields */
 #define T_UID			3
 #define T_SEQ			10
@@ -332,6 +334,36 @@ static void t_start(struct trace *t, uint32_t seq)
 /* ------------------------------------------------------------------------
  * Clean traces.
  */
+/*
+ * The default budget grows with the trace (the tables keep about two
+ * bytes per byte of a trace of small events: a 200 MB trace of a flat-out
+ * run outgrew the fixed 256 MiB and the check stopped INCOMPLETE); one
+ * the caller gives stays.  A trace of zero bytes is no trace: the budget
+ * is set before the walk finds that.
+ */
+START_TEST(test_default_budget_grows_with_the_trace)
+{
+	size_t len = (size_t)TB_CHECK_BUDGET / TB_CHECK_BUDGET_PER_BYTE + 4096;
+	uint8_t *img = (uint8_t *)calloc(1, len);
+	struct tb_check c;
+
+	ck_assert_ptr_nonnull(img);
+	ck_assert_int_eq(tb_check_init(&c, NULL, NULL, 0), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&c, img, 16), TB_EFRAMING);
+	ck_assert_uint_eq(c.max_bytes, TB_CHECK_BUDGET);
+	tb_check_destroy(&c);
+	ck_assert_int_eq(tb_check_init(&c, NULL, NULL, 0), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&c, img, len), TB_EFRAMING);
+	ck_assert_uint_eq(c.max_bytes, len * TB_CHECK_BUDGET_PER_BYTE);
+	tb_check_destroy(&c);
+	ck_assert_int_eq(tb_check_init(&c, NULL, NULL, 1u << 20), TB_OK);
+	ck_assert_int_eq(tb_check_trace(&c, img, len), TB_EFRAMING);
+	ck_assert_uint_eq(c.max_bytes, 1u << 20);
+	tb_check_destroy(&c);
+	free(img);
+}
+END_TEST
+
 START_TEST(test_clean_trace_with_every_feature_is_clean)
 {
 	struct trace t = { 0 };
@@ -1145,6 +1177,77 @@ START_TEST(test_timestamps_going_back_on_a_sequence)
 	ck_assert_int_eq(run(&t), TB_OK);
 	expect_only(TB_CK_TIME_BACKWARDS, 1, 0);
 	ck_assert_uint_eq(ck.rule[TB_CK_TIME_BACKWARDS].first, 5);
+	done();
+	t_free(&t);
+}
+END_TEST
+
+/* A snapshot of clock @id at @ts (@unit ns each, incremental when @inc)
+ * and BOOTTIME at 9000, on @seq. */
+static void t_inc_snapshot(struct trace *t, uint32_t seq, uint32_t id,
+			   uint64_t ts, uint64_t unit, int inc)
+{
+	struct msg body = { { 0 }, 0 }, cs = { { 0 }, 0 }, clk;
+
+	memset(&clk, 0, sizeof(clk));
+	m_uint(&clk, CLK_ID, id);
+	m_uint(&clk, CLK_TS, ts);
+	if (inc)
+		m_uint(&clk, CLK_INCREMENTAL, 1);
+	if (unit)
+		m_uint(&clk, CLK_UNIT, unit);
+	m_msg(&cs, CS_CLOCKS, &clk);
+	memset(&clk, 0, sizeof(clk));
+	m_uint(&clk, CLK_ID, 6);
+	m_uint(&clk, CLK_TS, 9000);
+	m_msg(&cs, CS_CLOCKS, &clk);
+	m_msg(&body, TP_CLOCK_SNAPSHOT, &cs);
+	t_raw(t, &body, HAS_ALL, seq, UID, PID, 0);
+}
+
+/* An instant at @ts on clock @clock, on @seq. */
+static void t_at(struct trace *t, uint32_t seq, uint32_t clock, uint64_t ts)
+{
+	struct msg body = { { 0 }, 0 }, ev;
+
+	ev_init(&ev, INSTANT, seq);
+	m_str(&ev, TE_NAME, "x");
+	m_uint(&body, TP_TIMESTAMP, ts);
+	m_uint(&body, TP_CLOCK_ID, clock);
+	m_msg(&body, TP_TRACK_EVENT, &ev);
+	t_raw(t, &body, HAS_ALL, seq, UID, PID, 0);
+}
+
+/*
+ * An incremental clock (clock_snapshot.proto: is_incremental): each
+ * timestamp on it is a delta, added in file order to its latest time,
+ * which its snapshot sets, in its unit; a negative delta (a uint64 the
+ * importer reads as int64) goes back.  Read as absolute, 500 then 10
+ * would go back; as deltas they go forward.
+ */
+START_TEST(test_incremental_clock_timestamps_are_deltas)
+{
+	struct trace t = { 0 };
+
+	t_start(&t, 5);
+	t_inc_snapshot(&t, 5, 64, 1000, 0, 1);
+	t_at(&t, 5, 64, 500);			/* 1500 */
+	t_at(&t, 5, 64, 10);			/* 1510 */
+	t_at(&t, 5, 64, 0);			/* 1510: equal is fine */
+	t_inc_snapshot(&t, 5, 64, 2000, 0, 1);	/* a new base */
+	t_at(&t, 5, 64, 1);			/* 2001 */
+	t_start(&t, 6);				/* in units of 10 ns */
+	t_inc_snapshot(&t, 6, 65, 100, 10, 1);
+	t_at(&t, 6, 65, 3);			/* 1030 */
+	t_at(&t, 6, 65, 2);			/* 1050 */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_clean();
+	ck_assert_uint_eq(ck.stats.instants, 6);
+	done();
+	t_at(&t, 5, 64, (uint64_t)-2);		/* 1999: back */
+	ck_assert_int_eq(run(&t), TB_OK);
+	expect_only(TB_CK_TIME_BACKWARDS, 1, 0);
+	ck_assert_uint_eq(ck.rule[TB_CK_TIME_BACKWARDS].first_detail, 1999);
 	done();
 	t_free(&t);
 }
@@ -2346,6 +2449,7 @@ static Suite *check_suite(void)
 	tcase_add_test(t, test_counter_values_need_a_counter_track);
 	tcase_add_test(t, test_clock_without_a_snapshot_to_the_trace_clock);
 	tcase_add_test(t, test_timestamps_going_back_on_a_sequence);
+	tcase_add_test(t, test_incremental_clock_timestamps_are_deltas);
 	tcase_add_test(t, test_end_without_begin);
 	tcase_add_test(t, test_end_after_another_sequences_loss_is_a_violation);
 	tcase_add_test(t, test_end_whose_begin_was_lost_is_explained);
@@ -2382,6 +2486,7 @@ static Suite *check_suite(void)
 	tcase_add_test(t, test_clock_snapshot_packet_with_a_payload);
 	tcase_add_test(t, test_debug_annotation_without_a_name);
 	tcase_add_test(t, test_ring_refusals_explain_only_a_lone_writer);
+	tcase_add_test(t, test_default_budget_grows_with_the_trace);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -317,6 +317,8 @@ struct seqck {
 	uint64_t def_track;		/* their track_uuid, 0: none */
 	uint64_t def_clock;		/* their clock id, 0: none */
 	uint64_t last_ts;
+	uint64_t inc_clock;		/* an incremental clock, 0: none */
+	uint64_t inc_last;		/* its time: deltas add to it */
 	unsigned events, descriptors, clears, losses, snapshots;
 	unsigned errors;
 	char err[256];
@@ -336,6 +338,7 @@ static void sc_reset_state(struct seqck *sc)
 	sc->has_defaults = 0;
 	sc->def_track = 0;
 	sc->def_clock = 0;
+	sc->inc_clock = 0;	/* each state snapshots it again */
 }
 
 static struct sc_track *sc_track(struct seqck *sc, uint64_t uuid)
@@ -515,6 +518,9 @@ static void sc_feed(struct seqck *sc, unsigned idx, const struct tpkt *p)
 	if (sc->has_defaults && !(seq & 2))
 		sc_fail(sc, idx, "a packet after the defaults without "
 			"SEQ_NEEDS_INCREMENTAL_STATE");
+	if (sc->inc_clock && !(seq & 3))	/* after a loss: skipped */
+		sc_fail(sc, idx, "a packet after an incremental clock's "
+			"snapshot without SEQ_NEEDS_INCREMENTAL_STATE");
 	if (msg_has(&m, 59)) {
 		struct msg d, ted;
 
@@ -538,6 +544,10 @@ static void sc_feed(struct seqck *sc, unsigned idx, const struct tpkt *p)
 			msg_sub_at(&cs, 1, (int)i, &ck);
 			if (sc->nsnap < 4)
 				sc->snap[sc->nsnap++] = msg_varint(&ck, 1);
+			if (msg_has(&ck, 3) && msg_varint(&ck, 3)) {
+				sc->inc_clock = msg_varint(&ck, 1);
+				sc->inc_last = msg_varint(&ck, 2);
+			}
 		}
 		sc->snapshots++;
 	}
@@ -552,9 +562,15 @@ static void sc_feed(struct seqck *sc, unsigned idx, const struct tpkt *p)
 			sc_fail(sc, idx, "a user clock without its snapshot");
 	}
 	if (msg_has(&m, 8)) {
-		if (msg_varint(&m, 8) < sc->last_ts)
+		uint64_t id = msg_has(&m, 58) ? msg_varint(&m, 58) :
+						sc->def_clock;
+		uint64_t ts = msg_varint(&m, 8);
+
+		if (sc->inc_clock && id == sc->inc_clock)
+			ts = sc->inc_last += ts;	/* a delta */
+		if (ts < sc->last_ts)
 			sc_fail(sc, idx, "timestamp going back");
-		sc->last_ts = msg_varint(&m, 8);
+		sc->last_ts = ts;
 	}
 	if (msg_has(&m, 12)) {
 		struct msg id, entry;
@@ -582,7 +598,7 @@ static void sc_feed(struct seqck *sc, unsigned idx, const struct tpkt *p)
 	if (uses && !(seq & 2))
 		sc_fail(sc, idx, "iids or a counter value without "
 			"SEQ_NEEDS_INCREMENTAL_STATE");
-	if (!uses && (seq & 2) && !sc->has_defaults)
+	if (!uses && (seq & 2) && !sc->has_defaults && !sc->inc_clock)
 		sc_fail(sc, idx, "SEQ_NEEDS_INCREMENTAL_STATE, but no iid nor "
 			"counter value");
 }
@@ -2424,6 +2440,370 @@ START_TEST(test_ring_full_mid_event_then_an_empty_string)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------
+ * Events kept encoded (the fast path of the macros): the bytes, stats and
+ * state of the general path, exactly.
+ */
+static uint64_t kept_ns[2];
+
+static uint64_t kept_now(void *ctx)
+{
+	return *(uint64_t *)ctx += 977;		/* odd steps: any varint */
+}
+
+static uint64_t kept_ref(void *ctx)
+{
+	return *(uint64_t *)ctx + 5000000;
+}
+
+/*
+ * One macro event, forced down the general path when @general; after it,
+ * the word the fast path checks says what the state says: the epoch when
+ * no fresh state is due and no END is owed, else 0 (a stale epoch there
+ * would write kept bytes into a state that lost them; a stale 0 sends
+ * every event the general way).
+ */
+#define KEPT(e, general, ev)						\
+	do {								\
+		if (general)						\
+			memset((e)->ew.sites, 0, sizeof((e)->ew.sites)); \
+		ev;							\
+		ck_assert_uint_eq((e)->ew.ready, (e)->ew.fresh ||	\
+				  (e)->ew.nends ? 0 : (e)->ew.epoch);	\
+	} while (0)
+
+/*
+ * The script: every kind of event the fast path takes, with values of
+ * every size, a generation bump, a ring left full (lost BEGINs, ENDs
+ * skipped and owed), a track forgotten; the same on both writers.
+ */
+static void kept_script(struct tenv *e, struct tb_track *ctr, bool g)
+{
+	static int obj;
+	struct tb_ev_writer *w = &e->ew;
+	uint32_t lost;
+	int64_t v;
+	unsigned r, i;
+
+	for (r = 0; r < 12; r++) {
+		v = r % 3 ? (int64_t)r * 1000003 : -(int64_t)r;
+		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_a, "Work",
+					    TB_ARG_UINT("seq", r << (r * 5)),
+					    TB_ARG_STR("s", &"abc"[r % 4])));
+		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_a, "Mark"));
+		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_b, "Mark"));
+		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_a, "Every",
+					      TB_ARG_INT("i", v),
+					      TB_ARG_DOUBLE("d", r * 0.25),
+					      TB_ARG_BOOL("b", r & 1),
+					      TB_ARG_PTR("p", &obj)));
+		KEPT(e, g, TB_TRACE_COUNTER_W(w, &cat_a, ctr, v));
+		KEPT(e, g, TB_TRACE_COUNTER_DOUBLE_W(w, &cat_a, ctr, r * 1.5));
+		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_b, "Inner"));
+		KEPT(e, g, TB_TRACE_END_W(w, &cat_b));
+		KEPT(e, g, TB_TRACE_END_W(w, &cat_a, TB_ARG_UINT("end", r)));
+		if (r == 4)
+			tb_ring_bump_generation(&e->t.r);
+		if (r == 7)
+			tb_ev_reset(w);
+		if (r < 8) {
+			env_drain(e);
+			continue;
+		}
+		/*
+		 * No drain: a slice begun, the ring filled until a write
+		 * fails, its END owed, a BEGIN lost; after a drain that
+		 * END skipped, the owed one written late.
+		 */
+		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_a, "Held"));
+		lost = w->stats.lost;
+		for (i = 0; i < 1000 && w->stats.lost == lost; i++) {
+			KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_b, "Fill",
+						    TB_ARG_UINT("i", i)));
+			KEPT(e, g, TB_TRACE_END_W(w, &cat_b));
+		}
+		KEPT(e, g, TB_TRACE_END_W(w, &cat_a));
+		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_a, "Lost"));
+		env_drain(e);
+		KEPT(e, g, TB_TRACE_END_W(w, &cat_a));
+		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_a, "Mark"));
+	}
+	tb_ev_forget_track(w, ctr);
+	KEPT(e, g, TB_TRACE_COUNTER_W(w, &cat_a, ctr, 1));
+	tb_ev_writer_finish(w);
+	env_flush(e);
+}
+
+/*
+ * The same script through two writers with the same clock, the second's
+ * kept events dropped before each one (so it writes every event the
+ * general way): the same packets, byte for byte, and the same stats.
+ * _i: flags 0, TB_EV_DEFAULTS, TB_EV_NO_INTERN; with BOOTTIME or a
+ * sequence-scoped clock (id 70, snapshotted).
+ */
+START_TEST(test_kept_events_are_the_general_paths_bytes)
+{
+	static const unsigned flags[] = { 0, TB_EV_DEFAULTS, TB_EV_NO_INTERN };
+	struct tb_ev_clock clk[2] = {
+		{ kept_now, &kept_ns[0], TB_CLOCK_BOOTTIME, 0, NULL },
+		{ kept_now, &kept_ns[1], TB_CLOCK_BOOTTIME, 0, NULL },
+	};
+	struct tb_track ctr[2];
+	struct tenv *e[2];
+	unsigned k, i, kept = 0;
+
+	for (k = 0; k < 2; k++) {
+		if (_i >= 3) {
+			clk[k].id = 70;
+			clk[k].ref_id = TB_CLOCK_BOOTTIME;
+			clk[k].ref_now = kept_ref;
+		}
+		kept_ns[k] = 1000000000000ull;
+		e[k] = env_new_clock(512, 8, &clk[k], flags[_i % 3]);
+		tb_track_counter(&ctr[k], 0x3000u, &e[k]->proc, "ctr",
+				 TB_UNIT_COUNT);
+		kept_script(e[k], &ctr[k], k == 1);
+	}
+	for (i = 0; i < TB_EV_SITES; i++)
+		kept += e[0]->ew.sites[i].epoch != 0;
+	ck_assert_uint_gt(kept, _i % 3 == 2 ? 0 : 4);
+	ck_assert_uint_eq(e[0]->n, e[1]->n);
+	for (i = 0; i < e[0]->n; i++) {
+		ck_assert_uint_eq(e[0]->p[i].len, e[1]->p[i].len);
+		ck_assert_msg(!memcmp(e[0]->p[i].data, e[1]->p[i].data,
+				      e[0]->p[i].len),
+			      "packet %u differs", i);
+		ck_assert_uint_eq(e[0]->p[i].flags, e[1]->p[i].flags);
+	}
+	ck_assert(!memcmp(&e[0]->ew.stats, &e[1]->ew.stats,
+			  sizeof(e[0]->ew.stats)));
+	ck_assert_uint_gt(e[0]->ew.stats.lost, 0);
+	ck_assert_uint_gt(e[0]->ew.stats.ends_skipped, 0);
+	ck_assert_uint_gt(e[0]->ew.stats.ends_late, 0);
+	env_free(e[0]);
+	env_free(e[1]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------
+ * Timestamps as deltas (TB_EV_DELTA_TIME): every event where absolute
+ * timestamps put it, to the nanosecond.
+ */
+static uint64_t dt_ns;		/* the time of the next event */
+
+static uint64_t dt_now(void *ctx)
+{
+	(void)ctx;
+	return dt_ns;
+}
+
+static uint64_t dt_ref(void *ctx)
+{
+	(void)ctx;
+	return dt_ns + 777000333;	/* BOOTTIME, ahead of the clock */
+}
+
+struct dt_ev {
+	uint64_t time;		/* where the importer puts it, BOOTTIME ns */
+	uint64_t tag;		/* its "t" annotation, ~0: none */
+	uint64_t type;
+};
+
+/*
+ * Every TrackEvent's time, as Perfetto's importer computes it (its
+ * ClockTracker): a timestamp on an incremental clock is added to that
+ * clock's last time, which each snapshot sets; a timestamp on another
+ * clock than BOOTTIME goes through the snapshot to BOOTTIME; the clock is
+ * the packet's timestamp_clock_id, else the defaults'.  Independent of
+ * tbevent.h: the field numbers of clock_snapshot.proto and trace_packet.
+ */
+static unsigned dt_times(const struct tenv *e, struct dt_ev *out,
+			 unsigned max)
+{
+	uint64_t def_clock = 0, inc_id = 0, last = 0, snap_id = 0;
+	uint64_t snap_mine = 0, snap_boot = 0;
+	unsigned i, k, n = 0;
+
+	for (i = 0; i < e->n; i++) {
+		struct msg m, cs, ck, te, da;
+		uint64_t id, v;
+
+		pkt(e, i, &m);
+		if (msg_has(&m, 13) && (msg_varint(&m, 13) & 1))
+			def_clock = 0;		/* a clear: no defaults */
+		if (msg_has(&m, 59)) {
+			msg_sub(&m, 59, &cs);
+			def_clock = msg_has(&cs, 58) ? msg_varint(&cs, 58) : 0;
+		}
+		if (msg_has(&m, 6)) {
+			msg_sub(&m, 6, &cs);
+			for (k = 0; k < (unsigned)msg_count(&cs, 1); k++) {
+				msg_sub_at(&cs, 1, (int)k, &ck);
+				id = msg_varint(&ck, 1);
+				v = msg_varint(&ck, 2);
+				if (id == 6) {
+					snap_boot = v;
+					continue;
+				}
+				snap_id = id;
+				snap_mine = v;
+				if (msg_has(&ck, 3) && msg_varint(&ck, 3)) {
+					inc_id = id;
+					last = v;
+				}
+			}
+		}
+		if (!msg_has(&m, 8))
+			continue;
+		id = msg_has(&m, 58) ? msg_varint(&m, 58) : def_clock;
+		v = msg_varint(&m, 8);
+		if (id && id == inc_id)
+			v = last += v;		/* int64 in the importer */
+		if (id && id != 6) {
+			ck_assert_uint_eq(id, snap_id);
+			v = v - snap_mine + snap_boot;
+		}
+		if (!msg_has(&m, 11))
+			continue;
+		ck_assert_uint_lt(n, max);
+		msg_sub(&m, 11, &te);
+		out[n].time = v;
+		out[n].type = msg_varint(&te, 9);
+		out[n].tag = ~0ull;
+		for (k = 0; k < (unsigned)msg_count(&te, 4); k++) {
+			msg_sub_at(&te, 4, (int)k, &da);
+			if (msg_has(&da, 3) && (!msg_has(&da, 10) ||
+						msg_str_is(&da, 10, "t")))
+				out[n].tag = msg_varint(&da, 3);
+		}
+		n++;
+	}
+	return n;
+}
+
+/* An event at @t, carrying @t: the macros' fast path and the general. */
+static void dt_event(struct tb_ev_writer *w, unsigned k, uint64_t t)
+{
+	dt_ns = t;
+	switch (k % 4) {
+	case 0:
+		TB_TRACE_BEGIN_W(w, &cat_a, "Slice", TB_ARG_UINT("t", t));
+		break;
+	case 1:
+		TB_TRACE_INSTANT_W(w, &cat_a, "Mark", TB_ARG_UINT("t", t));
+		break;
+	case 2: {
+		struct tb_arg a = tb_arg_uint("t", t);
+
+		tb_ev_instant(w, &cat_b, "Dyn", &a, 1);
+		break;
+	}
+	default:
+		TB_TRACE_END_W(w, &cat_a, TB_ARG_UINT("t", t));
+		break;
+	}
+}
+
+/*
+ * One run, written twice: absolute timestamps and deltas, the clock
+ * reading the same time at every event (steps of every varint size,
+ * none, 2^40), fresh states in between (a generation bump, a reset).
+ * Decoded as the importer does, every event lands at the same BOOTTIME
+ * nanosecond in both, which is its own "t".  _i: BOOTTIME, or a
+ * sequence-scoped clock (70, snapshotted); flags 0 or TB_EV_DEFAULTS.
+ */
+START_TEST(test_delta_timestamps_place_events_as_absolute_ones)
+{
+	static const uint64_t steps[] = { 1, 0, 127, 128, 16383, 16384,
+					  1ull << 21, 1ull << 40, 977, 3 };
+	struct tb_ev_clock clk = { dt_now, NULL, TB_CLOCK_BOOTTIME, 0, NULL };
+	struct dt_ev *ev[2];
+	struct tenv *e[2];
+	unsigned k, i, n[2];
+	uint64_t t;
+
+	if (_i & 1) {
+		clk.id = 70;
+		clk.ref_id = TB_CLOCK_BOOTTIME;
+		clk.ref_now = dt_ref;
+	}
+	for (k = 0; k < 2; k++) {
+		e[k] = env_new_clock(4096, 64, &clk, (_i & 2 ? TB_EV_DEFAULTS :
+						      0) |
+				     (k ? TB_EV_DELTA_TIME : 0));
+		ev[k] = (struct dt_ev *)calloc(400, sizeof(*ev[k]));
+		ck_assert_ptr_nonnull(ev[k]);
+		t = 1000000000000ull;
+		for (i = 0; i < 320; i++) {
+			t += steps[i % 10] * (1 + i / 40);
+			dt_event(&e[k]->ew, i, t);
+			if (i == 100)
+				tb_ring_bump_generation(&e[k]->t.r);
+			if (i == 201)
+				tb_ev_reset(&e[k]->ew);
+		}
+		env_flush(e[k]);
+		n[k] = dt_times(e[k], ev[k], 400);
+	}
+	ck_assert_uint_eq(n[0], 320);
+	ck_assert_uint_eq(n[1], 320);
+	for (i = 0; i < 320; i++) {
+		uint64_t want = ev[0][i].tag + (_i & 1 ? 777000333 : 0);
+
+		ck_assert_uint_eq(ev[0][i].type, ev[1][i].type);
+		ck_assert_uint_eq(ev[0][i].time, want);
+		ck_assert_uint_eq(ev[1][i].time, want);
+	}
+	ck_assert_uint_gt(e[1]->ew.stats.snapshots, 2);
+	for (k = 0; k < 2; k++) {
+		free(ev[k]);
+		env_free(e[k]);
+	}
+}
+END_TEST
+
+/*
+ * Deltas under loss: a full ring loses events (a fresh state and
+ * snapshot follow), ENDs are owed and written late, at their time, after
+ * the snapshot of a later state (a delta back).  Every event the trace
+ * has lands at its own "t", and the importer's sequence rules hold.
+ */
+START_TEST(test_delta_timestamps_under_loss)
+{
+	struct tb_ev_clock clk = { dt_now, NULL, TB_CLOCK_BOOTTIME, 0, NULL };
+	struct tenv *e = env_new_clock(512, 4, &clk, TB_EV_DELTA_TIME);
+	struct seqck *sc = sc_new();
+	struct dt_ev *ev = (struct dt_ev *)calloc(4000, sizeof(*ev));
+	uint64_t t = 5000000000ull;
+	unsigned i, n, tagged = 0;
+
+	ck_assert_ptr_nonnull(ev);
+	for (i = 0; i < 3000; i++) {
+		t += 1000 + (i % 7) * 100000;
+		dt_event(&e->ew, i, t);
+		if (i % 97 == 96)
+			env_drain(e);	/* else the ring stays full */
+	}
+	tb_ev_writer_finish(&e->ew);
+	env_flush(e);
+	sc_run(sc, e);
+	ck_assert_seq_ok(sc);
+	n = dt_times(e, ev, 4000);
+	for (i = 0; i < n; i++) {
+		if (ev[i].tag == ~0ull)
+			continue;
+		ck_assert_uint_eq(ev[i].time, ev[i].tag);
+		tagged++;
+	}
+	ck_assert_uint_gt(tagged, 100);
+	ck_assert_uint_gt(e->ew.stats.lost, 10);
+	ck_assert_uint_gt(e->ew.stats.ends_late, 0);
+	free(ev);
+	free(sc);
+	env_free(e);
+}
+END_TEST
+
 static Suite *event_suite(void)
 {
 	Suite *s = suite_create("tbevent");
@@ -2444,6 +2824,12 @@ static Suite *event_suite(void)
 	tcase_add_test(enc, test_builtin_clock_with_a_reference_is_snapshotted);
 	tcase_add_test(enc, test_copied_names_and_the_global_track);
 	tcase_add_test(enc, test_defaults_name_the_writers_track_and_clock);
+	tcase_add_loop_test(enc, test_kept_events_are_the_general_paths_bytes,
+			    0, 6);
+	tcase_add_loop_test(enc,
+			    test_delta_timestamps_place_events_as_absolute_ones,
+			    0, 4);
+	tcase_add_test(st, test_delta_timestamps_under_loss);
 	tcase_add_test(st, test_failed_write_starts_a_fresh_state);
 	tcase_add_test(st, test_failed_descriptor_drops_the_event_and_retries);
 	tcase_add_test(st, test_finish_writes_the_state_a_loss_left_owed);

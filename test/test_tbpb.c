@@ -83,14 +83,23 @@ START_TEST(test_varint_every_bit_length_round_trips)
 		if (bits == 64)
 			vs[2] = ~0ull - 1;
 		for (k = 0; k < 3; k++) {
-			uint8_t b[TB_PB_VARINT_MAX];
+			uint8_t b[TB_PB_VARINT_MAX], w[TB_PB_VARINT_MAX + 8];
 			uint64_t v = ~vs[k];
 			unsigned n = tb_pb_varint_put(b, vs[k]);
 
 			ck_assert_uint_eq(n, ref_len(vs[k]));
 			ck_assert_uint_eq(tb_pb_varint_len(vs[k]), n);
+			/* the length without a count of leading zeros */
+			if (vs[k] >= 0x80u)
+				ck_assert_uint_eq(tb__pb_varint_len_cmp(vs[k]),
+						  n);
 			ck_assert_uint_eq(tb_pb_varint_get(b, n, &v), n);
 			ck_assert_uint_eq(v, vs[k]);
+			/* the same bytes written as one word, 8 bytes room */
+			memset(w, 0xee, sizeof(w));
+			ck_assert_ptr_eq(tb__pb_varint_wide_at(w, vs[k], n),
+					 w + n);
+			ck_assert_mem_eq(w, b, n);
 		}
 	}
 }

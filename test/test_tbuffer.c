@@ -1870,6 +1870,38 @@ START_TEST(test_overwritten_chunk_whose_tail_does_not_tokenize_is_not_counted)
 }
 END_TEST
 
+/*
+ * The same chunk, its tail made untokenizable by the first patch of a
+ * batch whose second patch is out of range: the batch fails, and what its
+ * first patch changed is looked at like any patched chunk's bytes when
+ * the chunk is overwritten (it never empties, so it is not counted).
+ */
+START_TEST(test_patch_batch_failing_part_way_leaves_its_bytes_looked_at)
+{
+	struct tb_buf_patch p[2];
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct chunk c;
+
+	put_f(b, 1, 1, 1, 0, "a", "bcdefgh", NULL);	/* payload 10 */
+	put_s(b, 1, 1, 2, "n");
+	ch_init(&c);
+	ch_frag(&c, 4014, 'f');
+	put(b, 2, 1, 1, 0, &c);
+	p[0] = mk_patch(2, "\xff\xff\xff\xff");
+	p[1] = mk_patch(7, "zzzz");			/* 7 + 4 > 10 */
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 1, p, 2, false), TB_ERANGE);
+	ck_assert_uint_eq(tb_buf_stats(b)->patches_failed, 1);
+	put_s(b, 3, 1, 1, "x");				/* evicts chunk 1 */
+	ck_assert_uint_eq(tb_buf_stats(b)->chunks_overwritten, 0);
+	ck_assert_uint_eq(tb_buf_stats(b)->bytes_overwritten, 0);
+	ck_assert_int_eq(read_all(b, pk, 10), 3);
+	ck_assert_str_eq(pk[0].str, "nnnn");
+	ck_assert_uint_eq(pk[0].loss, PRESENT | TB_BUF_LOSS_OVERWRITE |
+			  TB_BUF_LOSS_CHUNK_CORRUPTED);
+	tb_buf_destroy(b);
+}
+END_TEST
+
 START_TEST(test_partial_overwrite_leaves_a_padding_record)
 {
 	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
@@ -2520,6 +2552,95 @@ START_TEST(test_fragment_size_past_the_payload_keeps_the_prefix)
 	ck_assert_str_eq(pk[0].str, "a");
 	ck_assert_uint_eq(pk[0].loss, 0);
 	tb_buf_destroy(b);
+}
+END_TEST
+
+/*
+ * Chunk 1 of {1, 1}: "a", then @size bytes of 'f' whose length a patch
+ * sets to @claim (a commit measures its fragments: only a patch leaves a
+ * length that lies); chunk 2: "n".  Read, or (@erase) overwritten through
+ * the callback by a filler that ends exactly where the buffer does.
+ * Returns the packets chunk 1 gave, in *@v.
+ */
+static void claim_frag(uint32_t size, uint32_t claim, int erase,
+		       struct seen *v)
+{
+	struct tb_buf *b = tb_buf_create(4096, TB_BUF_RING_BUFFER);
+	struct tb_buf_patch p;
+	uint8_t lenb[4];
+	uint32_t n, rec1;
+	struct chunk c;
+	bool bad = claim > size;
+	int got, i;
+
+	memset(v, 0, sizeof(*v));
+	tb_buf_on_overwrite(b, on_overwrite, v);
+	ch_init(&c);
+	ch_data(&c, "a");
+	ch_frag(&c, size, 'f');
+	ck_assert_int_eq(put(b, 1, 1, 1, 0, &c), TB_OK);
+	rec1 = 16 + (((uint32_t)c.len + 15) & ~15u);
+	put_s(b, 1, 1, 2, "n");			/* a 32-byte record */
+	n = tb_pb_varint_put(lenb, claim);
+	ck_assert_uint_eq(n, tb_pb_varint_len(size));
+	p.offset = 2;
+	memcpy(p.data, lenb, n);
+	memset(p.data + n, 'f', 4 - n);
+	ck_assert_int_eq(tb_buf_patch(b, 1, 1, 1, &p, 1, false), TB_OK);
+	if (erase) {
+		ch_init(&c);			/* up to the end */
+		ch_frag(&c, 4096 - rec1 - 32 - 16 - 2, 'z');
+		ck_assert_int_eq(put(b, 2, 1, 1, 0, &c), TB_OK);
+		ck_assert_int_eq(v->n, 0);
+		put_s(b, 3, 1, 1, "x");		/* evicts chunk 1 only */
+		ck_assert_uint_eq(tb_buf_stats(b)->write_wrap_count, 1);
+		ck_assert_int_eq(read_all(b, pk, 10), 3);
+		ck_assert_str_eq(pk[0].str, "nnnn");
+		ck_assert_uint_eq(pk[0].loss & TB_BUF_LOSS_CHUNK_CORRUPTED,
+				  bad ? TB_BUF_LOSS_CHUNK_CORRUPTED : 0);
+		tb_buf_destroy(b);
+		return;
+	}
+	got = read_all(b, pk, 10);
+	ck_assert_int_gt(got, 0);
+	ck_assert_str_eq(pk[got - 1].str, "nnnn");
+	ck_assert_uint_eq(pk[got - 1].loss,
+			  bad ? PRESENT | TB_BUF_LOSS_CHUNK_CORRUPTED : 0);
+	for (i = 0; i + 1 < got; i++) {
+		v->last = pk[i];
+		v->s[v->n++] = pk[i].str[0];
+	}
+	tb_buf_destroy(b);
+}
+
+/*
+ * A fragment whose length ends exactly at the end of the payload is a
+ * packet; one whose length ends a byte past it, or as many bytes past it
+ * as the length itself takes (one or two), is corrupt: never handed out,
+ * in a read or an overwrite.
+ */
+START_TEST(test_fragment_length_past_the_payload_by_its_own_bytes_is_corrupt)
+{
+	static const uint32_t sizes[] = { 7, 200 };
+	unsigned i, k, erase;
+	struct seen v;
+
+	for (erase = 0; erase < 2; erase++) {
+		for (i = 0; i < 2; i++) {
+			uint32_t size = sizes[i], n = tb_pb_varint_len(size);
+
+			for (k = 0; k <= n; k++) {
+				claim_frag(size, size + k, (int)erase, &v);
+				ck_assert_int_eq(v.n, k ? 1 : 2);
+				ck_assert_int_eq(v.s[0], 'a');
+				if (!k) {
+					ck_assert_uint_eq(v.last.size, size);
+					ck_assert_int_eq(v.last.str[size - 1],
+							 'f');
+				}
+			}
+		}
+	}
 }
 END_TEST
 
@@ -3444,6 +3565,8 @@ static Suite *overwrite_suite(void)
 	tcase_add_test(t, test_overwrite_of_unpatched_begin_leaves_its_end);
 	tcase_add_test(t,
 	    test_overwritten_chunk_whose_tail_does_not_tokenize_is_not_counted);
+	tcase_add_test(t,
+		test_patch_batch_failing_part_way_leaves_its_bytes_looked_at);
 	tcase_add_test(t, test_partial_overwrite_leaves_a_padding_record);
 	tcase_add_test(t, test_header_only_padding_when_16_bytes_remain);
 	tcase_add_test(t, test_exact_fill_wraps_only_on_the_next_write);
@@ -3489,10 +3612,12 @@ static Suite *bad_input_suite(void)
 	Suite *s = suite_create("tbuffer_bad_input");
 	TCase *t = tcase_create("bad_input");
 
-	tcase_set_timeout(t, 30);
+	tcase_set_timeout(t, 60);	/* catches a hang, not slowness */
 	tcase_add_test(t,
 		test_fewer_fragments_than_declared_is_an_abi_violation);
 	tcase_add_test(t, test_fragment_size_past_the_payload_keeps_the_prefix);
+	tcase_add_test(t,
+		test_fragment_length_past_the_payload_by_its_own_bytes_is_corrupt);
 	tcase_add_test(t, test_eleven_byte_varint_is_an_abi_violation);
 	tcase_add_test(t, test_truncated_varint_is_an_abi_violation);
 	tcase_add_test(t, test_chunk_larger_than_the_buffer_is_rejected);

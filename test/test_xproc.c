@@ -43,7 +43,7 @@
 #define XP_BID		0x3300u		/* BufferIDs: XP_BID + stream */
 #define XP_MAX_SEQ	40000u
 #define XP_TRIES	100000u		/* write attempts per packet */
-#define XP_DEADLINE_S	60		/* the parent never waits longer */
+#define XP_DEADLINE_S	240		/* the parent never waits longer */
 #define XP_CHILDREN	8		/* reports: one per child at most */
 
 /* child exit codes */
@@ -790,7 +790,8 @@ static Suite *xproc_suite(void)
 	Suite *s = suite_create("tbring_xproc");
 	TCase *tc = tcase_create("xproc");
 
-	tcase_set_timeout(tc, xp_long() ? 120 : 30);
+	/* a hang, not slowness: a loaded machine takes 10x and more */
+	tcase_set_timeout(tc, xp_long() ? 600 : 300);
 	tcase_add_loop_test(tc, test_xproc_remapped_writers, 0, 6);
 	tcase_add_loop_test(tc, test_xproc_kill_mid_fragment, 0, 2);
 	tcase_add_loop_test(tc, test_xproc_kill_while_stalled, 0, 2);

@@ -3,7 +3,7 @@
 # each comes from a file under examples/, named on the line before it.
 # "<!-- from examples/PATH -->": every line of the block, in order, is a
 # line of that file.  "<!-- all of examples/PATH -->": the block is the
-# whole file from its first #include on, a complete program.  A C block
+# whole file from its first #define or #include on, a complete program.  A C block
 # that is not taken from a file says so: "<!-- sketch -->" before it.
 set -eu
 cd "$(dirname "$0")/.."
@@ -52,8 +52,9 @@ for b in build/readme.*.c; do
 		echo "readme: $at: $src does not exist" >&2
 		status=1
 	elif [ "$(sed -n 3p "$b.src")" = all ]; then
-		# the block is the file from its first #include to its end
-		if ! sed -n '/^#include/,$p' "$src" | cmp -s - "$b"; then
+		# the file from its first #define or #include to its end
+		if ! sed -n '/^#\(define\|include\)/,$p' "$src" |
+		    cmp -s - "$b"; then
 			echo "readme: $at: the block is not the whole of $src" >&2
 			status=1
 		fi

@@ -259,6 +259,9 @@ enum tb_check_rule {
 
 #define TB_CHECK_NONE		UINT64_MAX	/* no packet */
 #define TB_CHECK_BUDGET		(256u << 20)	/* default memory budget */
+/* ... or this many bytes per byte of the trace, whichever is more: the
+ * tables keep about two per byte of a trace of small events */
+#define TB_CHECK_BUDGET_PER_BYTE 4u
 #define TB_CHECK_LOSS_BITS	9		/* DataLossReason bits */
 /* uuids a track's parent chain may walk, itself first, before it reaches
  * uuid 0 (TrackEventTracker::IsTrackHierarchyValid()'s kMaxAncestors):
@@ -464,11 +467,19 @@ struct tb__ck_pair {
 #define TB__CK_LOST_TRACK	1u
 #define TB__CK_LOST_CLOCK	2u
 
-/* Private: a clock of the union-find over clock snapshots. */
+/*
+ * Private: a clock of the union-find over clock snapshots, and its
+ * domain as the importer's ClockTracker keeps it (clock_synchronizer.h:
+ * ClockDomain): the unit and incremental encoding of its first snapshot,
+ * and for an incremental one the time its deltas add to.
+ */
 struct tb__ck_clock {
 	uint64_t id;
 	uint32_t scope;			/* seqs index + 1 for 64..127, or 0 */
 	uint32_t parent;		/* index into clocks */
+	uint64_t unit;			/* ns per unit; 0: no snapshot yet */
+	uint64_t last;			/* incremental: the latest time, ns */
+	uint8_t incremental;
 };
 
 /*
@@ -550,6 +561,7 @@ struct tb_check {
 	tb_alloc_fn alloc;
 	void *alloc_ctx;
 	size_t max_bytes;
+	bool scale_budget;		/* 0 given: grows with the trace */
 	tb_check_fn on_violation;	/* may be set after init; NULL: none */
 	void *ctx;
 	bool tail_lost;			/* may be set after init: see below */
@@ -618,6 +630,8 @@ enum {
 	TB__CK_CS_PRIMARY = 2,
 	TB__CK_CLK_ID = 1,		/* ClockSnapshot.Clock */
 	TB__CK_CLK_TS = 2,
+	TB__CK_CLK_INCREMENTAL = 3,
+	TB__CK_CLK_UNIT = 4,
 	TB__CK_TE_TS_DELTA = 1,		/* TrackEvent */
 	TB__CK_TE_CATEGORY_IIDS = 3,
 	TB__CK_TE_ANNOTATIONS = 4,
@@ -989,7 +1003,8 @@ static inline void *tb__ck_default_alloc(void *ctx, void *ptr,
 
 /*
  * Sets up a checker: tables through @alloc (NULL: the C library's) within
- * @max_bytes (0: TB_CHECK_BUDGET).  Set c->on_violation and c->ctx after
+ * @max_bytes (0: TB_CHECK_BUDGET, or TB_CHECK_BUDGET_PER_BYTE per byte of
+ * the trace tb_check_trace() is given when that is more).  Set c->on_violation and c->ctx after
  * this to see every violation.
  */
 static inline int tb_check_init(struct tb_check *c, tb_alloc_fn alloc,
@@ -1003,6 +1018,7 @@ static inline int tb_check_init(struct tb_check *c, tb_alloc_fn alloc,
 	c->alloc = alloc ? alloc : tb__ck_default_alloc;
 	c->alloc_ctx = alloc_ctx;
 	c->max_bytes = max_bytes ? max_bytes : TB_CHECK_BUDGET;
+	c->scale_budget = !max_bytes;
 	c->error_packet = TB_CHECK_NONE;
 	for (i = 0; i < TB_CK_MAX; i++) {
 		c->rule[i].first = TB_CHECK_NONE;
@@ -1359,6 +1375,7 @@ static inline int64_t tb__ck_clock(struct tb_check *c, uint64_t id,
 		return -1;
 	}
 	e->v1 = c->nclocks;
+	TB_MEMSET(&c->clocks[c->nclocks], 0, sizeof(c->clocks[0]));
 	c->clocks[c->nclocks].id = id;
 	c->clocks[c->nclocks].scope = scope;
 	c->clocks[c->nclocks].parent = c->nclocks;
@@ -1396,6 +1413,83 @@ static inline bool tb__ck_clock_ok(struct tb_check *c,
 }
 
 /*
+ * A clock domain's unit and encoding, from its first snapshot (the
+ * importer refuses a later one that says otherwise: those stay).
+ */
+static inline void tb__ck_domain(struct tb__ck_clock *k, const uint8_t *p,
+				 size_t n)
+{
+	uint64_t v;
+
+	if (k->unit)
+		return;
+	k->unit = tb__ck_uint(p, n, TB__CK_CLK_UNIT, &v) && v ? v : 1;
+	k->incremental = tb__ck_uint(p, n, TB__CK_CLK_INCREMENTAL, &v) &&
+			 v != 0;
+}
+
+/*
+ * In the pass that places events: a snapshot sets each clock's latest
+ * time (ClockSynchronizer::AddSnapshot), where an incremental clock's
+ * deltas start from.
+ */
+static inline void tb__ck_snapshot_times(struct tb_check *c,
+					 const struct tb_check_seq *s,
+					 const uint8_t *p, size_t n)
+{
+	struct tb_pb_reader r;
+	struct tb_pb_field f;
+	uint64_t id, ts;
+	int64_t node;
+
+	tb_pb_reader_init(&r, p, n);
+	while (tb_pb_next(&r, &f) > 0) {
+		if (f.number != TB__CK_CS_CLOCKS || f.type != TB_PB_LEN ||
+		    !tb__ck_uint(f.data, f.size, TB__CK_CLK_ID, &id))
+			continue;
+		node = tb__ck_clock(c, id, tb__ck_clock_scope(c, s, id),
+				    false);
+		if (node >= 0 &&
+		    tb__ck_uint(f.data, f.size, TB__CK_CLK_TS, &ts))
+			c->clocks[node].last = ts * c->clocks[node].unit;
+	}
+}
+
+/* A reading of clock @id (a snapshot's) in that clock's nanoseconds. */
+static inline uint64_t tb__ck_to_ns_abs(struct tb_check *c,
+					const struct tb_check_seq *s,
+					uint64_t id, uint64_t ts)
+{
+	int64_t node = tb__ck_clock(c, id, tb__ck_clock_scope(c, s, id),
+				    false);
+
+	return node >= 0 && c->clocks[node].unit ?
+	       ts * c->clocks[node].unit : ts;
+}
+
+/*
+ * A packet's timestamp on clock @id, in that clock's nanoseconds
+ * (ClockDomain::ToNs): times its unit, and for an incremental clock a
+ * delta (a signed one) added to the clock's latest time, which it moves.
+ */
+static inline uint64_t tb__ck_to_ns(struct tb_check *c,
+				    const struct tb_check_seq *s,
+				    uint32_t id, uint64_t ts)
+{
+	int64_t node = id ? tb__ck_clock(c, id, tb__ck_clock_scope(c, s, id),
+					 false) : -1;
+	struct tb__ck_clock *k;
+
+	if (node < 0)
+		return ts;
+	k = &c->clocks[node];
+	if (!k->incremental)
+		return ts * (k->unit ? k->unit : 1);
+	k->last += ts * k->unit;	/* modulo 2^64: the importer's int64 */
+	return k->last;
+}
+
+/*
  * Pass 0: one ClockSnapshot joins every clock it names
  * (ProtoTraceReader::ParseClockSnapshot(), proto_trace_reader.cc).
  */
@@ -1424,6 +1518,7 @@ static inline void tb__ck_snapshot(struct tb_check *c,
 				    true);
 		if (node < 0)
 			return;
+		tb__ck_domain(&c->clocks[node], f.data, f.size);
 		if (first < 0)
 			first = node;
 		else
@@ -1487,7 +1582,7 @@ static inline void tb__ck_pairs(struct tb_check *c,
 		q = &c->pairs[c->npairs++];
 		q->id = id;
 		q->scope = tb__ck_clock_scope(c, s, id);
-		q->from = ts;
+		q->from = tb__ck_to_ns_abs(c, s, id, ts);
 		q->to = to;
 		q->pad = 0;
 	}
@@ -2447,7 +2542,7 @@ static inline void tb__ck_pop(struct tb_check *c, struct tb_check_track *t)
 
 	t->open = c->open[i].next;
 	t->depth--;
-	t->ended -= !c->open[i].pending;
+	t->ended = (uint8_t)(t->ended - !c->open[i].pending);
 	c->open[i].next = c->open_free;
 	c->open_free = i + 1;
 }
@@ -2942,7 +3037,8 @@ static inline uint64_t tb_check_ui_loss(const struct tb_check *c,
 			nr += c->ui.buf[k][i] != 0;
 		}
 	sum += c->ui.flushes_failed + c->ui.final_flush_failed;
-	nr += (c->ui.flushes_failed != 0) + (c->ui.final_flush_failed != 0);
+	nr += (uint64_t)(c->ui.flushes_failed != 0) +
+	      (uint64_t)(c->ui.final_flush_failed != 0);
 	if (rows)
 		*rows = nr;
 	return sum;
@@ -3734,6 +3830,8 @@ static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
 			tb__ck_report(c, &at, TB_CK_INTERNED_IGNORED,
 				      s->lossy, 0);
 	}
+	if (p.has_snapshot && c->pass == 2)	/* in file order */
+		tb__ck_snapshot_times(c, s, p.snapshot, p.snapshot_n);
 	if (tb__ck_snapshot_packet(c, &at, &p))
 		return;		/* the importer reads nothing else of it */
 	if (p.has_stats && c->pass == 2) {
@@ -3742,6 +3840,9 @@ static inline void tb__ck_packet(struct tb_check *c, uint64_t idx,
 	}
 	if (!tb__ck_usable(c, &at, s, has_seq, &p))
 		return;
+	if (p.has_ts && c->pass == 2)	/* converted here, in file order */
+		p.ts = tb__ck_to_ns(c, s, p.has_clock ? p.clock :
+					  s->default_clock, p.ts);
 	if (p.has_thread && has_seq && s->valid)
 		tb__ck_thread(s, p.thread, p.thread_n);
 	if (p.has_td)
@@ -3914,6 +4015,9 @@ static inline int tb_check_trace(struct tb_check *c, const void *trace,
 
 	if (!c || (!trace && len))
 		return TB_EINVAL;
+	if (c->scale_budget && len > c->max_bytes / TB_CHECK_BUDGET_PER_BYTE)
+		c->max_bytes = len <= SIZE_MAX / TB_CHECK_BUDGET_PER_BYTE ?
+			       len * TB_CHECK_BUDGET_PER_BYTE : SIZE_MAX;
 	c->trace_clock = TB__CK_BOOTTIME;
 	c->img = img;
 	c->len = len;

@@ -5,7 +5,7 @@
  *
  * tbtrace - look at traces and rings.
  *
- *   tbtrace stat [-v] [-t] [-m BYTES] FILE.pftrace
+ *   tbtrace stat [-v] [-t] [-m BYTES] FILE.pftrace|-
  *	packets, sequences, tracks, slices, counters, loss by DataLossReason
  *	bit and where it falls, and the verdict of tbcheck.h's checker
  *   tbtrace ring [-w] [-n N] PATH
@@ -163,7 +163,9 @@ static int tbt_slurp(const char *path, uint8_t **out, size_t *len)
 	ssize_t got;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* "-": standard input (a copy of the descriptor, closed below) */
+	fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) :
+				 dup(STDIN_FILENO);
 	if (fd < 0) {
 		fprintf(stderr, "tbtrace: %s: %s\n", path, strerror(errno));
 		return -1;
@@ -573,6 +575,8 @@ static int tbt_stat_image(const uint8_t *img, size_t len,
 		say(f, "  ... %llu more\n", ull(vl.more));
 	say(f, "file      %s: %zu bytes, %llu packets\n", name, len,
 	    ull(c.stats.packets));
+	if (ret == TB_EFRAMING)		/* no summary of what is no trace */
+		goto verdict;
 	tbt_stat_seqs(f, &c, o->verbose);
 	tbt_stat_tracks(f, &c, o->verbose);
 	say(f, "events    %llu track events: %llu slice begins, %llu ends, "
@@ -590,9 +594,17 @@ static int tbt_stat_image(const uint8_t *img, size_t len,
 	tbt_stat_sched(f, &c, o->verbose);
 	if (o->verbose && c.stats.lossy_packets)
 		tbt_stat_lossy(f, img, len);
+verdict:
 	status = tbt_verdict(f, &c, ret);
 	tb_check_destroy(&c);
 	return status;
+}
+
+static int tbt_stat_usage(void)
+{
+	fprintf(stderr, "usage: tbtrace stat [-v] [-t] [-m BYTES] "
+		"FILE.pftrace|-\n");
+	return 2;
 }
 
 static int tbt_stat_main(int argc, char **argv)
@@ -620,14 +632,11 @@ static int tbt_stat_main(int argc, char **argv)
 			o.budget = (size_t)v;
 			break;
 		default:
-			return 2;
+			return tbt_stat_usage();
 		}
 	}
-	if (optind + 1 != argc) {
-		fprintf(stderr, "usage: tbtrace stat [-v] [-t] [-m BYTES] "
-			"FILE.pftrace\n");
-		return 2;
-	}
+	if (optind + 1 != argc)
+		return tbt_stat_usage();
 	if (tbt_slurp(argv[optind], &img, &len))
 		return 2;
 	st = tbt_stat_image(img, len, &o, stdout, argv[optind]);
@@ -1874,7 +1883,7 @@ static int tbt_convert_main(int argc, char **argv)
 static void tbt_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: tbtrace stat [-v] [-t] [-m BYTES] FILE.pftrace\n"
+		"usage: tbtrace stat [-v] [-t] [-m BYTES] FILE.pftrace|-\n"
 		"       tbtrace ring [-w] [-n N] PATH\n"
 		"       tbtrace convert [-P PRODUCER] [-p PID] [-u UID] "
 		"[-b SIZE] [-O OFFSET] [-q] IMAGE OUT.pftrace\n"
@@ -1890,7 +1899,8 @@ static void tbt_usage(FILE *f)
 		"no TraceStats or\n"
 		"         service record to say so: slices open at the end "
 		"are explained;\n"
-		"         -m: the checker's memory budget, default 256m)\n"
+		"         -m: the checker's memory budget, default 256m; "
+		"- for stdin)\n"
 		"ring     a live ring, mapped read-only: a file, a /dev/shm "
 		"object or\n"
 		"         /proc/PID/fd/N (-w: refresh every second; -n N: "

@@ -20,6 +20,29 @@ static void bench_discard(void *ctx, const struct tb_chunk_view *v)
 
 static const uint8_t bench_pkt[16];
 
+#ifdef FW_BENCH_ONLY
+/*
+ * FW_BENCH_ONLY=K (profile.sh): case K only (0: the empty loop), and
+ * profile.sh counts the instructions between these two calls in QEMU's
+ * instruction trace: its timed loops and nothing else.
+ */
+static volatile uint32_t fw_prof_state;
+
+static __attribute__((noinline)) void fw_prof_on(void)
+{
+	fw_prof_state = 1;
+}
+
+static __attribute__((noinline)) void fw_prof_off(void)
+{
+	fw_prof_state = 0;
+}
+#define FW_PROF(on)	((on) ? fw_prof_on() : fw_prof_off())
+#else
+#define FW_PROF(on)	((void)0)
+#define FW_BENCH_ONLY	(-1)
+#endif
+
 static uint32_t bench_case(int kind)
 {
 	uint32_t total = 0, c0, c1, r, i;
@@ -27,6 +50,8 @@ static uint32_t bench_case(int kind)
 	for (r = 0; r <= FW_BENCH_ROUNDS; r++) {
 		tb_reader_drain(&rd, FW_NCHUNKS, TB_READ_LAZY, bench_discard,
 				NULL, NULL);
+		if (r && kind == FW_BENCH_ONLY)
+			FW_PROF(1);
 		c0 = board_counter();
 		for (i = 0; i < FW_BENCH_N; i++) {
 			switch (kind) {
@@ -60,6 +85,8 @@ static uint32_t bench_case(int kind)
 			}
 		}
 		c1 = board_counter();
+		if (r && kind == FW_BENCH_ONLY)
+			FW_PROF(0);
 		if (r)
 			total += c1 - c0;
 	}
@@ -81,6 +108,8 @@ static int fw_bench(void)
 
 	base = bench_case(0);
 	for (k = 1; k < 7; k++) {
+		if (FW_BENCH_ONLY >= 0 && k != FW_BENCH_ONLY)
+			continue;	/* profile.sh: one case, profiled */
 		t = bench_case(k);
 		/* tenths of an instruction per event */
 		per10 = (uint32_t)((uint64_t)(t > base ? t - base : 0) *

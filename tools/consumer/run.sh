@@ -57,6 +57,24 @@ quiet "$work/cmake.log" cmake -S "$src" -B "$work/cmake" \
 	-DCMAKE_PREFIX_PATH="$prefix"
 quiet "$work/cmake-build.log" cmake --build "$work/cmake"
 printf 'cmake:      '; "$work/cmake/consumer"
+# Which requests the installed version file accepts: the same major and
+# not newer; before 1.0 the same minor too (0.1 is not 0.2's).
+ver=$(sed -n 's/^#define TBRING_VERSION_STRING[^"]*"\(.*\)"/\1/p' "$top/tbbase.h")
+maj=${ver%%.*}; rest=${ver#*.}; min=${rest%%.*}
+compat() {
+	cmake -DPACKAGE_FIND_VERSION="$1" -DPACKAGE_FIND_VERSION_MAJOR="${1%%.*}" \
+		-DPACKAGE_FIND_VERSION_MINOR="$(echo "$1" | cut -d. -f2)" \
+		-DF="$prefix/lib/cmake/tbring/tbringConfigVersion.cmake" \
+		-P "$src/compat.cmake"
+}
+for req in "$maj.$min" "$ver" "$maj.$min.0"; do
+	[ "$(compat "$req")" = TRUE ] || fail "find_package(tbring $req) refuses $ver"
+done
+for req in "$maj.$((min + 1))" "$((maj + 1)).0" \
+    $([ "$maj" = 0 ] && [ "$min" -gt 0 ] && echo "0.$((min - 1))"); do
+	[ "$(compat "$req")" = FALSE ] || fail "find_package(tbring $req) accepts $ver"
+done
+echo "cmake:      tbringConfigVersion.cmake accepts $maj.$min and $ver, refuses the rest"
 
 # 3. meson, the source tree as a subproject
 if command -v meson >/dev/null 2>&1 && command -v ninja >/dev/null 2>&1; then
