@@ -180,15 +180,17 @@
  *       . gives up on a full ring (TB_FULL: a ring whose chunks writers
  *         keep for reuse hands nothing over);
  *       . hands a chunk over (published and not kept for reuse, or
- *         forgotten) once three quarters of the ring wait under TB_DROP
- *         (at least one chunk is left), or the whole ring under TB_STALL
- *         (its stall rings anyway).
+ *         forgotten) once three quarters of the ring wait (at least one
+ *         chunk is left), under either policy.
  *     Anything else (a chunk an idle writer keeps, a lone finished
  *     chunk) is taken at the reader's next pass, at the latest when
  *     tb_reader_wait() times out.
- *   - Before either side sleeps it spins for a while (an adaptive number
- *     of polls, tbsync.h): a stalled writer until read_pos moves, a
- *     waiting reader until write_pos does.
+ *   - How either side waits (spin, yield, sleep) is docs/protocol.md's
+ *     section 8, "Waiting": a stalled writer spins while the reader
+ *     frees chunks, and yields once before it sleeps when it stalls
+ *     again; a reader that caught up sleeps until a backlog rings, and
+ *     spins only where such sleeps let the ring fill, or for the
+ *     writers it has just woken.
  *   - The writers' waiter hint (for stalls) is only a hint: a writer
  *     killed while stalled leaves it raised, and nothing decides on it.
  *     A writer going to sleep sets the wake request, which only the
@@ -364,6 +366,8 @@ enum tb_wstat {			/* writer-side counters, all writers */
 	TB_WS_STALLS,		/* waits on a full ring */
 	TB_WS_FUTEX_WAITS,	/* stalled writers' sleeps (futex waits) */
 	TB_WS_FUTEX_WAKES,	/* writers' doorbell wakes (futex wakes) */
+	TB_WS_POLLS,		/* stalled writers' polls of read_pos */
+	TB_WS_YIELDS,		/* stalled writers' yields of the CPU */
 	TB_WS_MAX
 };
 
@@ -377,6 +381,7 @@ enum tb_rstat {			/* reader-side counters */
 	TB_RS_PINNED,		/* holes: chunk still RewriteRequested */
 	TB_RS_FUTEX_WAITS,	/* tb_reader_wait() sleeps (futex waits) */
 	TB_RS_FUTEX_WAKES,	/* wakes of stalled writers (futex wakes) */
+	TB_RS_POLLS,		/* tb_reader_wait()'s polls of write_pos */
 	TB_RS_MAX
 };
 
@@ -1015,19 +1020,29 @@ static inline void tb__w_notify(const struct tb_ring *r)
 }
 
 /*
- * A chunk was handed over: wake a sleeping reader only once @backlog
- * chunks wait for it.  Every sleep of the reader costs a futex wait and
- * the wake that ends it, and a reader woken for a few chunks goes back to
- * sleep after them: a writer that drops on a full ring wakes it once three
- * quarters of the ring wait, which leaves a quarter (one chunk at least)
- * for the reader to get going;
- * one that stalls only once the whole ring waits, since its stall rings
- * the bell anyway.  A reader that is not asleep (draining, or spinning in
- * tb_reader_wait()) costs nothing here; a lone chunk waits at most the
- * reader's wait timeout.
+ * How many chunks wait before a hand-over wakes a sleeping reader: three
+ * quarters of the ring, so that the quarter left (one chunk at least)
+ * carries the writers while the reader wakes up.
  */
-static inline void tb__ring_handover(const struct tb_ring *r,
-				     uint32_t backlog)
+static inline uint32_t tb__ring_backlog(const struct tb_ring *r)
+{
+	uint32_t n = r->num_chunks;
+
+	return n - (n / 4 ? n / 4 : 1);
+}
+
+/*
+ * A chunk was handed over: wake a sleeping reader only once a backlog
+ * (tb__ring_backlog()) waits for it, whatever the full-ring policy.
+ * Every sleep of the reader costs a futex wait and the wake that ends
+ * it, and a reader woken for a few chunks goes back to sleep after them;
+ * one woken only when the whole ring waits (as stalling writers did)
+ * leaves them nothing to write while it wakes up, so that every batch
+ * ended in a stall.  A reader that is not asleep (draining, or spinning
+ * in tb_reader_wait()) costs nothing here; a lone chunk waits at most
+ * the reader's wait timeout.
+ */
+static inline void tb__ring_handover(const struct tb_ring *r)
 {
 	struct tb_ring_hdr *h = r->hdr;
 
@@ -1035,7 +1050,8 @@ static inline void tb__ring_handover(const struct tb_ring *r,
 	/* relaxed: statistics-grade reads, a stale one only delays a wake */
 	if (tb_atomic_load(&r->bell->sleeping, TB_RLX) &&
 	    tb__pos_distance(tb_atomic_load(&h->write_pos, TB_RLX),
-			    tb_atomic_load(&h->read_pos, TB_RLX)) >= backlog)
+			    tb_atomic_load(&h->read_pos, TB_RLX)) >=
+	    tb__ring_backlog(r))
 		tb__w_bell_wake(r);
 }
 
@@ -1209,15 +1225,6 @@ static inline int32_t tb_writer_room(const struct tb_writer *w)
 					 tb_frag_room(&w->cur);
 }
 
-/* How many chunks wait before this writer's hand-over wakes the reader. */
-static inline uint32_t tb__writer_backlog(const struct tb_writer *w)
-{
-	uint32_t n = w->ring->num_chunks;
-
-	/* TB_DROP: a quarter of the ring, one chunk at least, is headroom */
-	return w->policy == TB_STALL ? n : n - (n / 4 ? n / 4 : 1);
-}
-
 /*
  * The writer lets go of a Complete chunk it kept for reuse: the chunk is
  * final now, so tell the reader once a backlog builds up (a cached chunk
@@ -1228,7 +1235,7 @@ static inline void tb__writer_forget(struct tb_writer *w)
 	if (w->own != TB__OWN_CACHED)
 		return;
 	w->own = TB__OWN_NONE;
-	tb__ring_handover(w->ring, tb__writer_backlog(w));
+	tb__ring_handover(w->ring);
 }
 
 /*
@@ -1281,11 +1288,14 @@ static inline bool tb__writer_in_headroom(const struct tb_writer *w,
  * Waits for read_pos to leave @sample: true if it may have moved, false
  * after stall_ms without a change, where futexes are unavailable, or in
  * an interrupt handler (TB_IN_INTERRUPT(), tbsync.h: the reader it would
- * wait for cannot run until the handler returns).  It spins first,
- * then sleeps on wake_seq until the reader wakes it
+ * wait for cannot run until the handler returns).  It spins first
+ * (tbsync.h); @again (it stalled before in this acquisition, and the room
+ * it waited for went to other writers: more threads than the CPUs serve)
+ * yields the CPU once; then it sleeps on wake_seq until the reader wakes it
  * (tb__ring_wake_writers()).
  */
-static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
+static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample,
+				    bool again)
 {
 	struct tb_ring_hdr *h = w->ring->hdr;
 	uint32_t i, ticket;
@@ -1304,12 +1314,20 @@ static inline bool tb__writer_stall(struct tb_writer *w, uint32_t sample)
 	 */
 	for (i = 0; i < w->spin; i++) {
 		if (tb_atomic_load(&h->read_pos, TB_RLX) != sample) {
+			tb__wstat(w, TB_WS_POLLS, i + 1);
 			tb__spin_adapt(&w->spin, true);
 			return true;
 		}
 		tb__cpu_relax();
 	}
+	tb__wstat(w, TB_WS_POLLS, i);
 	tb__spin_adapt(&w->spin, false);
+	if (again && tb__yield()) {
+		tb__wstat(w, TB_WS_YIELDS, 1);
+		/* relaxed: as the polls above */
+		if (tb_atomic_load(&h->read_pos, TB_RLX) != sample)
+			return true;
+	}
 	/* acquire: pairs with the reader's release bump of wake_seq */
 	ticket = tb_atomic_load(&h->wake_seq, TB_ACQ);
 	tb_atomic_add(&h->waiters, 1);	/* relaxed: a hint */
@@ -1359,11 +1377,12 @@ static inline void tb__writer_full(struct tb_writer *w)
 static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 {
 	const struct tb_ring *r = w->ring;
-	unsigned burned = 0;
+	unsigned burned = 0, stalls = 0;
 	uint32_t pos, sample, word;
 
 	while (w->headroom && tb__writer_in_headroom(w, &sample)) {
-		if (w->policy == TB_STALL && tb__writer_stall(w, sample))
+		if (w->policy == TB_STALL &&
+		    tb__writer_stall(w, sample, stalls++ > 0))
 			continue;
 		tb__wstat(w, TB_WS_FULL, 1);
 		tb__writer_full(w);
@@ -1375,7 +1394,7 @@ static inline int tb__writer_claim(struct tb_writer *w, uint32_t flags)
 			if (burned)
 				break;
 			if (w->policy == TB_STALL &&
-			    tb__writer_stall(w, sample))
+			    tb__writer_stall(w, sample, stalls++ > 0))
 				continue;
 			tb__wstat(w, TB_WS_FULL, 1);
 			tb__writer_full(w);
@@ -1902,6 +1921,7 @@ struct tb_reader {
 	uint32_t pinned_run;	/* positions in a row found RewriteRequested */
 	uint32_t spin;		/* tb_reader_wait(): polls before a sleep */
 	uint32_t fresh;		/* nothing resolved since init */
+	uint32_t woke;		/* its last progress woke sleeping writers */
 #ifdef TB_TEST_HOOKS
 	/* test seam: runs between the copy and the arbitrating CAS */
 	void (*hook)(void *ctx, uint32_t pos, uint32_t word);
@@ -1911,6 +1931,20 @@ struct tb_reader {
 	uint16_t sizes[TB_FRAG_MAX];
 };
 
+/*
+ * The most a reader spins for the next chunk before it sleeps: one
+ * sleep's cost (TB_SLEEP_POLLS) spread over the batch a sleep lets it
+ * take at once (tb__ring_backlog()), one poll at least.  A reader that
+ * spins for every chunk of a ring's worth then pays no more than one
+ * sleep would: 2 polls on a 64-chunk ring, 10 on a 16-chunk one.
+ */
+static inline uint32_t tb__reader_spin_cap(const struct tb_ring *r)
+{
+	uint32_t cap = TB_SLEEP_POLLS / tb__ring_backlog(r);
+
+	return cap ? cap : 1;
+}
+
 static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 				 void *scratch)
 {
@@ -1919,7 +1953,7 @@ static inline int tb_reader_init(struct tb_reader *rd, const struct tb_ring *r,
 	TB_MEMSET(rd, 0, sizeof(*rd));
 	rd->ring = r;
 	rd->scratch = (uint8_t *)scratch;
-	rd->spin = TB_SPIN_MAX;
+	rd->spin = tb__reader_spin_cap(r);
 	rd->fresh = 1;
 	/* relaxed: only this thread stores read_pos from now on */
 	rd->pos = tb_atomic_load(&r->hdr->read_pos, TB_RLX);
@@ -2158,8 +2192,10 @@ static inline void tb__reader_end(struct tb_reader *rd, uint32_t start,
 	const struct tb_ring *r = rd->ring;
 	int i;
 
-	if (rd->pos != start && tb__ring_wake_writers(r))
-		rd->stat[TB_RS_FUTEX_WAKES]++;
+	if (rd->pos != start) {
+		rd->woke = tb__ring_wake_writers(r);
+		rd->stat[TB_RS_FUTEX_WAKES] += rd->woke;
+	}
 	/* relaxed: only compared by tb_reader_idle() */
 	rd->wait_pos = tb_atomic_load(&r->hdr->write_pos, TB_RLX);
 	if (ret != TB_PENDING)
@@ -2237,17 +2273,25 @@ static inline bool tb_reader_pinned(const struct tb_reader *rd)
 }
 
 /*
- * True when nothing changed at this ring since the last drain stopped:
- * same write_pos and, if it stopped before a held chunk, the same word.
+ * True when nothing changed at this ring that the last drain could take:
+ * same write_pos and, if it stopped before a held chunk, that chunk still
+ * held (its word the same, or still Acquired: a writer adding packets to
+ * the chunk it holds gives a lazy drain nothing to take, and waking for
+ * each packet kept a reader from ever sleeping beside a busy writer).
  * Call between tb_bell_prepare() and tb_bell_wait().
  */
 static inline bool tb_reader_idle(const struct tb_reader *rd)
 {
 	/* relaxed: after tb_bell_prepare()'s fence; the state load acquires */
 	uint32_t wp = tb_atomic_load(&rd->ring->hdr->write_pos, TB_RLX);
+	uint32_t word;
 
-	return rd->stopped || (wp == rd->wait_pos && (wp == rd->pos ||
-	       tb__r_load(rd->ring, rd->pos) == rd->wait_word));
+	if (rd->stopped || (wp == rd->wait_pos && wp == rd->pos))
+		return true;
+	if (wp != rd->wait_pos || rd->wait_word == TB__NO_WORD)
+		return false;
+	word = tb__r_load(rd->ring, rd->pos);
+	return word == rd->wait_word || tb_state_of(word) == TB_ACQUIRED;
 }
 
 /*
@@ -2271,51 +2315,68 @@ static inline bool tb_reader_quiet(const struct tb_reader *rd,
 }
 
 /*
- * Before it sleeps, the reader polls write_pos for a while (rd->spin
- * polls): a writer that is busy reserves its next chunk within
- * microseconds, and a sleep costs a futex wait here, a futex wake in the
- * writer and the wake-up's latency.  The budget doubles after a spin that
- * saw a reservation.  A spin that runs out is judged by the sleep that
- * follows it (tb_reader_wait()): a sleep that a writer ended means the
- * ring was busy after all and the spin was too short (double it); one
- * that ran to its timeout means the ring is idle (halve it).  Halving at
- * every spin that ran out would collapse the budget on a busy small ring:
- * after a sleep the writers need a wake-up's latency to get going again,
- * the next spin runs out, and the reader sleeps once per ring's worth of
- * chunks.  An idle reader still spins ever less (down to TB_SPIN_MIN
- * polls per timeout) and sleeps.  The doorbell is
- * not armed meanwhile, so writers do not ring it.  Only a new reservation
- * ends the spin, not a change of the word the lazy drain stopped at: that
- * word changes with every packet a writer adds to the chunk it holds, and
- * taking the chunk then would cut it short.  The checks after the spin
- * still see such a change, as before.
+ * Before it sleeps, the reader polls write_pos (docs/protocol.md, section
+ * 8, "Waiting"): TB_SLEEP_POLLS times, one sleep's cost, when its last
+ * progress woke sleeping writers (they run again within a wake-up, and
+ * the reader that woke them is the one the ring waits for); otherwise
+ * rd->spin times, at most tb__reader_spin_cap(), and usually not at all:
+ * a reader that catches up with busy writers and spins for each next
+ * chunk spends a CPU on polls, where sleeping until the writers ring a
+ * backlog takes the same chunks for two system calls.  The budget grows
+ * only where such a sleep let the ring fill up (tb_reader_wait()).  The
+ * doorbell is not armed meanwhile, so writers do not ring it.  Only a new
+ * reservation ends the spin, not a change of the word the lazy drain
+ * stopped at: that word changes with every packet a writer adds to the
+ * chunk it holds, and taking the chunk then would cut it short.
  */
 static inline bool tb__reader_spin(struct tb_reader *rd)
 {
-	uint32_t i;
+	uint32_t i, n = rd->woke ? TB_SLEEP_POLLS : rd->spin;
 
 	if (!TB_HAVE_WAIT || rd->stopped)
 		return false;	/* no sleep to save: the caller polls */
 	if (rd->wait_word == TB__NO_WORD && rd->wait_pos != rd->pos)
 		return false;	/* the drain stopped with work left */
-	for (i = 0; i < rd->spin; i++) {
+	for (i = 0; i < n; i++) {
 		/* relaxed: a hint; the drain that follows loads it again */
 		if (tb_atomic_load(&rd->ring->hdr->write_pos, TB_RLX) !=
 		    rd->wait_pos) {
-			tb__spin_adapt(&rd->spin, true);
+			rd->stat[TB_RS_POLLS] += i + 1;
 			return true;
 		}
 		tb__cpu_relax();
 	}
-	return false;		/* adapted by the sleep that follows */
+	rd->stat[TB_RS_POLLS] += i;
+	rd->woke = 0;		/* they did not come: do not wait for them */
+	return false;
+}
+
+/*
+ * Adapts the reader's spin after a sleep: @woken by a writer into a full
+ * ring means the writers stalled or dropped while the reader woke up, so
+ * the ring is too small to sleep on (double the spin, up to the cap);
+ * woken with room left, or by the timeout, halves it (down to none).
+ */
+static inline void tb__reader_adapt(struct tb_reader *rd, bool woken)
+{
+	const struct tb_ring *r = rd->ring;
+	uint32_t cap = tb__reader_spin_cap(r), n = rd->spin;
+
+	/* relaxed: a hint, as in tb__reader_spin() */
+	if (woken && tb__pos_distance(tb_atomic_load(&r->hdr->write_pos,
+						     TB_RLX),
+				      rd->pos) >= r->num_chunks)
+		rd->spin = !n ? 1 : n < cap / 2 ? 2 * n : cap;
+	else
+		rd->spin = n / 2;
 }
 
 /*
  * Waits up to @timeout_ms for writers to publish or burn a position since
  * the last drain.  Where the last drain caught up with the writers (or
- * stopped before a chunk a writer holds), it first spins until a writer
- * reserves a new position, for a while (tb__reader_spin()); then it
- * returns at once if something already changed, or sleeps.  Returns
+ * stopped before a chunk a writer holds), it may first spin until a
+ * writer reserves a new position (tb__reader_spin()); then it returns at
+ * once if something the drain can take already changed, or sleeps.  Returns
  * without waiting where futexes are unavailable (poll instead).  False
  * when it slept to the timeout, as tb_bell_wait().
  */
@@ -2337,7 +2398,7 @@ static inline bool tb_reader_wait(struct tb_reader *rd, uint32_t timeout_ms)
 		tb_atomic_store(&rd->ring->hdr->rstat[TB_RS_FUTEX_WAITS],
 				++rd->stat[TB_RS_FUTEX_WAITS], TB_RLX);
 		woken = tb_bell_wait(b, seq, timeout_ms);
-		tb__spin_adapt(&rd->spin, woken);	/* see tb__reader_spin() */
+		tb__reader_adapt(rd, woken);
 		return woken;
 	}
 	tb_bell_cancel(b);

@@ -689,9 +689,9 @@ static inline unsigned tb__service_drain_one(struct tb_service *s,
  * Every ring is looked at (a sweep) when the list ran empty, at most a
  * millisecond after the last sweep (by @now_ms), after a sleep on the
  * doorbell or a wake, and when rings were added or removed; so a ring
- * that becomes busy while others keep the service busy (or keep adding
- * to the chunks they hold) waits at most a millisecond, and one that
- * wakes a sleeping service, none.
+ * that becomes busy while others keep the service busy (or keep
+ * reserving chunks they have not published yet) waits at most a
+ * millisecond, and one that wakes a sleeping service, none.
  */
 static inline unsigned tb__service_drain(struct tb_service *s,
 					 uint64_t now_ms)
@@ -717,9 +717,10 @@ static inline unsigned tb__service_drain(struct tb_service *s,
 			link = &sl->next;
 		}
 		/*
-		 * Rings still on the list that brought nothing are held
-		 * chunks whose writers keep adding to them: wait for them
-		 * without a sweep until the millisecond is over.
+		 * Rings still on the list that brought nothing have chunks
+		 * reserved since their last look and not yet published:
+		 * wait for them without a sweep until the millisecond is
+		 * over.
 		 */
 		if (total || s->active)
 			return total;

@@ -424,12 +424,13 @@ static inline void tb__cpu_relax(void)
  * Spinning before a sleep.  A futex sleep and its wake cost two system
  * calls and two context switches, and a wake that crosses CPUs costs
  * tens of times a cache line's round trip in latency: when the other side
- * is busy on another CPU, polling its word for a while is cheaper.  Each
- * waiter keeps a budget of polls, doubled after a spin that saw the word
- * change and halved after one that ran out (the other side was not
- * running, or idle), between TB_SPIN_MIN and TB_SPIN_MAX.  Both are
- * local to each process (override them before including any tbring
- * header: TB_SPIN_MIN >= 1, TB_SPIN_MAX >= 2 * TB_SPIN_MIN).
+ * is busy on another CPU, polling its word for a while is cheaper.  A
+ * stalled writer keeps a budget of polls, doubled after a spin that saw
+ * the word change and halved after one that ran out (the other side was
+ * not running, or idle), between TB_SPIN_MIN and TB_SPIN_MAX; the
+ * reader's spin is tbring.h's tb__reader_spin().  Both are local to each
+ * process (override them before including any tbring header:
+ * TB_SPIN_MIN >= 1, TB_SPIN_MAX >= 2 * TB_SPIN_MIN).
  */
 #ifndef TB_SPIN_MIN
 #define TB_SPIN_MIN	16u
@@ -439,6 +440,22 @@ static inline void tb__cpu_relax(void)
 #endif
 #if TB_SPIN_MIN < 1 || TB_SPIN_MAX < 2 * TB_SPIN_MIN
 #error "tbsync.h: TB_SPIN_MIN must be >= 1 and TB_SPIN_MAX >= 2 * TB_SPIN_MIN"
+#endif
+
+/*
+ * What one sleep costs, in polls (a poll: one load and one CPU pause):
+ * the futex wait and the wake that ends it are two system calls and two
+ * context switches, 3-4 us of CPU for the two sides together where a
+ * poll takes 37 ns (docs/protocol.md, section 8, "Waiting").  A waiter
+ * that spins at most this long before it sleeps pays at most twice what
+ * the better of spinning and sleeping would have cost.  Local to each
+ * process, like the two above (>= 1).
+ */
+#ifndef TB_SLEEP_POLLS
+#define TB_SLEEP_POLLS	128u
+#endif
+#if TB_SLEEP_POLLS < 1
+#error "tbsync.h: TB_SLEEP_POLLS must be >= 1"
 #endif
 
 /* Adapts a waiter's own @budget (no other thread touches it) after a spin. */
@@ -536,6 +553,27 @@ static inline void tb__wake(uint32_t *word)
 	(void)word;
 }
 #endif
+
+/*
+ * Gives the CPU to another thread ready to run on it, if there is one,
+ * and returns at once if not: where threads outnumber CPUs, the side a
+ * waiter waits for may be waiting for this very CPU.  Linux's
+ * sched_yield; elsewhere TB_YIELD_HOOK() (an RTOS's taskYIELD()), or
+ * nothing but a CPU pause.  True when it asked the scheduler.
+ */
+static inline bool tb__yield(void)
+{
+#if defined(TB_YIELD_HOOK)
+	TB_YIELD_HOOK();
+	return true;
+#elif defined(TB__FUTEX) && defined(SYS_sched_yield)
+	syscall(SYS_sched_yield);
+	return true;
+#else
+	tb__cpu_relax();
+	return false;
+#endif
+}
 
 /*
  * An interrupt handler never waits: the reader it would wait for cannot

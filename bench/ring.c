@@ -13,7 +13,20 @@
  * Then small rings, as firmware has them: 16 and 64 chunks of 256 B and
  * 512 B, 64-B packets, 1 and 2 writers, both policies (rows named
  * "16x256-1w-64-stall" and so on), where the cost of each hand-over of a
- * chunk between writer and reader shows.
+ * chunk between writer and reader shows.  Then 4 and 8 writers on 64 x 4
+ * KiB: more threads than a 2-core machine has cores, as an application's
+ * threads outnumber the cores, where how a thread waits decides who gets
+ * the CPU.
+ *
+ * What waiting costs: each row's details give the polls of stalled
+ * writers and of the waiting reader per chunk (TB_WS_POLLS, TB_RS_POLLS),
+ * the writers' yields (TB_WS_YIELDS), and the CPU time of the writer
+ * threads together and of the reader thread per delivered packet
+ * (CLOCK_THREAD_CPUTIME_ID, from the start barrier to each thread's end).
+ * Before the table, one line says what a poll, a yield and a futex sleep
+ * with its wake cost on this machine, measured with tbsync.h's own
+ * primitives: the figures behind TB_SLEEP_POLLS (docs/protocol.md,
+ * section 8, "Waiting").
  *
  * Every row prints chunks/s delivered beside packets/s, and the futex
  * calls per delivered chunk: the ring's own counters (tb_ring_stats():
@@ -68,7 +81,7 @@
 
 #define CHUNK_SIZE	4096u	/* the default geometry, and the largest */
 #define NUM_CHUNKS	64u
-#define MAX_WRITERS	2u
+#define MAX_WRITERS	8u
 #define PKT_MAX		4096u
 #define PKT_HDR		16u	/* writer, seq, len, check */
 #define WAIT_MS		1u	/* reader's idle wait */
@@ -143,6 +156,7 @@ struct writer_ctx {
 	uint64_t written;
 	uint64_t failed[8];	/* by -result */
 	uint64_t sum;		/* checks of written packets */
+	double cpu;		/* this thread's CPU seconds in the run */
 };
 
 /* The reader's reassembly state for one writer. */
@@ -173,6 +187,7 @@ struct bench {
 	uint64_t bad;		/* packets that failed a check */
 	uint64_t idle_waits;
 	uint64_t passes;
+	double rcpu;		/* the reader thread's CPU seconds */
 	int eproto;
 };
 
@@ -180,6 +195,7 @@ struct result {
 	double secs;
 	long csw;		/* voluntary context switches, whole process */
 	double cpu;		/* CPU seconds of the process over the run */
+	double wcpu, rcpu;	/* of the writer threads together, the reader */
 	uint64_t attempted, written, delivered, bad, partial, orphans;
 	uint64_t failed[8];
 	uint64_t idle_waits, passes;
@@ -198,6 +214,15 @@ static void set_flag(uint32_t *p)
 	__atomic_store_n(p, 1, __ATOMIC_RELEASE);
 }
 
+/* The calling thread's CPU time, in seconds. */
+static double thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* ------------------------------------------------------------------------
  * Writers.
  */
@@ -214,11 +239,12 @@ static void *writer_main(void *arg)
 	const struct config *c = b->cfg;
 	uint32_t len = c->len, seq = 0;
 	struct tb_writer w;
-	double t0 = 0, step = c->pace > 0 ? 1.0 / c->pace : 0;
+	double t0 = 0, step = c->pace > 0 ? 1.0 / c->pace : 0, cpu0;
 
 	memset(wc->pkt, 0xa5, sizeof(wc->pkt));
 	tb_writer_init(&w, &b->ring, wc->id, 1, c->policy, wc->scratch);
 	pthread_barrier_wait(&b->start);
+	cpu0 = thread_cpu();
 	if (step > 0)
 		t0 = bench_now();
 	while (!load_flag(&b->stop)) {
@@ -238,6 +264,7 @@ static void *writer_main(void *arg)
 	}
 	tb_writer_release(&w);
 	wc->attempted = seq;
+	wc->cpu = thread_cpu() - cpu0;
 	return NULL;
 }
 
@@ -309,9 +336,11 @@ static void *reader_main(void *arg)
 	struct bench *b = arg;
 	enum tb_read_mode mode = b->cfg->mode;
 	unsigned rounds, n;
+	double cpu0;
 
 	tb_reader_init(&b->rd, &b->ring, b->rscratch);
 	pthread_barrier_wait(&b->start);
+	cpu0 = thread_cpu();
 	while (!load_flag(&b->done)) {
 		if (tb_reader_drain(&b->rd, b->cfg->num_chunks, mode,
 				    on_chunk, b, &n) < 0)
@@ -333,9 +362,11 @@ static void *reader_main(void *arg)
 		if (n == 0 && st.write_pos == b->rd.pos)
 			break;
 	}
+	b->rcpu = thread_cpu() - cpu0;
 	return NULL;
 eproto:
 	b->eproto = 1;
+	b->rcpu = thread_cpu() - cpu0;
 	return NULL;
 }
 
@@ -584,6 +615,7 @@ static void collect(struct bench *b, struct result *r)
 		for (k = 0; k < 8; k++)
 			r->failed[k] += wc->failed[k];
 		wsum += wc->sum;
+		r->wcpu += wc->cpu;
 		r->delivered += x->delivered;
 		r->partial += x->partial + x->pending;
 		r->orphans += x->orphans;
@@ -592,6 +624,7 @@ static void collect(struct bench *b, struct result *r)
 	r->bad = b->bad;
 	r->idle_waits = b->idle_waits;
 	r->passes = b->passes;
+	r->rcpu = b->rcpu;
 	tb_ring_stats(&b->ring, &r->st);
 	r->verified = !b->eproto && !r->bad && r->delivered == r->written &&
 		      rsum == wsum;
@@ -729,6 +762,98 @@ static void run_config(const struct config *c, double secs, int baseline,
 }
 
 /* ------------------------------------------------------------------------
+ * What waiting costs here, with tbsync.h's own primitives: a poll (a
+ * relaxed load and a CPU pause, as both sides' spins do), a yield with
+ * nothing else to run, and a futex sleep ended by a wake from another
+ * thread: the sleeper's CPU, the waker's, and how long after the wake
+ * the sleeper runs again.  WAIT_ROUNDS sleeps, WAIT_GAP_US apart.
+ */
+#define WAIT_ROUNDS	400u
+#define WAIT_GAP_US	200u
+
+struct wait_probe {
+	uint32_t word;		/* the futex: the round the sleeper waits past */
+	uint32_t ready;		/* the sleeper's round, once it waits */
+	double woke_at[WAIT_ROUNDS];
+	double waked_at[WAIT_ROUNDS];
+	double cpu;		/* the sleeper's CPU seconds */
+};
+
+static void *wait_sleeper(void *arg)
+{
+	struct wait_probe *w = arg;
+	double cpu0 = thread_cpu();
+	uint32_t i;
+
+	for (i = 0; i < WAIT_ROUNDS; i++) {
+		__atomic_store_n(&w->ready, i + 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&w->word, __ATOMIC_ACQUIRE) == i)
+			tb__wait(&w->word, i, 1000);
+		w->woke_at[i] = bench_now();
+	}
+	w->cpu = thread_cpu() - cpu0;
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void print_wait_costs(void)
+{
+	static struct wait_probe w;
+	uint32_t i, word = 0, n = 1u << 20;
+	double t, poll_ns, yield_ns, wake_cpu, lat[WAIT_ROUNDS];
+	pthread_t th;
+
+	t = thread_cpu();
+	for (i = 0; i < n; i++) {
+		if (tb_atomic_load(&word, TB_RLX))
+			break;
+		tb__cpu_relax();
+	}
+	poll_ns = (thread_cpu() - t) / n * 1e9;
+	t = thread_cpu();
+	for (i = 0; i < 20000; i++)
+		tb__yield();
+	yield_ns = (thread_cpu() - t) / 20000 * 1e9;
+	if (!TB_HAVE_WAIT) {
+		printf("waiting here: a poll %.0f ns; no futex\n\n", poll_ns);
+		return;
+	}
+	memset(&w, 0, sizeof(w));
+	pthread_create(&th, NULL, wait_sleeper, &w);
+	wake_cpu = 0;
+	for (i = 0; i < WAIT_ROUNDS; i++) {
+		while (__atomic_load_n(&w.ready, __ATOMIC_ACQUIRE) != i + 1)
+			sched_yield();
+		sleep_s(WAIT_GAP_US * 1e-6);
+		t = thread_cpu();
+		w.waked_at[i] = bench_now();
+		__atomic_store_n(&w.word, i + 1, __ATOMIC_RELEASE);
+		tb__wake(&w.word);
+		wake_cpu += thread_cpu() - t;
+	}
+	pthread_join(th, NULL);
+	for (i = 0; i < WAIT_ROUNDS; i++)
+		lat[i] = (w.woke_at[i] - w.waked_at[i]) * 1e6;
+	qsort(lat, WAIT_ROUNDS, sizeof(lat[0]), cmp_double);
+	printf("waiting here: a poll %.0f ns, a yield %.0f ns; a futex sleep "
+	       "costs the sleeper %.1f us of CPU\nand its wake the waker %.1f "
+	       "us; the sleeper runs %.1f us after the wake (median; 90%%: "
+	       "%.1f us):\na sleep and its wake cost %.0f polls "
+	       "(TB_SLEEP_POLLS is %u).\n\n",
+	       poll_ns, yield_ns, w.cpu / WAIT_ROUNDS * 1e6,
+	       wake_cpu / WAIT_ROUNDS * 1e6, lat[WAIT_ROUNDS / 2],
+	       lat[WAIT_ROUNDS * 9 / 10],
+	       (w.cpu + wake_cpu) / WAIT_ROUNDS * 1e9 / poll_ns,
+	       TB_SLEEP_POLLS);
+}
+
+/* ------------------------------------------------------------------------
  * The table.
  */
 static void print_header(void)
@@ -797,6 +922,8 @@ static void print_details(const struct config *c, const struct result *r,
 			  const double *mpkt, unsigned runs)
 {
 	const uint32_t *ws = r->st.wstat, *rs = r->st.rstat;
+	double chunks = rs[TB_RS_EMITTED] ? rs[TB_RS_EMITTED] : 1;
+	double delivered = r->delivered ? (double)r->delivered : 1;
 	unsigned i;
 
 	printf("%-22s written %llu delivered %llu failed full %llu "
@@ -804,8 +931,10 @@ static void print_details(const struct config *c, const struct result *r,
 	       "relocations %u, retry-later %u, "
 	       "stalls %u, dropped frags %u, partial %llu, orphans %llu, "
 	       "idle waits %llu of %llu passes; futex: writers wait %u wake "
-	       "%u, reader wait %u wake %u; voluntary csw %ld; "
-	       "Mpkt/s of the runs:", c->name,
+	       "%u, reader wait %u wake %u; voluntary csw %ld; polls per "
+	       "chunk: writers %.1f reader %.1f; writers' yields per chunk "
+	       "%.3f; CPU ns per packet: "
+	       "writers %.1f reader %.1f; Mpkt/s of the runs:", c->name,
 	       (unsigned long long)r->written,
 	       (unsigned long long)r->delivered,
 	       (unsigned long long)r->failed[-TB_FULL],
@@ -819,13 +948,16 @@ static void print_details(const struct config *c, const struct result *r,
 	       (unsigned long long)r->idle_waits,
 	       (unsigned long long)r->passes,
 	       ws[TB_WS_FUTEX_WAITS], ws[TB_WS_FUTEX_WAKES],
-	       rs[TB_RS_FUTEX_WAITS], rs[TB_RS_FUTEX_WAKES], r->csw);
+	       rs[TB_RS_FUTEX_WAITS], rs[TB_RS_FUTEX_WAKES], r->csw,
+	       ws[TB_WS_POLLS] / chunks, rs[TB_RS_POLLS] / chunks,
+	       ws[TB_WS_YIELDS] / chunks,
+	       1e9 * r->wcpu / delivered, 1e9 * r->rcpu / delivered);
 	for (i = 0; i < runs; i++)
 		printf(" %.2f", mpkt[i]);
 	printf("\n");
 }
 
-#define NCONFIGS	38u
+#define NCONFIGS	50u
 
 static struct config *new_config(struct config *cfgs, unsigned *n,
 				 uint32_t chunk_size, uint32_t num_chunks,
@@ -873,7 +1005,7 @@ static unsigned make_configs(struct config *cfgs)
 	struct config *c;
 
 	for (p = 0; p < 2; p++)
-		for (w = 1; w <= MAX_WRITERS; w++)
+		for (w = 1; w <= 2; w++)
 			for (l = 0; l < 3; l++)
 				new_config(cfgs, &n, CHUNK_SIZE, NUM_CHUNKS, w,
 					   lens[l], p ? TB_STALL : TB_DROP);
@@ -891,9 +1023,18 @@ static unsigned make_configs(struct config *cfgs)
 	/* small rings: the cost of a hand-over */
 	for (g = 0; g < 4; g++)
 		for (p = 0; p < 2; p++)
-			for (w = 1; w <= MAX_WRITERS; w++)
+			for (w = 1; w <= 2; w++)
 				new_config(cfgs, &n, small[g][1], small[g][0],
 					   w, 64, p ? TB_STALL : TB_DROP);
+	/*
+	 * More writer threads than a 2-core machine has cores: 4 and 8
+	 * writers, as an application's threads outnumber the cores.
+	 */
+	for (p = 0; p < 2; p++)
+		for (w = 4; w <= MAX_WRITERS; w *= 2)
+			for (l = 0; l < 3; l++)
+				new_config(cfgs, &n, CHUNK_SIZE, NUM_CHUNKS, w,
+					   lens[l], p ? TB_STALL : TB_DROP);
 	/* the ideal hand-over, a row per geometry and packet size above */
 	for (l = 0; l < 3; l++)
 		new_config(cfgs, &n, CHUNK_SIZE, NUM_CHUNKS, 1, lens[l],
@@ -949,6 +1090,7 @@ int main(int argc, char **argv)
 	printf("the median of %u timed runs of %.2f s,\neach followed by "
 	       "its memcpy baseline (TB_BENCH_WARMUP, TB_BENCH_RUNS, "
 	       "TB_BENCH_SECONDS).\n", runs, secs);
+	print_wait_costs();
 	print_header();
 	for (i = 0; i < n; i++) {
 		struct result warmup;
@@ -1002,7 +1144,7 @@ int main(int argc, char **argv)
 			continue;
 		if (!pairs++)
 			printf("\nagainst the ideal hand-over (its row of the "
-			       "same geometry and packet size),\nand 2 "
+			       "same geometry and packet size),\nand more "
 			       "writers against 1, delivered Mpkt/s of the "
 			       "median runs, same run:\n");
 		printf("%-22s %6.2f / %6.2f ideal = %5.2f", c->name, m,

@@ -429,12 +429,12 @@ START_TEST(test_counter_slots_are_the_abi)
 	static const int wslot[] = {	/* line 4, from byte 256 */
 		TB_WS_FULL, TB_WS_NO_CHUNK, TB_WS_HOLES, TB_WS_RELOCATIONS,
 		TB_WS_DROPPED_FRAGS, TB_WS_STALLS, TB_WS_FUTEX_WAITS,
-		TB_WS_FUTEX_WAKES,
+		TB_WS_FUTEX_WAKES, TB_WS_POLLS, TB_WS_YIELDS,
 	};
 	static const int rslot[] = {	/* line 5, from byte 320 */
 		TB_RS_EMITTED, TB_RS_HOLES, TB_RS_SCRAPES, TB_RS_MALFORMED,
 		TB_RS_UNKNOWN_FORMAT, TB_RS_RETRY_LATER, TB_RS_PINNED,
-		TB_RS_FUTEX_WAITS, TB_RS_FUTEX_WAKES,
+		TB_RS_FUTEX_WAITS, TB_RS_FUTEX_WAKES, TB_RS_POLLS,
 	};
 	struct tring t;
 	struct twriter a, b, c;
@@ -444,11 +444,11 @@ START_TEST(test_counter_slots_are_the_abi)
 	for (i = 0; i < sizeof(wslot) / sizeof(wslot[0]); i++)
 		ck_assert_msg(wslot[i] == (int)i, "writer counter %u at "
 			      "slot %d", i, wslot[i]);
-	ck_assert_int_eq(TB_WS_MAX, 8);
+	ck_assert_int_eq(TB_WS_MAX, 10);
 	for (i = 0; i < sizeof(rslot) / sizeof(rslot[0]); i++)
 		ck_assert_msg(rslot[i] == (int)i, "reader counter %u at "
 			      "slot %d", i, rslot[i]);
-	ck_assert_int_eq(TB_RS_MAX, 9);
+	ck_assert_int_eq(TB_RS_MAX, 10);
 	/* two TB_FULL: word 0 of line 4, and nothing else there */
 	tring_new(&t, 256, 2);
 	twriter_new(&a, &t, WA, BID, TB_DROP);
@@ -2917,20 +2917,18 @@ static void check_handover_wakes_at(uint32_t num_chunks,
 
 START_TEST(test_handover_wakes_a_sleeping_reader_at_three_quarters)
 {
-	/* TB_DROP: 3/4 of the ring waits, a quarter (a chunk at least) is
-	 * the headroom */
+	/*
+	 * 3/4 of the ring waits, a quarter (a chunk at least) is the
+	 * headroom the writers fill while the reader wakes up; a stalling
+	 * writer too, or every batch would end in a stall.
+	 */
 	check_handover_wakes_at(64, TB_DROP, 48);
 	check_handover_wakes_at(16, TB_DROP, 12);
 	check_handover_wakes_at(4, TB_DROP, 3);
 	check_handover_wakes_at(2, TB_DROP, 1);
-}
-END_TEST
-
-START_TEST(test_stalling_writer_handover_wakes_only_a_full_ring)
-{
-	/* TB_STALL: a full ring makes it stall, and the stall rings */
-	check_handover_wakes_at(64, TB_STALL, 64);
-	check_handover_wakes_at(4, TB_STALL, 4);
+	check_handover_wakes_at(64, TB_STALL, 48);
+	check_handover_wakes_at(16, TB_STALL, 12);
+	check_handover_wakes_at(2, TB_STALL, 1);
 }
 END_TEST
 
@@ -3249,16 +3247,18 @@ START_TEST(test_waiting_reader_does_not_spin_with_work_left)
 END_TEST
 
 /*
- * The reader's spin budget is judged by the sleep its spin ran out into.
- * The bell rings (as a writer's hand-over would) at the load of write_pos
- * right after the spin: the reader is armed, so its sleep ends at once,
- * woken.  Halving at the end of the spin, as a writer's budget does, would
- * collapse the budget on a busy small ring.
+ * The reader's spin before a sleep.  The bell rings (as a writer's
+ * hand-over would) at the load of write_pos right after the spin, in
+ * tb_reader_idle(), so that the sleep ends at once, woken; and the load
+ * after the sleep (tb__reader_adapt()) may see a full ring, as the
+ * writers would leave it had they filled it while the reader woke up.
  */
 struct bell_act {
 	struct tring *t;
 	unsigned polls;		/* relaxed loads of write_pos */
 	unsigned ring_at;	/* rings at this one; 0: never */
+	unsigned fill_at;	/* write_pos says full from this one; 0: never */
+	uint32_t pos;		/* the reader's position */
 };
 
 static struct bell_act *bell_act;
@@ -3273,40 +3273,161 @@ static void ring_after_spin(const uint32_t *p, int op, uint32_t e,
 		return;
 	if (++a->polls == a->ring_at)
 		tb_bell_ring(a->t->r.bell);
+	if (a->polls == a->fill_at)
+		poke32(&a->t->r.hdr->write_pos, a->pos + a->t->r.num_chunks);
 }
 
-START_TEST(test_reader_spin_budget_follows_how_its_sleep_ended)
+/*
+ * One tb_reader_wait() of @tr on a ring with nothing to take: its spin
+ * runs out, then it is rung (@ring) or sleeps to a 1 ms timeout, and
+ * wakes into a full ring if @full.  Checks the polls: the spin's, then
+ * tb_reader_idle()'s and, when a writer woke it, tb__reader_adapt()'s.
+ */
+static bool wait_rung(struct tring *t, struct treader *tr, bool ring,
+		      bool full)
 {
 	struct bell_act act;
+	uint32_t wp = peek32(&t->r.hdr->write_pos);
+	uint32_t n = tr->rd.woke ? TB_SLEEP_POLLS : tr->rd.spin;
+	bool ret;
+
+	memset(&act, 0, sizeof(act));
+	act.t = t;
+	act.ring_at = ring ? n + 1 : 0;
+	act.fill_at = full ? n + 2 : 0;
+	act.pos = tr->rd.pos;
+	bell_act = &act;
+	tb_test_atomic = ring_after_spin;
+	ret = tb_reader_wait(&tr->rd, ring ? 60000 : 1);
+	tb_test_atomic = NULL;
+	poke32(&t->r.hdr->write_pos, wp);
+	ck_assert_uint_eq(act.polls, n + 1 + ret);
+	return ret;
+}
+
+START_TEST(test_reader_spins_only_where_its_sleeps_let_the_ring_fill)
+{
+	/*
+	 * A reader that catches up sleeps until the writers ring a backlog,
+	 * rather than spin for every next chunk; it spins only where such a
+	 * sleep let the ring fill (the writers stalled or dropped while it
+	 * woke up), and then no more than one sleep's cost spread over the
+	 * batch a sleep takes: TB_SLEEP_POLLS / 3 on 4 chunks.
+	 */
 	struct tring t;
 	struct treader tr;
+	uint32_t cap = TB_SLEEP_POLLS / 3 ? TB_SLEEP_POLLS / 3 : 1;
 
 	tring_new(&t, 512, 4);
 	treader_new(&tr, &t);
+	ck_assert_uint_eq(tb__reader_spin_cap(&t.r), cap);
+	ck_assert_uint_eq(tr.rd.spin, cap);
 	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 0);
-	tr.rd.spin = 64;
-	memset(&act, 0, sizeof(act));
-	act.t = &t;
-	act.ring_at = 64 + 1;	/* the spin's 64 polls, then tb_reader_idle */
-	bell_act = &act;
-	tb_test_atomic = ring_after_spin;
-	ck_assert(tb_reader_wait(&tr.rd, 60000));	/* woken at once */
-	tb_test_atomic = NULL;
-	ck_assert_uint_eq(act.polls, 64 + 1);
+	/* woken with room left: the ring carries a sleep, spin less */
+	ck_assert(wait_rung(&t, &tr, true, false));
 	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAITS]), 1);
-	ck_assert_uint_eq(tr.rd.spin, 128);	/* busy: spin longer */
-	/* nothing rings: the sleep runs to its timeout, the ring is idle */
-	memset(&act, 0, sizeof(act));
-	act.t = &t;
-	tb_test_atomic = ring_after_spin;
-	ck_assert(!tb_reader_wait(&tr.rd, 1));
-	tb_test_atomic = NULL;
-	ck_assert_uint_eq(act.polls, 128 + 1);
-	ck_assert_uint_eq(tr.rd.spin, 64);
-	/* an idle reader spins ever less, down to the floor */
-	tr.rd.spin = TB_SPIN_MIN;
-	ck_assert(!tb_reader_wait(&tr.rd, 1));
-	ck_assert_uint_eq(tr.rd.spin, TB_SPIN_MIN);
+	ck_assert_uint_eq(tr.rd.spin, cap / 2);
+	/* timed out: an idle ring, less again, down to no spin at all */
+	ck_assert(!wait_rung(&t, &tr, false, false));
+	ck_assert_uint_eq(tr.rd.spin, cap / 4);
+	tr.rd.spin = 1;
+	ck_assert(!wait_rung(&t, &tr, false, false));
+	ck_assert_uint_eq(tr.rd.spin, 0);
+	ck_assert(!wait_rung(&t, &tr, false, false));
+	ck_assert_uint_eq(tr.rd.spin, 0);
+	/* woken into a full ring: spin, doubling, up to the cap */
+	ck_assert(wait_rung(&t, &tr, true, true));
+	ck_assert_uint_eq(tr.rd.spin, 1);
+	ck_assert(wait_rung(&t, &tr, true, true));
+	ck_assert_uint_eq(tr.rd.spin, 2);
+	tr.rd.spin = cap - 1;
+	ck_assert(wait_rung(&t, &tr, true, true));
+	ck_assert_uint_eq(tr.rd.spin, cap);
+	ck_assert(wait_rung(&t, &tr, true, true));
+	ck_assert_uint_eq(tr.rd.spin, cap);
+	/* a timeout is no writer waiting for it, however full the ring */
+	ck_assert(!wait_rung(&t, &tr, false, true));
+	ck_assert_uint_eq(tr.rd.spin, cap / 2);
+	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAITS]), 9);
+	/* a 64-chunk ring's cap: 2 polls; a 2-chunk ring's: TB_SLEEP_POLLS */
+	ck_assert_uint_eq(TB_SLEEP_POLLS / 48 ? TB_SLEEP_POLLS / 48 : 1,
+			  tb__reader_spin_cap(&(struct tb_ring){ .num_chunks =
+								 64 }));
+	ck_assert_uint_eq(TB_SLEEP_POLLS,
+			  tb__reader_spin_cap(&(struct tb_ring){ .num_chunks =
+								 2 }));
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reader_waits_a_sleep_for_the_writers_it_woke)
+{
+	/*
+	 * A drain that woke sleeping writers is followed by a spin of one
+	 * sleep's cost (TB_SLEEP_POLLS), whatever the reader's own budget:
+	 * they run within a wake-up, and the ring waits for this reader.
+	 * Once they did not come, it does not wait for them again.
+	 */
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	tr.rd.spin = 0;
+	fill_chunk(&a, &t);
+	poke32(&t.r.hdr->wake_req, 1);		/* a writer went to sleep */
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 1);
+	ck_assert_uint_eq(peek32(&t.r.hdr->rstat[TB_RS_FUTEX_WAKES]), 1);
+	ck_assert_uint_eq(tr.rd.woke, 1);
+	ck_assert(!wait_rung(&t, &tr, false, false));	/* polls checked */
+	ck_assert_uint_eq(tr.rd.woke, 0);
+	ck_assert(!wait_rung(&t, &tr, false, false));	/* its own: none */
+	/* a drain that moved read_pos and woke nobody forgets it too */
+	poke32(&t.r.hdr->wake_req, 1);
+	fill_chunk(&a, &t);
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 1);
+	ck_assert_uint_eq(tr.rd.woke, 1);
+	fill_chunk(&a, &t);
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 1);
+	ck_assert_uint_eq(tr.rd.woke, 0);
+	ck_assert(!wait_rung(&t, &tr, false, false));
+	twriter_free(&a);
+	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+START_TEST(test_reader_stays_idle_while_a_writer_adds_to_its_held_chunk)
+{
+	/*
+	 * A lazy drain stops before a chunk its writer still holds; the
+	 * packets the writer adds to it give the drain nothing to take, so
+	 * the reader stays idle (it may sleep).  Publishing the chunk does.
+	 */
+	struct tring t;
+	struct twriter a;
+	struct treader tr;
+	struct tb_span sp;
+
+	tring_new(&t, 512, 4);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	treader_new(&tr, &t);
+	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 0);
+	ck_assert(tb_reader_idle(&tr.rd));
+	ck_assert_int_eq(tb_writer_close(&a.w, 8, 0), TB_OK);
+	ck_assert(!tb_reader_idle(&tr.rd));	/* Complete: it could take it */
+	ck_assert_int_eq(tb_writer_open(&a.w, 16, 0, &sp), TB_OK);
+	ck_assert(tb_reader_idle(&tr.rd));	/* held again, one packet on */
+	ck_assert(tb_reader_quiet(&tr.rd, twrite_pos(&t)));
+	ck_assert_int_eq(tb_writer_close(&a.w, 8, 0), TB_OK);
+	ck_assert(!tb_reader_idle(&tr.rd));
+	ck_assert(!tb_reader_quiet(&tr.rd, twrite_pos(&t)));
+	ck_assert_int_eq(tdrain(&tr.rd, ~0u, TB_READ_LAZY, NULL, NULL), 1);
+	twriter_free(&a);
 	treader_free(&tr);
 	tring_free(&t);
 }
@@ -3350,6 +3471,73 @@ START_TEST(test_stalled_writer_spins_through_a_drain)
 	twriter_free(&b);
 	twriter_free(&c);
 	treader_free(&tr);
+	tring_free(&t);
+}
+END_TEST
+
+/*
+ * Another writer takes the room a stalled writer saw: at the stalled
+ * writer's first poll of read_pos, read_pos and write_pos both move on
+ * one, so the poll sees progress and the reserve after it a full ring.
+ */
+struct steal_act {
+	struct tring *t;
+	int stolen;
+};
+
+static struct steal_act *steal_act;
+
+static void steal_on_poll(const uint32_t *p, int op, uint32_t e, uint32_t v,
+			  int ok, int fail)
+{
+	struct steal_act *a = steal_act;
+	struct tb_ring_hdr *h = a->t->r.hdr;
+
+	(void)e, (void)v, (void)fail;
+	if (a->stolen || op != TB_TEST_LOAD || ok != TB_RLX ||
+	    p != &h->read_pos)
+		return;
+	a->stolen = 1;
+	poke32(&h->read_pos, peek32(&h->read_pos) + 1);
+	poke32(&h->write_pos, peek32(&h->write_pos) + 1);
+}
+
+START_TEST(test_writer_that_stalls_again_yields_before_it_sleeps)
+{
+	/*
+	 * A writer that stalls a second time in one acquisition - the room
+	 * it waited for went to other writers first - has seen more
+	 * threads than the CPUs serve: it yields the CPU once before it
+	 * sleeps.  Its first stall does not.
+	 */
+	struct steal_act act;
+	struct tring t;
+	struct twriter a, b, c;
+	struct tb_ring_stats st;
+
+	tring_new(&t, 256, 2);
+	twriter_new(&a, &t, WA, BID, TB_DROP);
+	twriter_new(&b, &t, WB, BID, TB_DROP);
+	twriter_new(&c, &t, WC, BID, TB_STALL);
+	c.w.stall_ms = 1;
+	ck_assert_int_eq(twrite(&a, "a", 0, 0), TB_OK);
+	ck_assert_int_eq(twrite(&b, "b", 0, 0), TB_OK);
+	memset(&act, 0, sizeof(act));
+	act.t = &t;
+	steal_act = &act;
+	tb_test_atomic = steal_on_poll;
+	ck_assert_int_eq(twrite(&c, "c", 0, 0), TB_FULL);
+	tb_test_atomic = NULL;
+	ck_assert(act.stolen);
+	tb_ring_stats(&t.r, &st);
+	ck_assert_uint_eq(st.wstat[TB_WS_STALLS], 2);
+	ck_assert_uint_eq(st.wstat[TB_WS_YIELDS], 1);
+	ck_assert_uint_eq(st.wstat[TB_WS_FUTEX_WAITS], 1);
+	poke32(&t.r.hdr->read_pos, 0);
+	poke32(&t.r.hdr->write_pos, 2);
+	twriter_free(&a);
+	twriter_free(&b);
+	twriter_free(&c);
 	tring_free(&t);
 }
 END_TEST
@@ -5933,7 +6121,6 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_burned_position_rings_the_doorbell);
 	tcase_add_test(tc, test_writer_room_is_what_the_next_fragment_could_take);
 	tcase_add_test(tc, test_handover_wakes_a_sleeping_reader_at_three_quarters);
-	tcase_add_test(tc, test_stalling_writer_handover_wakes_only_a_full_ring);
 	tcase_add_test(tc,
 		test_handover_to_a_reader_that_is_not_asleep_makes_no_call);
 	tcase_add_test(tc, test_reuse_keeps_the_reader_asleep_release_wakes_it);
@@ -5942,8 +6129,11 @@ static Suite *writer_suite(void)
 	tcase_add_test(tc, test_writer_stall_wakes_when_reader_drains);
 	tcase_add_test(tc, test_waiting_reader_spins_through_a_new_reservation);
 	tcase_add_test(tc, test_waiting_reader_does_not_spin_with_work_left);
-	tcase_add_test(tc, test_reader_spin_budget_follows_how_its_sleep_ended);
+	tcase_add_test(tc, test_reader_spins_only_where_its_sleeps_let_the_ring_fill);
+	tcase_add_test(tc, test_reader_waits_a_sleep_for_the_writers_it_woke);
+	tcase_add_test(tc, test_reader_stays_idle_while_a_writer_adds_to_its_held_chunk);
 	tcase_add_test(tc, test_stalled_writer_spins_through_a_drain);
+	tcase_add_test(tc, test_writer_that_stalls_again_yields_before_it_sleeps);
 	tcase_add_test(tc,
 		test_spin_budget_doubles_on_a_hit_and_halves_on_a_miss);
 	tcase_add_test(tc, test_reader_wakes_sleeping_writers_once_per_request);

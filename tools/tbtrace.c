@@ -715,6 +715,8 @@ static const char *tbt_wstat_name(unsigned i)
 	case TB_WS_STALLS: return "stalls";
 	case TB_WS_FUTEX_WAITS: return "futex-waits";
 	case TB_WS_FUTEX_WAKES: return "futex-wakes";
+	case TB_WS_POLLS: return "polls";
+	case TB_WS_YIELDS: return "yields";
 	}
 	return NULL;
 }
@@ -731,6 +733,7 @@ static const char *tbt_rstat_name(unsigned i)
 	case TB_RS_PINNED: return "pinned-holes";
 	case TB_RS_FUTEX_WAITS: return "futex-waits";
 	case TB_RS_FUTEX_WAKES: return "futex-wakes";
+	case TB_RS_POLLS: return "polls";
 	}
 	return NULL;
 }
