@@ -2488,7 +2488,8 @@ static void kept_script(struct tenv *e, struct tb_track *ctr, bool g)
 	for (r = 0; r < 12; r++) {
 		v = r % 3 ? (int64_t)r * 1000003 : -(int64_t)r;
 		KEPT(e, g, TB_TRACE_BEGIN_W(w, &cat_a, "Work",
-					    TB_ARG_UINT("seq", r << (r * 5)),
+					    TB_ARG_UINT("seq",
+							(uint64_t)r << (r * 5)),
 					    TB_ARG_STR("s", &"abc"[r % 4])));
 		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_a, "Mark"));
 		KEPT(e, g, TB_TRACE_INSTANT_W(w, &cat_b, "Mark"));
