@@ -1148,6 +1148,7 @@ static inline void tb__ck_rep_init(struct tb__ck_rep *it, const uint8_t *p,
 				   size_t n, uint32_t field)
 {
 	tb_pb_reader_init(&it->msg, p, n);
+	tb_pb_reader_init(&it->packed, p, 0);	/* empty till a packed run */
 	it->field = field;
 	it->in_packed = false;
 }
