@@ -14,9 +14,10 @@
 #ifdef BOARD_MICROBIT		/* 16 KiB of RAM: the smallest tables */
 #define TB_EV_INTERN_SLOTS	8
 #define TB_EV_TRACKS		2	/* the task's thread, its process */
-#define TB_EV_NAME_BYTES	64
+#define TB_EV_NAME_BYTES	32
 #define TB_EV_FLOWS		1
 #define TB_EV_OWED_ENDS		2
+#define TB_EV_SITES		2	/* events kept encoded: each ~110 B */
 #define TB_RTOS_CHUNK		256
 #define TB_RTOS_OBJECTS		4
 #define TB_RTOS_IRQS		32
